@@ -1,0 +1,217 @@
+/* parclust: fast clustering of point sets and images on one core, all cores (OpenMP) and GPUs (CUDA).
+ * This is the whole public API. Every call that can fail returns pc_status; the detail of the last
+ * failure on the calling thread is in pc_last_error(). The library never prints, aborts or exits. */
+#ifndef PARCLUST_H
+#define PARCLUST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility; everything declared here is its exported surface. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define PC_VERSION_MAJOR 0
+#define PC_VERSION_MINOR 1
+#define PC_VERSION_PATCH 0
+#define PC_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- status codes */
+
+/* One list gives the codes and their text (pc_status_string). */
+#define PC_STATUS_LIST(X)                                                            \
+    X(PC_OK, 0, "ok")                                                                \
+    X(PC_INVALID_ARGUMENT, 1, "invalid argument")                                    \
+    X(PC_OUT_OF_MEMORY, 2, "out of memory")                                          \
+    X(PC_UNSUPPORTED, 3, "not supported by this build")                              \
+    X(PC_NO_DEVICE, 4, "no CUDA device found")                                       \
+    X(PC_DEVICE_OUT_OF_MEMORY, 5, "out of GPU memory")                               \
+    X(PC_DEVICE_ERROR, 6, "GPU error")                                               \
+    X(PC_CANCELLED, 7, "cancelled by the progress callback")                         \
+    X(PC_IO_ERROR, 8, "input/output error")                                          \
+    X(PC_INTERNAL_ERROR, 9, "internal error")
+
+typedef enum {
+#define PC__STATUS_ENUM(name, value, text) name = value,
+    PC_STATUS_LIST(PC__STATUS_ENUM)
+#undef PC__STATUS_ENUM
+} pc_status;
+
+/* Short fixed text of a status code ("invalid argument"). Never NULL. */
+const char *pc_status_string(pc_status status);
+
+/* Detail of the last failure on the calling thread ("bandwidth must be > 0, got -1"), or "" after
+ * success. Valid until the next parclust call on the same thread. Never NULL. */
+const char *pc_last_error(void);
+
+/* ---------------------------------------------------------------- version and backends */
+
+const char *pc_version(void);
+
+typedef enum {
+    PC_BACKEND_AUTO = 0,   /* CUDA when built, a device is present and the work is large; else OpenMP */
+    PC_BACKEND_SEQUENTIAL, /* one thread; the reference every other backend is tested against */
+    PC_BACKEND_OPENMP,     /* all cores (or `threads`) through OpenMP */
+    PC_BACKEND_CUDA        /* an NVIDIA GPU */
+} pc_backend;
+
+const char *pc_backend_name(pc_backend backend); /* "auto", "seq", "openmp", "cuda" */
+/* Parses "auto", "seq"/"sequential", "openmp"/"omp", "cuda"; PC_INVALID_ARGUMENT otherwise. */
+pc_status pc_backend_parse(const char *name, pc_backend *out);
+/* 1 when the backend was built and can run here (for CUDA: a device is present), else 0. AUTO: 1. */
+int pc_backend_available(pc_backend backend);
+/* Threads OpenMP would use by default (1 without OpenMP). */
+int pc_openmp_max_threads(void);
+/* Number of CUDA devices usable (0 without CUDA or without a device). */
+int pc_cuda_device_count(void);
+/* Writes "NAME, CC x.y, N MiB" for device `index` into buf. PC_NO_DEVICE if there is none. */
+pc_status pc_cuda_device_describe(int index, char *buf, size_t size);
+
+typedef enum {
+    PC_SCHEDULE_DYNAMIC = 0, /* default: points converge at different speeds */
+    PC_SCHEDULE_STATIC,
+    PC_SCHEDULE_GUIDED
+} pc_schedule;
+
+/* Called by long runs now and then with the fraction done in [0, 1]. Return non-zero to stop the
+ * run, which then fails with PC_CANCELLED. Called from the thread that made the call. */
+typedef int (*pc_progress_fn)(void *user, double fraction);
+
+/* ---------------------------------------------------------------- points */
+
+typedef enum { PC_F32 = 0, PC_F64, PC_U8, PC_U16 } pc_dtype;
+
+/* A read-only view of n rows of dim values of one type; the data are never copied by the view.
+ * stride is the distance between rows in bytes (0: packed rows, dim * element size). */
+typedef struct {
+    const void *data;
+    size_t n;
+    size_t dim;
+    size_t stride;
+    pc_dtype dtype;
+} pc_points;
+
+pc_points pc_points_f32(const float *data, size_t n, size_t dim);
+pc_points pc_points_f64(const double *data, size_t n, size_t dim);
+pc_points pc_points_u8(const uint8_t *data, size_t n, size_t dim);
+pc_points pc_points_u16(const uint16_t *data, size_t n, size_t dim);
+
+/* Checks the view: data present, n >= 1, dim >= 1, stride large enough, every value finite. */
+pc_status pc_points_check(const pc_points *points);
+
+/* ---------------------------------------------------------------- results */
+
+/* One opaque result for every algorithm. Arrays returned by the getters belong to the result and live
+ * until pc_result_free. A getter returns NULL / 0 for what the algorithm does not produce. */
+typedef struct pc_result pc_result;
+
+void pc_result_free(pc_result *result); /* NULL-safe */
+size_t pc_result_n(const pc_result *result);            /* points clustered */
+size_t pc_result_dim(const pc_result *result);          /* dimensions */
+size_t pc_result_cluster_count(const pc_result *result); /* k */
+/* N labels in [0, k) or -1 (no cluster). Clusters are numbered by size, largest first. */
+const int32_t *pc_result_labels(const pc_result *result);
+const float *pc_result_centers(const pc_result *result); /* k x dim, row-major */
+const int64_t *pc_result_sizes(const pc_result *result); /* k point counts */
+/* Mean shift: where each point converged, N x dim. */
+const float *pc_result_modes(const pc_result *result);
+/* Iterations run (mean shift: the most any point took). */
+int pc_result_iterations(const pc_result *result);
+/* Per-stage wall-clock timings. */
+size_t pc_result_stage_count(const pc_result *result);
+pc_status pc_result_stage(const pc_result *result, size_t index, const char **name, double *seconds);
+/* The backend that actually ran (AUTO resolved). */
+pc_backend pc_result_backend(const pc_result *result);
+
+/* ---------------------------------------------------------------- mean shift */
+
+typedef enum {
+    PC_KERNEL_GAUSSIAN = 0, /* K(r) = exp(-r^2 / (2 h^2)) */
+    PC_KERNEL_FLAT,         /* K = 1 for r <= h (scikit-learn's MeanShift) */
+    PC_KERNEL_EPANECHNIKOV  /* K = 1 - (r/h)^2 for r <= h */
+} pc_kernel;
+
+const char *pc_kernel_name(pc_kernel kernel);
+pc_status pc_kernel_parse(const char *name, pc_kernel *out);
+
+typedef struct {
+    pc_kernel kernel;    /* default PC_KERNEL_GAUSSIAN */
+    double bandwidth;    /* h, in data units, > 0. Default 1 */
+    /* Cut-off distance: only references within it count. 0 = the kernel's default (unbounded for
+     * gaussian, h for flat and epanechnikov); INFINITY = unbounded. A finite radius lets the
+     * neighbour grid replace the all-pairs sum. */
+    double radius;
+    /* A point stops once one shift moves it by <= eps. < 0 = default 1e-3 h; 0 = never stop early. */
+    double eps;
+    int max_iter;        /* default 300; >= 1 */
+    /* Modes closer than this form one cluster. < 0 = default h / 2; 0 = only identical modes. */
+    double merge_radius;
+    int blurring;        /* 0 (default): references are the original data; 1: the data move too */
+    /* 1 (default): use the neighbour grid when the radius is finite and it pays; 0: all pairs. */
+    int use_grid;
+    pc_backend backend;  /* default PC_BACKEND_AUTO */
+    int threads;         /* OpenMP threads, 0 = OpenMP's default */
+    pc_schedule schedule; /* OpenMP loop schedule, default dynamic */
+    int chunk;           /* OpenMP chunk size, 0 = the runtime's default */
+    pc_progress_fn progress; /* optional */
+    void *progress_user;
+} pc_meanshift_params;
+
+void pc_meanshift_params_init(pc_meanshift_params *params);
+
+/* Clusters `points` by mean shift. On success *result holds labels, centres, sizes, modes and
+ * iterations; on failure *result is NULL and pc_last_error() says why. */
+pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result);
+
+/* ---------------------------------------------------------------- metrics */
+
+/* Compare two labelings of n points. Labels < 0 are a class of their own ("noise"). */
+pc_status pc_adjusted_rand_index(const int32_t *truth, const int32_t *pred, size_t n, double *ari);
+/* Normalized mutual information, arithmetic-mean normalisation (scikit-learn's default). */
+pc_status pc_normalized_mutual_info(const int32_t *truth, const int32_t *pred, size_t n, double *nmi);
+/* Share of points correctly classified after matching each true class to at most one predicted
+ * cluster so that the matched points are as many as possible (Hungarian method). */
+pc_status pc_matched_accuracy(const int32_t *truth, const int32_t *pred, size_t n, double *accuracy);
+
+/* ---------------------------------------------------------------- synthetic data */
+
+typedef enum {
+    PC_DATASET_BLOBS = 0, /* isotropic Gaussian blobs, centres uniform in a box */
+    PC_DATASET_RINGS,     /* concentric rings in the first two dimensions, noise in the rest */
+    PC_DATASET_AGNOLUCCI, /* seed 000's workload: 3D Gaussian blobs */
+    PC_DATASET_BINDI,     /* seed 001's workload: 3 blobs, make_blobs style */
+    PC_DATASET_GRID       /* many small tight clusters on a regular lattice (neighbour-grid benchmark) */
+} pc_dataset;
+
+const char *pc_dataset_name(pc_dataset dataset);
+pc_status pc_dataset_parse(const char *name, pc_dataset *out);
+
+typedef struct {
+    pc_dataset dataset; /* default blobs */
+    size_t n;           /* points, default 1000 */
+    size_t dim;         /* dimensions, default 2 */
+    size_t clusters;    /* default 3 */
+    double spread;      /* standard deviation of each cluster, default 1 */
+    double box;         /* centres drawn in [-box, box]^dim, default 10 */
+    uint64_t seed;      /* default 42 */
+} pc_generate_params;
+
+void pc_generate_params_init(pc_generate_params *params);
+
+/* Fills points (n x dim float32, caller-allocated) and labels (n, may be NULL) deterministically
+ * from the seed: the same parameters give the same data on every machine. */
+pc_status pc_generate(const pc_generate_params *params, float *points, int32_t *labels);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PARCLUST_H */

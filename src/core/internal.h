@@ -1,0 +1,56 @@
+/* What the library's source files share and users never see: error reporting, timing, the result
+ * object's layout, allocation helpers. */
+#ifndef PC_INTERNAL_H
+#define PC_INTERNAL_H
+
+#include "parclust.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define PC__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PC__PRINTF(f, a)
+#endif
+
+/* Records the detail of a failure for pc_last_error() and returns `status`, so that error paths read
+ * `return pc__fail(PC_INVALID_ARGUMENT, "k must be >= 1, got %d", k);`. */
+pc_status pc__fail(pc_status status, const char *fmt, ...) PC__PRINTF(2, 3);
+void pc__clear_error(void);
+
+/* Allocation that records PC_OUT_OF_MEMORY with what was asked for; n * size overflow checked. */
+void *pc__alloc(size_t n, size_t size, const char *what);
+void *pc__calloc(size_t n, size_t size, const char *what);
+
+double pc__now(void); /* monotonic seconds */
+
+/* Resolves AUTO and checks that the asked backend was built. work: pair evaluations expected,
+ * used by AUTO to decide whether a GPU pays. */
+pc_status pc__choose_backend(pc_backend asked, double work, pc_backend *chosen);
+
+#define PC__MAX_STAGES 16
+
+struct pc_result {
+    size_t n, dim, k;
+    int32_t *labels;  /* n */
+    float *centers;   /* k x dim */
+    int64_t *sizes;   /* k */
+    float *modes;     /* n x dim, mean shift only */
+    int iterations;
+    pc_backend backend;
+    size_t stage_count;
+    const char *stage_names[PC__MAX_STAGES]; /* static strings */
+    double stage_seconds[PC__MAX_STAGES];
+};
+
+pc_result *pc__result_new(size_t n, size_t dim);
+void pc__result_add_stage(pc_result *result, const char *name, double seconds);
+
+/* Converts row i of any view to float32. */
+void pc__points_row_f32(const pc_points *points, size_t i, float *out);
+/* The view as packed float32 rows: the caller's memory when it already is, else a new copy that
+ * *owned receives (free it). */
+pc_status pc__points_as_f32(const pc_points *points, const float **data, float **owned);
+
+#endif

@@ -1,0 +1,56 @@
+/* The one opaque result object every algorithm returns, and its getters. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+pc_result *pc__result_new(size_t n, size_t dim)
+{
+    pc_result *r = pc__calloc(1, sizeof *r, "result");
+    if (!r)
+        return NULL;
+    r->n = n;
+    r->dim = dim;
+    return r;
+}
+
+void pc__result_add_stage(pc_result *result, const char *name, double seconds)
+{
+    if (result->stage_count < PC__MAX_STAGES) {
+        result->stage_names[result->stage_count] = name;
+        result->stage_seconds[result->stage_count] = seconds;
+        result->stage_count++;
+    }
+}
+
+void pc_result_free(pc_result *result)
+{
+    if (!result)
+        return;
+    free(result->labels);
+    free(result->centers);
+    free(result->sizes);
+    free(result->modes);
+    free(result);
+}
+
+size_t pc_result_n(const pc_result *r) { return r ? r->n : 0; }
+size_t pc_result_dim(const pc_result *r) { return r ? r->dim : 0; }
+size_t pc_result_cluster_count(const pc_result *r) { return r ? r->k : 0; }
+const int32_t *pc_result_labels(const pc_result *r) { return r ? r->labels : NULL; }
+const float *pc_result_centers(const pc_result *r) { return r ? r->centers : NULL; }
+const int64_t *pc_result_sizes(const pc_result *r) { return r ? r->sizes : NULL; }
+const float *pc_result_modes(const pc_result *r) { return r ? r->modes : NULL; }
+int pc_result_iterations(const pc_result *r) { return r ? r->iterations : 0; }
+size_t pc_result_stage_count(const pc_result *r) { return r ? r->stage_count : 0; }
+pc_backend pc_result_backend(const pc_result *r) { return r ? r->backend : PC_BACKEND_AUTO; }
+
+pc_status pc_result_stage(const pc_result *r, size_t index, const char **name, double *seconds)
+{
+    if (!r || index >= r->stage_count)
+        return pc__fail(PC_INVALID_ARGUMENT, "stage index %zu out of range", index);
+    if (name)
+        *name = r->stage_names[index];
+    if (seconds)
+        *seconds = r->stage_seconds[index];
+    return PC_OK;
+}

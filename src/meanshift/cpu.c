@@ -1,0 +1,157 @@
+/* Mean shift iterations on the CPU, sequential or OpenMP: the same loop body either way, so both
+ * backends give bit-identical modes. Points that stopped are dropped from the active list. */
+#include "internal_ms.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct {
+    const pc__ms_refs *refs;
+    const float *current; /* positions read this iteration */
+    float *next;          /* positions written this iteration */
+    const size_t *active;
+    size_t active_count;
+    unsigned char *stopped; /* per point: 1 once its shift was <= eps or it had no neighbours */
+    float eps2;
+} step_args;
+
+static void step_one(const step_args *a, pc__ms_scratch *s, size_t t)
+{
+    size_t dim = a->refs->shift.dim;
+    size_t i = a->active[t];
+    const float *q = a->current + i * dim;
+    size_t ranges = pc__ms_ranges(a->refs, q, s);
+    int moved = ranges && pc__shift_point(&a->refs->shift, q, s->begin, s->end, ranges, s->shifted);
+    double d2 = 0;
+    for (size_t k = 0; k < dim; k++) {
+        double d = (double)s->shifted[k] - q[k];
+        d2 += d * d;
+    }
+    /* Non-blurring runs update in place: q is read in full before its row is overwritten. */
+    memcpy(a->next + i * dim, moved ? s->shifted : q, dim * sizeof(float));
+    if (!moved || d2 <= a->eps2)
+        a->stopped[i] = 1;
+}
+
+/* Runs one iteration over the active points; returns PC_OUT_OF_MEMORY if a thread's scratch could
+ * not be allocated. */
+static pc_status step_all(const step_args *a, const pc__ms_cpu_options *o)
+{
+    int failed = 0;
+#ifdef _OPENMP
+    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    int parallel = o->parallel && threads > 1 && a->active_count > 1;
+    long count = (long)a->active_count;
+    int chunk = o->chunk > 0 ? o->chunk : 1;
+#pragma omp parallel num_threads(threads) if (parallel) reduction(| : failed)
+    {
+        pc__ms_scratch s;
+        if (pc__ms_scratch_init(&s, a->refs) != PC_OK)
+            failed = 1;
+        /* A thread without scratch still reaches every worksharing loop, as OpenMP requires. */
+        switch (o->schedule) {
+        case PC_SCHEDULE_STATIC:
+            if (o->chunk > 0) {
+#pragma omp for schedule(static, chunk)
+                for (long t = 0; t < count; t++)
+                    if (!failed)
+                        step_one(a, &s, (size_t)t);
+            } else {
+#pragma omp for schedule(static)
+                for (long t = 0; t < count; t++)
+                    if (!failed)
+                        step_one(a, &s, (size_t)t);
+            }
+            break;
+        case PC_SCHEDULE_GUIDED:
+#pragma omp for schedule(guided, chunk)
+            for (long t = 0; t < count; t++)
+                if (!failed)
+                    step_one(a, &s, (size_t)t);
+            break;
+        default:
+#pragma omp for schedule(dynamic, chunk)
+            for (long t = 0; t < count; t++)
+                if (!failed)
+                    step_one(a, &s, (size_t)t);
+            break;
+        }
+        pc__ms_scratch_free(&s);
+    }
+#else
+    (void)o;
+    pc__ms_scratch s;
+    if (pc__ms_scratch_init(&s, a->refs) != PC_OK)
+        return PC_OUT_OF_MEMORY;
+    for (size_t t = 0; t < a->active_count; t++)
+        step_one(a, &s, t);
+    pc__ms_scratch_free(&s);
+#endif
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "cannot allocate per-thread scratch") : PC_OK;
+}
+
+pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
+                            const pc__ms_cpu_options *o, float *modes, int *iterations)
+{
+    pc_status st = PC_OK;
+    pc__ms_refs refs;
+    memset(&refs, 0, sizeof refs);
+    refs.shift = setup->shift;
+    size_t *active = pc__alloc(n, sizeof *active, "active point list");
+    unsigned char *stopped = pc__calloc(n, 1, "stop flags");
+    /* Blurring moves the references, so every iteration reads one buffer and writes another. */
+    float *other = setup->blurring ? pc__alloc(n, dim * sizeof(float), "blurring buffer") : NULL;
+    if (!active || !stopped || (setup->blurring && !other)) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    st = pc__ms_refs_build(&refs, points, n, dim, setup->use_grid, setup->radius);
+    if (st != PC_OK)
+        goto done;
+    memcpy(modes, points, n * dim * sizeof *modes);
+    size_t active_count = n;
+    for (size_t i = 0; i < n; i++)
+        active[i] = i;
+    float *current = modes;
+    int it = 0;
+    while (it < setup->max_iter && active_count > 0) {
+        if (setup->blurring && it > 0) {
+            pc__ms_refs_free(&refs);
+            refs.shift = setup->shift;
+            st = pc__ms_refs_build(&refs, current, n, dim, setup->use_grid, setup->radius);
+            if (st != PC_OK)
+                goto done;
+        }
+        float *next = setup->blurring ? (current == modes ? other : modes) : modes;
+        if (setup->blurring)
+            memcpy(next, current, n * dim * sizeof *next); /* stopped points keep their place */
+        step_args a = {&refs, current, next, active, active_count, stopped, setup->eps2};
+        st = step_all(&a, o);
+        if (st != PC_OK)
+            goto done;
+        current = next;
+        it++;
+        size_t kept = 0;
+        for (size_t t = 0; t < active_count; t++)
+            if (!stopped[active[t]])
+                active[kept++] = active[t];
+        active_count = kept;
+        if (setup->progress && setup->progress(setup->progress_user, (double)it / setup->max_iter)) {
+            st = pc__fail(PC_CANCELLED, "mean shift cancelled after %d iterations", it);
+            goto done;
+        }
+    }
+    if (current != modes)
+        memcpy(modes, current, n * dim * sizeof *modes);
+    *iterations = it;
+done:
+    pc__ms_refs_free(&refs);
+    free(active);
+    free(stopped);
+    free(other);
+    return st;
+}

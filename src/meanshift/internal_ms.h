@@ -1,0 +1,35 @@
+/* What the mean shift files share: the checked, resolved setup of one run and the backends' entry
+ * points. */
+#ifndef PC_MEANSHIFT_INTERNAL_H
+#define PC_MEANSHIFT_INTERNAL_H
+
+#include "../core/internal.h"
+#include "refs.h"
+
+typedef struct {
+    pc__shift_refs shift; /* kernel, scale, h2, r2 (references filled in later) */
+    double radius;        /* cut-off, INFINITY when unbounded */
+    float eps2;           /* squared stop distance */
+    int max_iter;
+    int blurring;
+    int use_grid;
+    pc_progress_fn progress;
+    void *progress_user;
+} pc__ms_setup;
+
+typedef struct {
+    int parallel; /* 0: sequential backend */
+    int threads;
+    pc_schedule schedule;
+    int chunk;
+} pc__ms_cpu_options;
+
+/* Moves every point to its mode: modes (n x dim) receives the final positions. */
+pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
+                            const pc__ms_cpu_options *options, float *modes, int *iterations);
+
+/* Groups modes closer than merge_radius into clusters (connected components), numbers them by size,
+ * largest first, and fills labels, centres and sizes of the result. */
+pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double merge_radius, pc_result *result);
+
+#endif

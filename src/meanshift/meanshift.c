@@ -1,0 +1,148 @@
+/* pc_meanshift: checks the parameters, resolves defaults and the backend, runs the iterations and
+ * merges the modes into clusters. */
+#include "internal_ms.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pc_meanshift_params_init(pc_meanshift_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->kernel = PC_KERNEL_GAUSSIAN;
+    p->bandwidth = 1.0;
+    p->radius = 0.0;
+    p->eps = -1.0;
+    p->max_iter = 300;
+    p->merge_radius = -1.0;
+    p->use_grid = 1;
+    p->backend = PC_BACKEND_AUTO;
+    p->schedule = PC_SCHEDULE_DYNAMIC;
+}
+
+const char *pc_kernel_name(pc_kernel k)
+{
+    switch (k) {
+    case PC_KERNEL_GAUSSIAN: return "gaussian";
+    case PC_KERNEL_FLAT: return "flat";
+    case PC_KERNEL_EPANECHNIKOV: return "epanechnikov";
+    }
+    return "unknown";
+}
+
+pc_status pc_kernel_parse(const char *name, pc_kernel *out)
+{
+    for (int k = PC_KERNEL_GAUSSIAN; k <= PC_KERNEL_EPANECHNIKOV; k++) {
+        if (name && strcmp(name, pc_kernel_name((pc_kernel)k)) == 0) {
+            *out = (pc_kernel)k;
+            return PC_OK;
+        }
+    }
+    return pc__fail(PC_INVALID_ARGUMENT, "unknown kernel '%s' (expected gaussian, flat or epanechnikov)",
+                    name ? name : "(null)");
+}
+
+/* Resolves the defaults the header documents and rejects what cannot run. */
+static pc_status resolve(const pc_meanshift_params *p, pc__ms_setup *s, double *merge_radius)
+{
+    double h = p->bandwidth;
+    if (!(h > 0) || !isfinite(h))
+        return pc__fail(PC_INVALID_ARGUMENT, "bandwidth must be a finite number > 0, got %g", h);
+    if (p->kernel < PC_KERNEL_GAUSSIAN || p->kernel > PC_KERNEL_EPANECHNIKOV)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown kernel %d", (int)p->kernel);
+    if (isnan(p->radius) || p->radius < 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "radius must be >= 0 (0 = the kernel's default), got %g",
+                        p->radius);
+    if (isnan(p->eps))
+        return pc__fail(PC_INVALID_ARGUMENT, "eps must be a number");
+    if (p->max_iter < 1)
+        return pc__fail(PC_INVALID_ARGUMENT, "max_iter must be >= 1, got %d", p->max_iter);
+    if (isnan(p->merge_radius) || isinf(p->merge_radius))
+        return pc__fail(PC_INVALID_ARGUMENT, "merge radius must be finite, got %g", p->merge_radius);
+    if (p->threads < 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "threads must be >= 0 (0 = OpenMP's default), got %d", p->threads);
+    if (p->chunk < 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "chunk must be >= 0, got %d", p->chunk);
+    if (p->schedule < PC_SCHEDULE_DYNAMIC || p->schedule > PC_SCHEDULE_GUIDED)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown OpenMP schedule %d", (int)p->schedule);
+
+    memset(s, 0, sizeof *s);
+    double radius = p->radius;
+    if (radius == 0)
+        radius = p->kernel == PC_KERNEL_GAUSSIAN ? INFINITY : h;
+    s->radius = radius;
+    s->shift.kernel = p->kernel;
+    s->shift.h2 = (float)(h * h);
+    s->shift.r2 = isfinite(radius) ? (float)(radius * radius) : INFINITY;
+    s->shift.scale = p->kernel == PC_KERNEL_GAUSSIAN ? (float)(1.4426950408889634 / (2.0 * h * h))
+                                                     : (float)(1.0 / (h * h));
+    double eps = p->eps < 0 ? 1e-3 * h : p->eps;
+    s->eps2 = (float)(eps * eps);
+    s->max_iter = p->max_iter;
+    s->blurring = p->blurring != 0;
+    s->use_grid = p->use_grid != 0;
+    s->progress = p->progress;
+    s->progress_user = p->progress_user;
+    *merge_radius = p->merge_radius < 0 ? h / 2 : p->merge_radius;
+    return PC_OK;
+}
+
+pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result)
+{
+    if (!result)
+        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
+    *result = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    pc_status st = pc_points_check(points);
+    if (st != PC_OK)
+        return st;
+    pc__ms_setup setup;
+    double merge_radius = 0;
+    if ((st = resolve(params, &setup, &merge_radius)) != PC_OK)
+        return st;
+    size_t n = points->n, dim = points->dim;
+    pc_backend backend;
+    if ((st = pc__choose_backend(params->backend, (double)n * (double)n * params->max_iter, &backend)) != PC_OK)
+        return st;
+    if (backend == PC_BACKEND_CUDA) {
+        /* The GPU kernels of mean shift are not in this build yet: AUTO runs on the CPU instead. */
+        if (params->backend == PC_BACKEND_CUDA)
+            return pc__fail(PC_UNSUPPORTED, "mean shift has no CUDA backend in this version");
+        backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    }
+
+    const float *data;
+    float *owned = NULL;
+    pc_result *r = pc__result_new(n, dim);
+    if (!r)
+        return PC_OUT_OF_MEMORY;
+    r->backend = backend;
+    double t0 = pc__now();
+    if ((st = pc__points_as_f32(points, &data, &owned)) != PC_OK)
+        goto fail;
+    r->modes = pc__alloc(n, dim * sizeof *r->modes, "modes");
+    if (!r->modes) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
+    }
+    pc__ms_cpu_options cpu = {backend == PC_BACKEND_OPENMP, params->threads, params->schedule, params->chunk};
+    double t1 = pc__now();
+    if ((st = pc__meanshift_cpu(data, n, dim, &setup, &cpu, r->modes, &r->iterations)) != PC_OK)
+        goto fail;
+    double t2 = pc__now();
+    if ((st = pc__merge_modes(r->modes, n, dim, merge_radius, r)) != PC_OK)
+        goto fail;
+    double t3 = pc__now();
+    pc__result_add_stage(r, "prepare", t1 - t0);
+    pc__result_add_stage(r, "shift", t2 - t1);
+    pc__result_add_stage(r, "merge", t3 - t2);
+    free(owned);
+    *result = r;
+    return PC_OK;
+fail:
+    free(owned);
+    pc_result_free(r);
+    return st;
+}

@@ -1,0 +1,151 @@
+/* Merging converged modes into clusters: connected components of "closer than merge_radius",
+ * found with a grid hash and union-find so that the result does not depend on point order. */
+#include "internal_ms.h"
+
+#include "../core/grid.h"
+#include "../core/union_find.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int within(const float *a, const float *b, size_t dim, double r2)
+{
+    double d2 = 0;
+    for (size_t k = 0; k < dim; k++) {
+        double d = (double)a[k] - b[k];
+        d2 += d * d;
+    }
+    return d2 <= r2;
+}
+
+/* Joins the cells of one grid: a cell's side is merge_radius / sqrt(dim), so all points of a cell are
+ * within merge_radius of each other and join at once; neighbouring cells are compared point by point
+ * only until one close pair joins them. */
+static pc_status join_by_grid(const float *modes, size_t n, size_t dim, double radius, pc__union_find *uf)
+{
+    pc__grid g;
+    pc_status st = pc__grid_build(&g, modes, n, dim, radius / sqrt((double)dim));
+    if (st != PC_OK)
+        return st;
+    int reach = (int)ceil(sqrt((double)dim));
+    size_t *near = pc__alloc(pc__grid_neighbour_capacity(&g, reach), sizeof *near, "merge neighbours");
+    int32_t *scratch = pc__alloc(dim, sizeof *scratch, "merge scratch");
+    if (!near || !scratch) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (size_t c = 0; c < g.cells; c++)
+        for (size_t i = g.start[c] + 1; i < g.start[c + 1]; i++)
+            pc__uf_union(uf, g.order[g.start[c]], g.order[i]);
+    double r2 = radius * radius;
+    for (size_t c = 0; c < g.cells; c++) {
+        size_t count = pc__grid_neighbours(&g, g.coords + c * dim, reach, scratch, near);
+        for (size_t t = 0; t < count; t++) {
+            size_t other = near[t];
+            if (other <= c)
+                continue;
+            if (pc__uf_find(uf, g.order[g.start[c]]) == pc__uf_find(uf, g.order[g.start[other]]))
+                continue;
+            int joined = 0;
+            for (size_t i = g.start[c]; i < g.start[c + 1] && !joined; i++)
+                for (size_t j = g.start[other]; j < g.start[other + 1] && !joined; j++)
+                    if (within(modes + g.order[i] * dim, modes + g.order[j] * dim, dim, r2))
+                        joined = pc__uf_union(uf, g.order[i], g.order[j]);
+        }
+    }
+done:
+    free(near);
+    free(scratch);
+    pc__grid_free(&g);
+    return st;
+}
+
+/* Fallback when no grid fits (merge_radius 0, or data spanning more cells than 32-bit coordinates
+ * hold): all pairs, skipping pairs already joined. */
+static void join_all_pairs(const float *modes, size_t n, size_t dim, double radius, pc__union_find *uf)
+{
+    double r2 = radius * radius;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (pc__uf_find(uf, i) != pc__uf_find(uf, j) && within(modes + i * dim, modes + j * dim, dim, r2))
+                pc__uf_union(uf, i, j);
+}
+
+typedef struct {
+    size_t root;
+    int64_t size;
+} cluster_key;
+
+static int by_size_then_first(const void *a, const void *b)
+{
+    const cluster_key *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return (x->root > y->root) - (x->root < y->root);
+}
+
+pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radius, pc_result *r)
+{
+    pc__union_find uf;
+    if (pc__uf_init(&uf, n) != 0)
+        return PC_OUT_OF_MEMORY;
+    pc_status st = radius > 0 ? join_by_grid(modes, n, dim, radius, &uf) : PC_UNSUPPORTED;
+    if (st == PC_UNSUPPORTED) {
+        pc__clear_error();
+        st = PC_OK;
+        join_all_pairs(modes, n, dim, radius, &uf);
+    }
+    cluster_key *keys = NULL;
+    size_t *cluster_of_root = NULL;
+    if (st != PC_OK)
+        goto done;
+    keys = pc__alloc(n, sizeof *keys, "cluster keys");
+    cluster_of_root = pc__alloc(n, sizeof *cluster_of_root, "cluster numbers");
+    r->labels = pc__alloc(n, sizeof *r->labels, "labels");
+    if (!keys || !cluster_of_root || !r->labels) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    /* The root of a set is its smallest member, so each cluster is keyed by its first point. */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t root = pc__uf_find(&uf, i);
+        if (root == i) {
+            cluster_of_root[i] = k;
+            keys[k].root = i;
+            keys[k].size = 0;
+            k++;
+        }
+        keys[cluster_of_root[root]].size++;
+    }
+    qsort(keys, k, sizeof *keys, by_size_then_first);
+    for (size_t c = 0; c < k; c++)
+        cluster_of_root[keys[c].root] = c;
+    r->k = k;
+    r->sizes = pc__alloc(k, sizeof *r->sizes, "cluster sizes");
+    r->centers = pc__alloc(k, dim * sizeof *r->centers, "cluster centres");
+    double *sums = pc__calloc(k * dim, sizeof *sums, "centre sums");
+    if (!r->sizes || !r->centers || !sums) {
+        free(sums);
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (size_t c = 0; c < k; c++)
+        r->sizes[c] = keys[c].size;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = cluster_of_root[pc__uf_find(&uf, i)];
+        r->labels[i] = (int32_t)c;
+        for (size_t d = 0; d < dim; d++)
+            sums[c * dim + d] += modes[i * dim + d];
+    }
+    for (size_t c = 0; c < k; c++)
+        for (size_t d = 0; d < dim; d++)
+            r->centers[c * dim + d] = (float)(sums[c * dim + d] / (double)r->sizes[c]);
+    free(sums);
+done:
+    free(keys);
+    free(cluster_of_root);
+    pc__uf_free(&uf);
+    return st;
+}

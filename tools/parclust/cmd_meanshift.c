@@ -1,0 +1,210 @@
+/* parclust meanshift: read points, run pc_meanshift, print a summary, write what was asked for. */
+#include "cli.h"
+#include "plot.h"
+#include "points_io.h"
+#include "progress.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const help =
+    "usage: parclust meanshift INPUT [options]\n"
+    "\n"
+    "Clusters the points of INPUT (.csv/.tsv/.txt or .npy, one point per row) by mean shift.\n"
+    "\n"
+    "  --bandwidth H        kernel bandwidth h, in data units (default 1)\n"
+    "  --kernel K           gaussian (default), flat or epanechnikov\n"
+    "  --radius R           cut-off distance (default: none for gaussian, h otherwise);\n"
+    "                       a finite radius lets the neighbour grid skip far points\n"
+    "  --max-iter N         most iterations (default 300)\n"
+    "  --eps E              a point stops once it moves <= E (default 1e-3 h; 0 = never)\n"
+    "  --merge-radius M     modes closer than M form one cluster (default h/2)\n"
+    "  --blurring           move the data set itself each iteration (default: non-blurring)\n"
+    "  --no-grid            always sum over all pairs, even with a finite radius\n"
+    "  --backend B          auto (default), seq, openmp or cuda\n"
+    "  --threads T          OpenMP threads (default: all cores)\n"
+    "  --schedule S         OpenMP schedule: dynamic (default), static or guided\n"
+    "  --labels OUT         write one label per point (.csv/.txt or .npy)\n"
+    "  --centers OUT        write the cluster centres, one row each\n"
+    "  --modes OUT          write where each point converged, one row each\n"
+    "  --plot OUT           draw the points coloured by cluster (.png or .svg)\n"
+    "  --verbose            print parameters, backend and per-stage timings\n";
+
+typedef struct {
+    const char *input, *labels, *centers, *modes, *plot;
+    int verbose;
+} ms_cli;
+
+static int parse_schedule(const char *cmd, const char *v, pc_schedule *out)
+{
+    static const char *const names[] = {"dynamic", "static", "guided"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = (pc_schedule)i;
+            return 0;
+        }
+    cli_error(cmd, "unknown schedule '%s' (expected dynamic, static or guided)", v);
+    return -1;
+}
+
+static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
+{
+    cli_args a;
+    cli_args_init(&a, "meanshift", argc, argv);
+    long l;
+    const char *v;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return -2;
+        } else if (cli_is(&a, "--bandwidth")) {
+            if (cli_double(&a, &p->bandwidth)) return -1;
+        } else if (cli_is(&a, "--kernel")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_kernel_parse(v, &p->kernel) != PC_OK) {
+                cli_error(a.cmd, "%s", pc_last_error());
+                return -1;
+            }
+        } else if (cli_is(&a, "--radius")) {
+            if (cli_double(&a, &p->radius)) return -1;
+        } else if (cli_is(&a, "--max-iter")) {
+            if (cli_int(&a, 1, 1000000000, &l)) return -1;
+            p->max_iter = (int)l;
+        } else if (cli_is(&a, "--eps")) {
+            if (cli_double(&a, &p->eps)) return -1;
+            if (p->eps < 0) {
+                cli_error(a.cmd, "--eps must be >= 0, got %g", p->eps);
+                return -1;
+            }
+        } else if (cli_is(&a, "--merge-radius")) {
+            if (cli_double(&a, &p->merge_radius)) return -1;
+            if (p->merge_radius < 0) {
+                cli_error(a.cmd, "--merge-radius must be >= 0, got %g", p->merge_radius);
+                return -1;
+            }
+        } else if (cli_is(&a, "--blurring")) {
+            p->blurring = 1;
+        } else if (cli_is(&a, "--no-grid")) {
+            p->use_grid = 0;
+        } else if (cli_is(&a, "--backend")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_backend_parse(v, &p->backend) != PC_OK) {
+                cli_error(a.cmd, "%s", pc_last_error());
+                return -1;
+            }
+        } else if (cli_is(&a, "--threads")) {
+            if (cli_int(&a, 1, 4096, &l)) return -1;
+            p->threads = (int)l;
+        } else if (cli_is(&a, "--schedule")) {
+            if (!(v = cli_value(&a)) || parse_schedule(a.cmd, v, &p->schedule)) return -1;
+        } else if (cli_is(&a, "--labels")) {
+            if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
+        } else if (cli_is(&a, "--centers")) {
+            if (!(c->centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->centers)) return -1;
+        } else if (cli_is(&a, "--modes")) {
+            if (!(c->modes = cli_value(&a)) || cli_check_data_output(a.cmd, "--modes", c->modes)) return -1;
+        } else if (cli_is(&a, "--plot")) {
+            if (!(c->plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->plot)) return -1;
+        } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
+            c->verbose = 1;
+        } else if (a.name[0] != '-' && !c->input) {
+            c->input = a.name;
+        } else {
+            cli_unknown(&a);
+            return -1;
+        }
+    }
+    if (!c->input) {
+        cli_error(a.cmd, "no input file (see 'parclust meanshift --help')");
+        return -1;
+    }
+    return 0;
+}
+
+static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const pc_result *r, double seconds)
+{
+    size_t k = pc_result_cluster_count(r), dim = pc_result_dim(r);
+    const int64_t *sizes = pc_result_sizes(r);
+    const float *centers = pc_result_centers(r);
+    printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s)\n",
+           pc_result_n(r), dim, k, pc_result_iterations(r), seconds, pc_backend_name(pc_result_backend(r)));
+    size_t shown = k < 10 ? k : 10;
+    for (size_t i = 0; i < shown; i++) {
+        printf("  cluster %zu: %lld points, centre (", i, (long long)sizes[i]);
+        for (size_t d = 0; d < dim && d < 8; d++)
+            printf("%s%.4g", d ? ", " : "", centers[i * dim + d]);
+        printf("%s)\n", dim > 8 ? ", ..." : "");
+    }
+    if (k > shown)
+        printf("  ... %zu more clusters\n", k - shown);
+    if (c->verbose) {
+        printf("kernel %s, bandwidth %g, radius %g, eps %g, merge radius %g, %s, threads %d\n",
+               pc_kernel_name(p->kernel), p->bandwidth, p->radius, p->eps, p->merge_radius,
+               p->blurring ? "blurring" : "non-blurring", p->threads ? p->threads : pc_openmp_max_threads());
+        for (size_t s = 0; s < pc_result_stage_count(r); s++) {
+            const char *name;
+            double t;
+            pc_result_stage(r, s, &name, &t);
+            printf("  stage %-8s %.4f s\n", name, t);
+        }
+    }
+}
+
+static int write_outputs(const ms_cli *c, const pcli_matrix *m, const pc_result *r)
+{
+    char err[512];
+    size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
+    if (c->labels && pcli_write_labels(c->labels, pc_result_labels(r), n, err, sizeof err))
+        goto fail;
+    if (c->centers && pcli_write_matrix(c->centers, pc_result_centers(r), k, dim, err, sizeof err))
+        goto fail;
+    if (c->modes && pcli_write_matrix(c->modes, pc_result_modes(r), n, dim, err, sizeof err))
+        goto fail;
+    if (c->plot && pcli_plot(c->plot, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k,
+                             "mean shift", err, sizeof err))
+        goto fail;
+    return CLI_OK;
+fail:
+    cli_error("meanshift", "%s", err);
+    return CLI_FAILED;
+}
+
+int cmd_meanshift(int argc, char **argv)
+{
+    ms_cli c = {0};
+    pc_meanshift_params p;
+    pc_meanshift_params_init(&p);
+    int rc = parse(argc, argv, &c, &p);
+    if (rc == -2)
+        return CLI_OK;
+    if (rc)
+        return CLI_USAGE;
+
+    pcli_matrix m = {0};
+    char err[512];
+    if (pcli_read_points(c.input, &m, err, sizeof err)) {
+        cli_error("meanshift", "%s", err);
+        return CLI_FAILED;
+    }
+    cli_progress progress;
+    cli_progress_start(&progress, "mean shift");
+    p.progress = cli_progress_update;
+    p.progress_user = &progress;
+    pc_points pts = pc_points_f32(m.data, m.n, m.dim);
+    pc_result *r = NULL;
+    double t0 = cli_seconds();
+    pc_status st = pc_meanshift(&pts, &p, &r);
+    double seconds = cli_seconds() - t0;
+    cli_progress_end(&progress);
+    if (st != PC_OK) {
+        cli_error("meanshift", "%s: %s", c.input, pc_last_error()[0] ? pc_last_error() : pc_status_string(st));
+        pcli_matrix_free(&m);
+        return CLI_FAILED;
+    }
+    print_summary(&c, &p, r, seconds);
+    rc = write_outputs(&c, &m, r);
+    pc_result_free(r);
+    pcli_matrix_free(&m);
+    return rc;
+}

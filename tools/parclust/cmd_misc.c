@@ -1,0 +1,190 @@
+/* parclust generate, score and info: synthetic data, comparing labelings, what this build can do. */
+#include "cli.h"
+#include "points_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const generate_help =
+    "usage: parclust generate KIND -o OUT [options]\n"
+    "\n"
+    "Writes deterministic synthetic points (same options, same file on every machine).\n"
+    "KIND: blobs      Gaussian blobs, centres uniform in [-box, box]^dim\n"
+    "      rings      concentric rings in the first two dimensions\n"
+    "      agnolucci  seed 000's workload: 3D Gaussian blobs (dim 3)\n"
+    "      bindi      seed 001's workload: 3 blobs, make_blobs style (dim 2 or 3)\n"
+    "      grid       many small tight clusters on a lattice with spacing box\n"
+    "\n"
+    "  -o, --output OUT     points file (.csv/.txt/.tsv or .npy)\n"
+    "  --labels OUT         true cluster of each point\n"
+    "  --n N                points (default 1000)\n"
+    "  --dim D              dimensions (default 2; agnolucci 3)\n"
+    "  --clusters K         clusters (default 3)\n"
+    "  --spread S           standard deviation of a cluster (default 1)\n"
+    "  --box B              extent of the centres (default 10)\n"
+    "  --seed S             random seed (default 42)\n";
+
+int cmd_generate(int argc, char **argv)
+{
+    pc_generate_params p;
+    pc_generate_params_init(&p);
+    const char *kind = NULL, *out = NULL, *labels_out = NULL;
+    int dim_given = 0;
+    cli_args a;
+    cli_args_init(&a, "generate", argc, argv);
+    long l;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(generate_help, stdout);
+            return CLI_OK;
+        } else if (cli_is(&a, "-o") || cli_is(&a, "--output")) {
+            if (!(out = cli_value(&a)) || cli_check_data_output(a.cmd, "--output", out)) return CLI_USAGE;
+        } else if (cli_is(&a, "--labels")) {
+            if (!(labels_out = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", labels_out))
+                return CLI_USAGE;
+        } else if (cli_is(&a, "--n")) {
+            if (cli_int(&a, 1, 2000000000, &l)) return CLI_USAGE;
+            p.n = (size_t)l;
+        } else if (cli_is(&a, "--dim")) {
+            if (cli_int(&a, 1, 4096, &l)) return CLI_USAGE;
+            p.dim = (size_t)l;
+            dim_given = 1;
+        } else if (cli_is(&a, "--clusters")) {
+            if (cli_int(&a, 1, 2000000000, &l)) return CLI_USAGE;
+            p.clusters = (size_t)l;
+        } else if (cli_is(&a, "--spread")) {
+            if (cli_double(&a, &p.spread)) return CLI_USAGE;
+        } else if (cli_is(&a, "--box")) {
+            if (cli_double(&a, &p.box)) return CLI_USAGE;
+        } else if (cli_is(&a, "--seed")) {
+            if (cli_int(&a, 0, 0x7fffffffL, &l)) return CLI_USAGE;
+            p.seed = (uint64_t)l;
+        } else if (a.name[0] != '-' && !kind) {
+            kind = a.name;
+        } else {
+            return cli_unknown(&a);
+        }
+    }
+    if (!kind || !out) {
+        cli_error("generate", "%s (see 'parclust generate --help')", kind ? "no output file (-o OUT)" : "no KIND given");
+        return CLI_USAGE;
+    }
+    if (pc_dataset_parse(kind, &p.dataset) != PC_OK) {
+        cli_error("generate", "%s", pc_last_error());
+        return CLI_USAGE;
+    }
+    if (p.dataset == PC_DATASET_AGNOLUCCI && !dim_given)
+        p.dim = 3;
+    if (p.n > ((size_t)1 << 31) / p.dim) {
+        cli_error("generate", "n x dim is too large");
+        return CLI_USAGE;
+    }
+    float *pts = malloc(p.n * p.dim * sizeof *pts);
+    int32_t *labels = malloc(p.n * sizeof *labels);
+    int rc = CLI_FAILED;
+    char err[512];
+    if (!pts || !labels) {
+        cli_error("generate", "out of memory for %zu points", p.n);
+        goto done;
+    }
+    if (pc_generate(&p, pts, labels) != PC_OK) {
+        cli_error("generate", "%s", pc_last_error());
+        rc = CLI_USAGE;
+        goto done;
+    }
+    if (pcli_write_matrix(out, pts, p.n, p.dim, err, sizeof err) ||
+        (labels_out && pcli_write_labels(labels_out, labels, p.n, err, sizeof err))) {
+        cli_error("generate", "%s", err);
+        goto done;
+    }
+    printf("wrote %zu %s points in %zu dimensions (%zu clusters) to %s\n", p.n, kind, p.dim, p.clusters, out);
+    rc = CLI_OK;
+done:
+    free(pts);
+    free(labels);
+    return rc;
+}
+
+static const char *const score_help =
+    "usage: parclust score --truth A --pred B\n"
+    "\n"
+    "Compares two labelings of the same points (one integer per line, or .npy) and prints the\n"
+    "adjusted Rand index, normalized mutual information and matched accuracy (each true class\n"
+    "matched to at most one cluster, Hungarian method). Negative labels form one class of their own.\n";
+
+int cmd_score(int argc, char **argv)
+{
+    const char *truth_path = NULL, *pred_path = NULL;
+    cli_args a;
+    cli_args_init(&a, "score", argc, argv);
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(score_help, stdout);
+            return CLI_OK;
+        } else if (cli_is(&a, "--truth")) {
+            if (!(truth_path = cli_value(&a))) return CLI_USAGE;
+        } else if (cli_is(&a, "--pred")) {
+            if (!(pred_path = cli_value(&a))) return CLI_USAGE;
+        } else {
+            return cli_unknown(&a);
+        }
+    }
+    if (!truth_path || !pred_path) {
+        cli_error("score", "both --truth and --pred are needed");
+        return CLI_USAGE;
+    }
+    int32_t *truth = NULL, *pred = NULL;
+    size_t nt = 0, np = 0;
+    char err[512];
+    int rc = CLI_FAILED;
+    if (pcli_read_labels(truth_path, &truth, &nt, err, sizeof err) ||
+        pcli_read_labels(pred_path, &pred, &np, err, sizeof err)) {
+        cli_error("score", "%s", err);
+        goto done;
+    }
+    if (nt != np) {
+        cli_error("score", "%s has %zu labels but %s has %zu", truth_path, nt, pred_path, np);
+        goto done;
+    }
+    double ari, nmi, acc;
+    if (pc_adjusted_rand_index(truth, pred, nt, &ari) != PC_OK ||
+        pc_normalized_mutual_info(truth, pred, nt, &nmi) != PC_OK ||
+        pc_matched_accuracy(truth, pred, nt, &acc) != PC_OK) {
+        cli_error("score", "%s", pc_last_error());
+        goto done;
+    }
+    printf("points %zu\nARI %.6f\nNMI %.6f\naccuracy %.6f\n", nt, ari, nmi, acc);
+    rc = CLI_OK;
+done:
+    free(truth);
+    free(pred);
+    return rc;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    if (argc > 1) {
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+            puts("usage: parclust info\n\nPrints the version, the backends built, OpenMP threads and CUDA devices.");
+            return CLI_OK;
+        }
+        cli_error("info", "unexpected argument '%s'", argv[1]);
+        return CLI_USAGE;
+    }
+    printf("parclust %s\n", pc_version());
+    printf("backends: seq%s%s\n", pc_backend_available(PC_BACKEND_OPENMP) ? " openmp" : "",
+           pc_cuda_device_count() > 0 ? " cuda" : "");
+    printf("OpenMP threads: %d\n", pc_openmp_max_threads());
+    int devices = pc_cuda_device_count();
+    char desc[256];
+    if (devices == 0) {
+        pc_cuda_device_describe(0, desc, sizeof desc);
+        printf("CUDA devices: 0 (%s)\n", desc);
+    }
+    for (int i = 0; i < devices; i++) {
+        pc_cuda_device_describe(i, desc, sizeof desc);
+        printf("CUDA device %d: %s\n", i, desc);
+    }
+    return CLI_OK;
+}

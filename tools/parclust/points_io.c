@@ -1,0 +1,850 @@
+/* Reads and writes the CLI's points and labels (text and NumPy .npy), with errors that name the file
+ * and line, and outputs that replace their target atomically (temporary file + rename). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "points_io.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__GNUC__)
+#define PCLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PCLI_PRINTF(f, a)
+#endif
+
+static int fail(char *err, size_t errsize, const char *fmt, ...) PCLI_PRINTF(3, 4);
+
+/* Always -1, so that error paths read `return fail(err, errsize, "...", ...);`. */
+static int fail(char *err, size_t errsize, const char *fmt, ...)
+{
+    if (err && errsize) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errsize, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int pcli_has_extension(const char *path, const char *ext)
+{
+    size_t lp = strlen(path), le = strlen(ext);
+    if (lp < le)
+        return 0;
+    for (size_t i = 0; i < le; i++)
+        if (tolower((unsigned char)path[lp - le + i]) != tolower((unsigned char)ext[i]))
+            return 0;
+    return 1;
+}
+
+void pcli_matrix_free(pcli_matrix *m)
+{
+    if (!m)
+        return;
+    free(m->data);
+    m->data = NULL;
+    m->n = m->dim = 0;
+}
+
+/* ---------------------------------------------------------------- whole-file input */
+
+/* The whole file, NUL-terminated (text parsing relies on it). */
+static int read_whole_file(const char *path, unsigned char **out, size_t *len, char *err,
+                           size_t errsize)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = (size_t)1 << 16, used = 0;
+    unsigned char *buf = malloc(cap + 1);
+    if (!buf)
+        goto oom;
+    while (!feof(fp) && !ferror(fp)) {
+        if (used == cap) {
+            if (cap > SIZE_MAX / 2 - 1)
+                goto oom;
+            unsigned char *bigger = realloc(buf, cap * 2 + 1);
+            if (!bigger)
+                goto oom;
+            buf = bigger;
+            cap *= 2;
+        }
+        used += fread(buf + used, 1, cap - used, fp);
+    }
+    if (ferror(fp)) {
+        int e = errno;
+        free(buf);
+        fclose(fp);
+        return fail(err, errsize, "%s: read failed: %s", path, strerror(e));
+    }
+    fclose(fp);
+    buf[used] = '\0';
+    *out = buf;
+    *len = used;
+    return 0;
+oom:
+    free(buf);
+    fclose(fp);
+    return fail(err, errsize, "%s: out of memory reading the file", path);
+}
+
+/* ---------------------------------------------------------------- text input */
+
+typedef enum { WANT_POINTS, WANT_LABELS } want_kind;
+
+/* Both kinds store 4-byte values (float or int32), so one growable byte array serves both. */
+typedef struct {
+    const char *name;
+    want_kind kind;
+    unsigned char *vals;
+    size_t count, cap; /* in values */
+    char **fields;
+    size_t nfields, fields_cap;
+    size_t dim, rows;
+    char delim; /* ',' or ';'; ' ' = runs of blanks; 0 = not yet known */
+    int first_line_seen;
+} text_parser;
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* A tab-separated file is split on runs of blanks: missing values are errors either way, and this
+ * also reads columns aligned with several tabs. */
+static char detect_delimiter(const char *line)
+{
+    if (strchr(line, ','))
+        return ',';
+    if (strchr(line, ';'))
+        return ';';
+    return ' ';
+}
+
+static int push_field(text_parser *p, char *field)
+{
+    if (p->nfields == p->fields_cap) {
+        size_t cap = p->fields_cap ? p->fields_cap * 2 : 16;
+        char **bigger = realloc(p->fields, cap * sizeof *bigger);
+        if (!bigger)
+            return -1;
+        p->fields = bigger;
+        p->fields_cap = cap;
+    }
+    p->fields[p->nfields++] = field;
+    return 0;
+}
+
+/* Trims blanks and one pair of double quotes (spreadsheets quote numbers now and then). */
+static char *trim_field(char *s)
+{
+    while (is_blank(*s))
+        s++;
+    size_t len = strlen(s);
+    while (len && is_blank(s[len - 1]))
+        s[--len] = '\0';
+    if (len >= 2 && s[0] == '"' && s[len - 1] == '"') {
+        s[len - 1] = '\0';
+        s++;
+    }
+    return s;
+}
+
+static int split_line(text_parser *p, char *s)
+{
+    p->nfields = 0;
+    if (p->delim == ' ') {
+        for (;;) {
+            while (is_blank(*s))
+                s++;
+            if (!*s)
+                return 0;
+            char *start = s;
+            while (*s && !is_blank(*s))
+                s++;
+            if (*s)
+                *s++ = '\0';
+            if (push_field(p, trim_field(start)))
+                return -1;
+        }
+    }
+    for (;;) {
+        char *start = s;
+        while (*s && *s != p->delim)
+            s++;
+        char end = *s;
+        *s = '\0';
+        if (push_field(p, trim_field(start)))
+            return -1;
+        if (!end)
+            return 0;
+        s++;
+    }
+}
+
+static int parse_number(const char *s, double *v)
+{
+    char *end;
+    if (!*s)
+        return -1;
+    *v = strtod(s, &end);
+    return (end == s || *end) ? -1 : 0;
+}
+
+/* NULL when v was stored, else why it cannot be. */
+static const char *store_value(text_parser *p, double v)
+{
+    unsigned char *slot = p->vals + p->count * 4;
+    if (p->kind == WANT_POINTS) {
+        if (!isfinite(v))
+            return "value is not finite";
+        if (fabs(v) > FLT_MAX)
+            return "value is not finite as a float32 (too large)";
+        float f = (float)v;
+        memcpy(slot, &f, 4);
+    } else {
+        if (!isfinite(v) || v != floor(v))
+            return "label is not an integer";
+        if (v < INT32_MIN || v > INT32_MAX)
+            return "label is outside the int32 range";
+        int32_t i = (int32_t)v;
+        memcpy(slot, &i, 4);
+    }
+    p->count++;
+    return NULL;
+}
+
+static int reserve_values(text_parser *p, size_t more)
+{
+    if (p->count + more <= p->cap)
+        return 0;
+    size_t cap = p->cap ? p->cap : 1024;
+    while (cap < p->count + more) {
+        if (cap > SIZE_MAX / 8)
+            return -1;
+        cap *= 2;
+    }
+    unsigned char *bigger = realloc(p->vals, cap * 4);
+    if (!bigger)
+        return -1;
+    p->vals = bigger;
+    p->cap = cap;
+    return 0;
+}
+
+/* Only the first non-empty line may be a header, and it is one when a field is text. An empty field
+ * alone does not make one: "1,,3" is a data row with a missing value, and says so. */
+static int is_header(const text_parser *p)
+{
+    double v;
+    for (size_t i = 0; i < p->nfields; i++)
+        if (*p->fields[i] && parse_number(p->fields[i], &v))
+            return 1;
+    return 0;
+}
+
+/* A field fit to quote in a one-line message: at most 40 bytes, control bytes (binary input) as '?'. */
+static const char *quotable(const char *field, char buf[41])
+{
+    size_t i = 0;
+    for (; field[i] && i < 40; i++)
+        buf[i] = ((unsigned char)field[i] < 32 || field[i] == 127) ? '?' : field[i];
+    buf[i] = '\0';
+    return buf;
+}
+
+static int parse_row(text_parser *p, size_t lineno, char *err, size_t errsize)
+{
+    char shown[41];
+    size_t k = p->nfields;
+    if (p->kind == WANT_LABELS && k != 1)
+        return fail(err, errsize, "%s: line %zu has %zu values; a labels file has one integer per line",
+                    p->name, lineno, k);
+    if (p->rows == 0)
+        p->dim = k;
+    else if (k != p->dim)
+        return fail(err, errsize, "%s: line %zu has %zu value%s, expected %zu", p->name, lineno, k,
+                    k == 1 ? "" : "s", p->dim);
+    if (reserve_values(p, k))
+        return fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno);
+    for (size_t c = 0; c < k; c++) {
+        const char *f = p->fields[c];
+        double v;
+        if (!*f)
+            return fail(err, errsize, "%s: line %zu, column %zu is empty", p->name, lineno, c + 1);
+        if (parse_number(f, &v))
+            return fail(err, errsize, "%s: line %zu, column %zu: '%s' is not a number", p->name,
+                        lineno, c + 1, quotable(f, shown));
+        const char *why = store_value(p, v);
+        if (why)
+            return fail(err, errsize, "%s: line %zu, column %zu: %s ('%s')", p->name, lineno,
+                        c + 1, why, quotable(f, shown));
+    }
+    p->rows++;
+    return 0;
+}
+
+static int parse_line(text_parser *p, char *line, size_t lineno, char *err, size_t errsize)
+{
+    while (is_blank(*line))
+        line++;
+    if (!*line || *line == '#')
+        return 0;
+    if (!p->delim)
+        p->delim = detect_delimiter(line);
+    if (split_line(p, line))
+        return fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno);
+    if (p->nfields == 0)
+        return fail(err, errsize, "%s: line %zu has no values", p->name, lineno);
+    if (!p->first_line_seen) {
+        p->first_line_seen = 1;
+        if (is_header(p)) {
+            p->delim = 0; /* a header may be written differently from the data: look again */
+            return 0;
+        }
+    }
+    return parse_row(p, lineno, err, errsize);
+}
+
+static int parse_text(text_parser *p, char *buf, size_t len, char *err, size_t errsize)
+{
+    char *s = buf, *end = buf + len;
+    size_t lineno = 0;
+    if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) /* a UTF-8 byte-order mark, as Excel writes */
+        s += 3;
+    while (s < end) {
+        char *nl = memchr(s, '\n', (size_t)(end - s));
+        char *line_end = nl ? nl : end;
+        lineno++;
+        *line_end = '\0';
+        if (strlen(s) != (size_t)(line_end - s))
+            return fail(err, errsize, "%s: line %zu contains a NUL byte (binary file? use .npy)",
+                        p->name, lineno);
+        if (line_end > s && line_end[-1] == '\r')
+            line_end[-1] = '\0';
+        if (parse_line(p, s, lineno, err, errsize))
+            return -1;
+        s = line_end + 1;
+    }
+    if (p->rows == 0)
+        return fail(err, errsize, "%s: no data rows", p->name);
+    if (p->dim == 0)
+        return fail(err, errsize, "%s: rows have no values", p->name);
+    return 0;
+}
+
+static void text_parser_free(text_parser *p)
+{
+    free(p->vals);
+    free(p->fields);
+}
+
+/* On success *vals (count = rows * dim 4-byte values) belongs to the caller. */
+static int read_text(const char *path, want_kind kind, void **vals, size_t *rows, size_t *dim,
+                     char *err, size_t errsize)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    text_parser p;
+    memset(&p, 0, sizeof p);
+    p.name = path;
+    p.kind = kind;
+    if (read_whole_file(path, &buf, &len, err, errsize))
+        return -1;
+    int rc = parse_text(&p, (char *)buf, len, err, errsize);
+    free(buf);
+    if (rc) {
+        text_parser_free(&p);
+        return -1;
+    }
+    free(p.fields);
+    *vals = p.vals;
+    *rows = p.rows;
+    *dim = p.dim;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- .npy input */
+
+typedef enum { NPY_F4, NPY_F8, NPY_I4, NPY_I8, NPY_U1, NPY_U2 } npy_type;
+
+typedef struct {
+    npy_type type;
+    size_t itemsize;
+    size_t shape[2];
+    int ndim;
+    const unsigned char *data;
+} npy_array;
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/* Element i as a double; every supported type fits exactly except int64 beyond 2^53. */
+static double npy_get(const npy_array *a, size_t i)
+{
+    const unsigned char *p = a->data + i * a->itemsize;
+    uint32_t u32;
+    uint64_t u64;
+    float f;
+    double d;
+    int32_t i32;
+    int64_t i64;
+    switch (a->type) {
+    case NPY_F4: u32 = le32(p); memcpy(&f, &u32, 4); return f;
+    case NPY_F8: u64 = le64(p); memcpy(&d, &u64, 8); return d;
+    case NPY_I4: u32 = le32(p); memcpy(&i32, &u32, 4); return i32;
+    case NPY_I8: u64 = le64(p); memcpy(&i64, &u64, 8); return (double)i64;
+    case NPY_U1: return p[0];
+    case NPY_U2: return (double)(p[0] | p[1] << 8);
+    }
+    return 0;
+}
+
+/* Value of `key` in the header dict: the text after its ':'. numpy writes single quotes; double
+ * quotes are accepted for hand-written files. */
+static const char *npy_find_key(const char *hdr, const char *key)
+{
+    char pattern[32];
+    for (int q = 0; q < 2; q++) {
+        snprintf(pattern, sizeof pattern, q ? "\"%s\"" : "'%s'", key);
+        const char *s = strstr(hdr, pattern);
+        if (!s)
+            continue;
+        s += strlen(pattern);
+        while (isspace((unsigned char)*s))
+            s++;
+        if (*s != ':')
+            return NULL;
+        s++;
+        while (isspace((unsigned char)*s))
+            s++;
+        return s;
+    }
+    return NULL;
+}
+
+static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *err, size_t errsize)
+{
+    static const struct {
+        const char *descr;
+        npy_type type;
+        size_t size;
+    } known[] = {{"<f4", NPY_F4, 4}, {"<f8", NPY_F8, 8}, {"<i4", NPY_I4, 4}, {"<i8", NPY_I8, 8},
+                 {"|u1", NPY_U1, 1}, {"<u1", NPY_U1, 1}, {"<u2", NPY_U2, 2}};
+    char descr[16];
+    size_t len = 0;
+    if (!v || (*v != '\'' && *v != '"'))
+        return fail(err, errsize, "%s: unsupported dtype (structured arrays are not supported)", name);
+    char q = *v++;
+    while (v[len] && v[len] != q && len < sizeof descr - 1) {
+        descr[len] = v[len];
+        len++;
+    }
+    descr[len] = '\0';
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(descr, known[i].descr) == 0) {
+            a->type = known[i].type;
+            a->itemsize = known[i].size;
+            return 0;
+        }
+    }
+    if (descr[0] == '>')
+        return fail(err, errsize, "%s: big-endian dtype '%s' is not supported; save as '<%s'", name,
+                    descr, descr + 1);
+    return fail(err, errsize,
+                "%s: unsupported dtype '%s' (expected <f4, <f8, <i4, <i8, |u1 or <u2)", name, descr);
+}
+
+static int npy_parse_shape(const char *name, const char *v, npy_array *a, char *err, size_t errsize)
+{
+    int ndim = 0;
+    if (!v || *v != '(')
+        return fail(err, errsize, "%s: malformed .npy header (no shape)", name);
+    v++;
+    for (;;) {
+        while (isspace((unsigned char)*v))
+            v++;
+        if (*v == ')')
+            break;
+        if (!isdigit((unsigned char)*v))
+            return fail(err, errsize, "%s: malformed .npy header (bad shape)", name);
+        char *end;
+        errno = 0;
+        unsigned long long dim = strtoull(v, &end, 10);
+        if (errno || dim > SIZE_MAX)
+            return fail(err, errsize, "%s: shape is too large", name);
+        if (ndim < 2)
+            a->shape[ndim] = (size_t)dim;
+        ndim++;
+        v = end;
+        if (*v == 'L') /* written by Python 2's numpy */
+            v++;
+        while (isspace((unsigned char)*v))
+            v++;
+        if (*v == ',')
+            v++;
+        else if (*v != ')')
+            return fail(err, errsize, "%s: malformed .npy header (bad shape)", name);
+    }
+    if (ndim == 0 || ndim > 2)
+        return fail(err, errsize, "%s: array has %d dimensions; expected shape (n, d) or (n,)", name,
+                    ndim);
+    a->ndim = ndim;
+    if (ndim == 1)
+        a->shape[1] = 1;
+    return 0;
+}
+
+static int npy_parse_dict(const char *name, const char *hdr, npy_array *a, char *err, size_t errsize)
+{
+    if (npy_parse_descr(name, npy_find_key(hdr, "descr"), a, err, errsize))
+        return -1;
+    const char *fo = npy_find_key(hdr, "fortran_order");
+    if (!fo)
+        return fail(err, errsize, "%s: malformed .npy header (no fortran_order)", name);
+    if (strncmp(fo, "True", 4) == 0)
+        return fail(err, errsize,
+                    "%s: Fortran-order arrays are not supported; save with np.ascontiguousarray()",
+                    name);
+    if (strncmp(fo, "False", 5) != 0)
+        return fail(err, errsize, "%s: malformed .npy header (bad fortran_order)", name);
+    return npy_parse_shape(name, npy_find_key(hdr, "shape"), a, err, errsize);
+}
+
+/* Checks the magic, header and size; on success a->data points into buf. */
+static int npy_parse(const char *name, const unsigned char *buf, size_t len, npy_array *a,
+                     char *err, size_t errsize)
+{
+    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
+        return fail(err, errsize, "%s: not a NumPy .npy file", name);
+    int major = buf[6], minor = buf[7];
+    if (major < 1 || major > 3)
+        return fail(err, errsize, "%s: unsupported .npy format version %d.%d", name, major, minor);
+    size_t start = major == 1 ? 10 : 12;
+    if (len < start)
+        return fail(err, errsize, "%s: truncated .npy header", name);
+    size_t hlen = major == 1 ? (size_t)(buf[8] | buf[9] << 8) : (size_t)le32(buf + 8);
+    if (hlen > len - start)
+        return fail(err, errsize, "%s: truncated .npy header (%zu bytes announced, %zu present)",
+                    name, hlen, len - start);
+    char *hdr = malloc(hlen + 1);
+    if (!hdr)
+        return fail(err, errsize, "%s: out of memory", name);
+    memcpy(hdr, buf + start, hlen);
+    hdr[hlen] = '\0';
+    int rc = npy_parse_dict(name, hdr, a, err, errsize);
+    free(hdr);
+    if (rc)
+        return -1;
+    size_t n = a->shape[0], d = a->shape[1];
+    if (d && n > SIZE_MAX / d / a->itemsize)
+        return fail(err, errsize, "%s: shape is too large", name);
+    size_t need = n * d * a->itemsize, have = len - start - hlen;
+    if (have < need)
+        return fail(err, errsize, "%s: truncated: expected %zu bytes of data, found %zu", name, need,
+                    have);
+    a->data = buf + start + hlen;
+    return 0;
+}
+
+static int npy_to_points(const char *name, const npy_array *a, pcli_matrix *out, char *err,
+                         size_t errsize)
+{
+    size_t n = a->shape[0], d = a->shape[1];
+    if (n == 0)
+        return fail(err, errsize, "%s: no data rows", name);
+    if (d == 0)
+        return fail(err, errsize, "%s: rows have no values (shape (%zu, 0))", name, n);
+    float *data = malloc(n * d * sizeof *data);
+    if (!data)
+        return fail(err, errsize, "%s: out of memory for %zu x %zu points", name, n, d);
+    for (size_t i = 0; i < n * d; i++) {
+        double v = npy_get(a, i);
+        if (!isfinite(v) || fabs(v) > FLT_MAX) {
+            free(data);
+            return fail(err, errsize, "%s: value at [%zu, %zu] is not finite%s", name, i / d, i % d,
+                        isfinite(v) ? " as a float32 (too large)" : "");
+        }
+        data[i] = (float)v;
+    }
+    out->data = data;
+    out->n = n;
+    out->dim = d;
+    return 0;
+}
+
+static int npy_to_labels(const char *name, const npy_array *a, int32_t **labels, size_t *count,
+                         char *err, size_t errsize)
+{
+    size_t n = a->shape[0];
+    if (a->shape[1] != 1)
+        return fail(err, errsize, "%s: labels must have shape (n,) or (n, 1), got (%zu, %zu)", name,
+                    n, a->shape[1]);
+    if (n == 0)
+        return fail(err, errsize, "%s: no data rows", name);
+    int32_t *out = malloc(n * sizeof *out);
+    if (!out)
+        return fail(err, errsize, "%s: out of memory for %zu labels", name, n);
+    for (size_t i = 0; i < n; i++) {
+        double v = npy_get(a, i);
+        if (!isfinite(v) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
+            free(out);
+            return fail(err, errsize, "%s: value at [%zu] is not an int32 label", name, i);
+        }
+        out[i] = (int32_t)v;
+    }
+    *labels = out;
+    *count = n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- public readers */
+
+int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsize)
+{
+    out->data = NULL;
+    out->n = out->dim = 0;
+    if (pcli_has_extension(path, ".npy")) {
+        unsigned char *buf;
+        size_t len;
+        npy_array a;
+        if (read_whole_file(path, &buf, &len, err, errsize))
+            return -1;
+        int rc = npy_parse(path, buf, len, &a, err, errsize);
+        if (rc == 0)
+            rc = npy_to_points(path, &a, out, err, errsize);
+        free(buf);
+        return rc;
+    }
+    void *vals;
+    if (read_text(path, WANT_POINTS, &vals, &out->n, &out->dim, err, errsize))
+        return -1;
+    out->data = vals;
+    return 0;
+}
+
+int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, size_t errsize)
+{
+    *labels = NULL;
+    *n = 0;
+    if (pcli_has_extension(path, ".npy")) {
+        unsigned char *buf;
+        size_t len;
+        npy_array a;
+        if (read_whole_file(path, &buf, &len, err, errsize))
+            return -1;
+        int rc = npy_parse(path, buf, len, &a, err, errsize);
+        if (rc == 0)
+            rc = npy_to_labels(path, &a, labels, n, err, errsize);
+        free(buf);
+        return rc;
+    }
+    void *vals;
+    size_t dim;
+    if (read_text(path, WANT_LABELS, &vals, n, &dim, err, errsize))
+        return -1;
+    *labels = vals;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- atomic output */
+
+/* mkstemp creates 0600; outputs should get the usual permissions. umask can only be read by setting
+ * it, which is fine in the single-threaded CLI. */
+static mode_t default_file_mode(void)
+{
+    mode_t mask = umask(022);
+    umask(mask);
+    return (mode_t)(0666 & ~mask);
+}
+
+int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsize)
+{
+    static const char suffix[] = ".tmp.XXXXXX";
+    f->fp = NULL;
+    f->path = path;
+    f->tmp_path = NULL;
+    if (!path || !*path)
+        return fail(err, errsize, "empty output file name");
+    f->tmp_path = malloc(strlen(path) + sizeof suffix);
+    if (!f->tmp_path)
+        return fail(err, errsize, "%s: out of memory", path);
+    strcpy(f->tmp_path, path);
+    strcat(f->tmp_path, suffix);
+    int fd = mkstemp(f->tmp_path);
+    if (fd < 0) {
+        int e = errno;
+        free(f->tmp_path);
+        f->tmp_path = NULL;
+        return fail(err, errsize, "%s: cannot create file: %s", path, strerror(e));
+    }
+    (void)fchmod(fd, default_file_mode()); /* best effort: the data matter more than the mode */
+    f->fp = fdopen(fd, "wb");
+    if (!f->fp) {
+        int e = errno;
+        close(fd);
+        pcli_outfile_discard(f);
+        return fail(err, errsize, "%s: cannot open file: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+void pcli_outfile_discard(pcli_outfile *f)
+{
+    if (f->fp)
+        fclose(f->fp);
+    f->fp = NULL;
+    if (f->tmp_path) {
+        remove(f->tmp_path);
+        free(f->tmp_path);
+    }
+    f->tmp_path = NULL;
+}
+
+int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize)
+{
+    if (!f->fp || !f->tmp_path)
+        return fail(err, errsize, "%s: output file is not open", f->path ? f->path : "?");
+    errno = 0;
+    if (ferror(f->fp) || fflush(f->fp) != 0) {
+        int e = errno;
+        fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
+        goto fail;
+    }
+    FILE *fp = f->fp;
+    f->fp = NULL;
+    if (fclose(fp) != 0) {
+        fail(err, errsize, "%s: write failed: %s", f->path, strerror(errno));
+        goto fail;
+    }
+    if (rename(f->tmp_path, f->path) != 0) {
+        fail(err, errsize, "%s: cannot replace file: %s", f->path, strerror(errno));
+        goto fail;
+    }
+    free(f->tmp_path);
+    f->tmp_path = NULL;
+    return 0;
+fail:
+    pcli_outfile_discard(f);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- writers */
+
+/* Version 1.0 header, padded so the data start on a 64-byte boundary as numpy does. */
+static int npy_write_header(FILE *fp, const char *descr, size_t n, size_t dim, int ndim)
+{
+    char dict[200], shape[64];
+    if (ndim == 1)
+        snprintf(shape, sizeof shape, "(%zu,)", n);
+    else
+        snprintf(shape, sizeof shape, "(%zu, %zu)", n, dim);
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                       descr, shape);
+    size_t pad = (64 - (10 + (size_t)len + 1) % 64) % 64;
+    size_t hlen = (size_t)len + pad + 1;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+                             (unsigned char)(hlen >> 8)};
+    if (fwrite(pre, 1, sizeof pre, fp) != sizeof pre || fwrite(dict, 1, (size_t)len, fp) != (size_t)len)
+        return -1;
+    for (size_t i = 0; i < pad; i++)
+        if (fputc(' ', fp) == EOF)
+            return -1;
+    return fputc('\n', fp) == EOF ? -1 : 0;
+}
+
+/* Little-endian whatever the host: values pass through a byte buffer in chunks. */
+static int write_le32(FILE *fp, const void *src, size_t count)
+{
+    unsigned char buf[4 * 4096];
+    const unsigned char *s = src;
+    while (count) {
+        size_t m = count < 4096 ? count : 4096;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t u;
+            memcpy(&u, s + 4 * i, 4);
+            buf[4 * i] = (unsigned char)u;
+            buf[4 * i + 1] = (unsigned char)(u >> 8);
+            buf[4 * i + 2] = (unsigned char)(u >> 16);
+            buf[4 * i + 3] = (unsigned char)(u >> 24);
+        }
+        if (fwrite(buf, 4, m, fp) != m)
+            return -1;
+        s += 4 * m;
+        count -= m;
+    }
+    return 0;
+}
+
+static int write_labels_text(FILE *fp, const int32_t *labels, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fprintf(fp, "%" PRId32 "\n", labels[i]) < 0)
+            return -1;
+    return 0;
+}
+
+static int write_matrix_text(FILE *fp, const float *data, size_t n, size_t dim)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < dim; j++)
+            if (fprintf(fp, j ? ",%.9g" : "%.9g", (double)data[i * dim + j]) < 0)
+                return -1;
+        if (fputc('\n', fp) == EOF)
+            return -1;
+    }
+    return 0;
+}
+
+static int finish(pcli_outfile *f, int write_rc, char *err, size_t errsize)
+{
+    if (write_rc) {
+        int e = errno;
+        pcli_outfile_discard(f);
+        return fail(err, errsize, "%s: write failed: %s", f->path, strerror(e));
+    }
+    return pcli_outfile_commit(f, err, errsize);
+}
+
+int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *err, size_t errsize)
+{
+    pcli_outfile f;
+    int rc;
+    if (n && !labels)
+        return fail(err, errsize, "%s: no labels to write", path);
+    if (pcli_outfile_open(&f, path, err, errsize))
+        return -1;
+    if (pcli_has_extension(path, ".npy"))
+        rc = npy_write_header(f.fp, "<i4", n, 1, 1) || write_le32(f.fp, labels, n);
+    else
+        rc = write_labels_text(f.fp, labels, n);
+    return finish(&f, rc, err, errsize);
+}
+
+int pcli_write_matrix(const char *path, const float *data, size_t n, size_t dim, char *err,
+                      size_t errsize)
+{
+    pcli_outfile f;
+    int rc;
+    if (n && dim && !data)
+        return fail(err, errsize, "%s: no data to write", path);
+    if (dim && n > SIZE_MAX / dim)
+        return fail(err, errsize, "%s: matrix is too large", path);
+    if (pcli_outfile_open(&f, path, err, errsize))
+        return -1;
+    if (pcli_has_extension(path, ".npy"))
+        rc = npy_write_header(f.fp, "<f4", n, dim, 2) || write_le32(f.fp, data, n * dim);
+    else
+        rc = write_matrix_text(f.fp, data, n, dim);
+    return finish(&f, rc, err, errsize);
+}

@@ -1,0 +1,59 @@
+/* The CLI's file formats: points and labels in text (CSV/TSV/whitespace) or NumPy .npy, and output
+ * files that appear whole or not at all. Depends on libc only, not on libparclust. */
+#ifndef PCLI_POINTS_IO_H
+#define PCLI_POINTS_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Every function that can fail returns 0 on success; on failure it returns -1 and writes one
+ * human-readable line (no trailing newline) naming the file into err (size errsize), e.g.
+ * "data.csv: line 7 has 2 values, expected 3". The format is chosen by extension: ".npy" (any case)
+ * is NumPy, anything else is text. */
+
+typedef struct {
+    float *data; /* row-major n x dim, malloc'd */
+    size_t n;
+    size_t dim;
+} pcli_matrix;
+
+void pcli_matrix_free(pcli_matrix *m); /* NULL-safe; leaves an empty matrix */
+
+/* Text: CSV, TSV, ';'- or blank-separated, one optional header line, '#' comments and blank lines
+ * skipped. NPY: '<f4', '<f8', '<i4', '<i8', '|u1', '<u2', C order, shape (n, d) or (n,). Every value
+ * must be finite as a float32. n >= 1 and dim >= 1 on success. */
+int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsize);
+
+/* One integer per line (header allowed; "3.0" accepted) or .npy of '<i4', '<i8', '<f4', '<f8' with
+ * integer values, shape (n,) or (n, 1). *labels is malloc'd; n >= 1 on success. */
+int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, size_t errsize);
+
+/* Text: one integer per line; .npy: '<i4' shape (n,). */
+int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *err, size_t errsize);
+
+/* Text: CSV without header, "%.9g" so float32 values round-trip; .npy: '<f4' shape (n, dim). */
+int pcli_write_matrix(const char *path, const float *data, size_t n, size_t dim, char *err,
+                      size_t errsize);
+
+/* An output file written whole or not at all: the data go to path + ".tmp.XXXXXX" in the same
+ * directory, and commit renames it over path. Use for any other output the CLI writes:
+ *     pcli_outfile f;
+ *     if (pcli_outfile_open(&f, path, err, size)) return -1;
+ *     ... fprintf(f.fp, ...) ...
+ *     return pcli_outfile_commit(&f, err, size);   (or pcli_outfile_discard(&f) on a failure)
+ * commit checks every write, closes and renames; on failure it removes the temporary file. */
+typedef struct {
+    FILE *fp;
+    char *tmp_path;
+    const char *path;
+} pcli_outfile;
+
+int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsize);
+int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize);
+void pcli_outfile_discard(pcli_outfile *f); /* closes and removes the temporary file; idempotent */
+
+/* 1 when path ends with ext (".npy"), ignoring ASCII case. */
+int pcli_has_extension(const char *path, const char *ext);
+
+#endif /* PCLI_POINTS_IO_H */
