@@ -246,13 +246,14 @@ static void test_errors(void)
     CHECK_STATUS(pc_matched_accuracy(t, t, 3, &v), PC_OK);
     CHECK_NEAR(v, 1.0, 0.0);
 
-    /* 6000 classes chained to 6000 clusters (class i meets clusters i and i + 1) form one block too
-     * large for the Hungarian method: refused with a message, while ARI and NMI still work. */
-    size_t n = 12000;
+    /* 20001 classes chained to 20001 clusters (class i meets clusters i and i + 1) form one block
+     * beyond the Hungarian method's limit of 20000 on its smaller side: refused with a message, while
+     * ARI and NMI still work. */
+    size_t n = 40002;
     int32_t *truth = malloc(n * sizeof *truth), *pred = malloc(n * sizeof *pred);
     for (size_t i = 0; i < n; i++) {
-        truth[i] = (int32_t)(i % 6000);
-        pred[i] = (int32_t)((i % 6000 + i / 6000) % 6000);
+        truth[i] = (int32_t)(i % 20001);
+        pred[i] = (int32_t)((i % 20001 + i / 20001) % 20001);
     }
     v = 0.0;
     CHECK_STATUS(pc_matched_accuracy(truth, pred, n, &v), PC_INVALID_ARGUMENT);
@@ -260,9 +261,17 @@ static void test_errors(void)
     CHECK(isnan(v));
     CHECK_STATUS(pc_adjusted_rand_index(truth, pred, n, &v), PC_OK);
     CHECK(strlen(pc_last_error()) == 0);
-    /* The same number of clusters, each pure, is no trouble: 6000 one-cell blocks. */
+    /* As many pure clusters are no trouble: 20001 one-cell blocks. */
     CHECK_STATUS(pc_matched_accuracy(truth, truth, n, &v), PC_OK);
     CHECK_NEAR(v, 1.0, 0.0);
+    /* Nor is a smaller chain: 3000 x 3000 in one block, where every class can take its own cluster
+     * (2 points each of 3 in the class) for 2/3 of the points. */
+    for (size_t i = 0; i < 9000; i++) {
+        truth[i] = (int32_t)(i % 3000);
+        pred[i] = (int32_t)((i % 3000 + (i / 3000 == 2)) % 3000);
+    }
+    CHECK_STATUS(pc_matched_accuracy(truth, pred, 9000, &v), PC_OK);
+    CHECK_NEAR(v, 2.0 / 3.0, TOL);
     free(truth);
     free(pred);
 }

@@ -21,11 +21,12 @@ typedef long double wide_int;
 #define DENSE_MAX_CELLS ((uint64_t)1 << 24)
 #define DENSE_ALWAYS_CELLS ((uint64_t)1 << 16)
 
-/* The Hungarian method costs about min^2 * max steps per connected block of the table; past this the
- * call would run for minutes, so it is refused instead. */
-#ifndef MATCH_MAX_WORK
-#define MATCH_MAX_WORK 1e11
-#endif
+/* Limits of the Hungarian method per connected block of the table (smaller side s, larger side l):
+ * each of the s searches scans up to l columns several times, and an s x l dense matching of
+ * 20000 x 20000 random cells already takes seconds. Past these limits the call is refused rather
+ * than left running for minutes. The second limit is on the sum of s * l over all blocks. */
+#define MATCH_MAX_SIDE 20000
+#define MATCH_MAX_PRODUCT 2e9
 
 /* The contingency table: r classes (rows) by c clusters (columns), non-zero cells in row-major order
  * (the order of scikit-learn's CSR matrix, so sums run in the same order). */
@@ -66,11 +67,11 @@ static unsigned bits_needed(uint64_t max_value)
     return bits;
 }
 
-/* LSD radix sort on the low `bits` bits, 11 bits a pass (a histogram that stays in L1 and few enough
+/* LSD radix sort on bits [from, from + bits), 11 bits a pass (a histogram that stays in L1 and few enough
  * scatter targets for the TLB): linear in n, where qsort on 10M keys is several times slower. */
 #define RADIX_BITS 11
 #define RADIX_SIZE ((size_t)1 << RADIX_BITS)
-static pc_status radix_sort_u64(uint64_t *keys, size_t n, unsigned bits)
+static pc_status radix_sort_u64(uint64_t *keys, size_t n, unsigned from, unsigned bits)
 {
     if (n < 2 || bits == 0)
         return PC_OK;
@@ -79,7 +80,7 @@ static pc_status radix_sort_u64(uint64_t *keys, size_t n, unsigned bits)
         return PC_OUT_OF_MEMORY;
     size_t count[RADIX_SIZE];
     uint64_t *src = keys, *dst = tmp;
-    for (unsigned shift = 0; shift < bits; shift += RADIX_BITS) {
+    for (unsigned shift = from; shift < from + bits; shift += RADIX_BITS) {
         memset(count, 0, sizeof count);
         for (size_t i = 0; i < n; i++)
             count[(src[i] >> shift) & (RADIX_SIZE - 1)]++;
@@ -133,13 +134,35 @@ static pc_status remap_labels(const int32_t *labels, size_t n, uint32_t *ids, si
         for (size_t i = 0; i < n; i++)
             ids[i] = lookup[label_key(labels[i]) - lo] - 1;
         free(lookup);
+    } else if ((uint64_t)n <= UINT32_MAX) {
+        /* Sort (label, position) pairs by label, then number the runs: one pass of scattered writes,
+         * where binary searches would miss the cache some twenty times a point. */
+        uint64_t *pairs = alloc_n(n, sizeof *pairs, "sorted labels");
+        if (!pairs)
+            return PC_OUT_OF_MEMORY;
+        for (size_t i = 0; i < n; i++)
+            pairs[i] = (uint64_t)(label_key(labels[i]) - lo) << 32 | (uint64_t)i;
+        pc_status st = radix_sort_u64(pairs, n, 32, bits_needed(range - 1));
+        if (st != PC_OK) {
+            free(pairs);
+            return st;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0 && (pairs[i] >> 32) != (pairs[i - 1] >> 32))
+                k++;
+            ids[pairs[i] & UINT32_MAX] = (uint32_t)k;
+        }
+        k++;
+        free(pairs);
     } else {
+        /* Over 2^32 points the positions no longer fit beside the labels: sort the labels alone
+         * and binary-search each point's. */
         uint64_t *sorted = alloc_n(n, sizeof *sorted, "sorted labels");
         if (!sorted)
             return PC_OUT_OF_MEMORY;
         for (size_t i = 0; i < n; i++)
             sorted[i] = (uint64_t)(label_key(labels[i]) - lo);
-        pc_status st = radix_sort_u64(sorted, n, bits_needed(range - 1));
+        pc_status st = radix_sort_u64(sorted, n, 0, bits_needed(range - 1));
         if (st != PC_OK) {
             free(sorted);
             return st;
@@ -190,8 +213,8 @@ static pc_status table_build(const int32_t *truth, const int32_t *pred, size_t n
         t->row_sum[tid[i]]++;
         t->col_sum[pid[i]]++;
     }
-    /* r and c are at most n each, so r * c only overflows for n near 2^32 and beyond. */
-    uint64_t cells = (t->r <= UINT64_MAX / t->c) ? (uint64_t)t->r * t->c : UINT64_MAX;
+    /* r and c are at most 2^31 + 1 each (distinct int32 labels), so r * c fits in 64 bits. */
+    uint64_t cells = (uint64_t)t->r * t->c;
     if (cells <= DENSE_ALWAYS_CELLS || (cells <= DENSE_MAX_CELLS && cells <= 2 * (uint64_t)n)) {
         dense = calloc_n((size_t)cells, sizeof *dense, "contingency table");
         if (!dense)
@@ -201,17 +224,12 @@ static pc_status table_build(const int32_t *truth, const int32_t *pred, size_t n
         for (size_t cell = 0; cell < (size_t)cells; cell++)
             t->nnz += dense[cell] != 0;
     } else {
-        if (cells == UINT64_MAX) {
-            st = pc__fail(PC_INVALID_ARGUMENT, "metrics: %zu classes x %zu clusters overflow the table index",
-                          t->r, t->c);
-            goto done;
-        }
         keys = alloc_n(n, sizeof *keys, "contingency keys");
         if (!keys)
             goto done;
         for (size_t i = 0; i < n; i++)
             keys[i] = (uint64_t)tid[i] * t->c + pid[i];
-        if ((st = radix_sort_u64(keys, n, bits_needed(cells - 1))) != PC_OK)
+        if ((st = radix_sort_u64(keys, n, 0, bits_needed(cells - 1))) != PC_OK)
             goto done;
         st = PC_OUT_OF_MEMORY;
         for (size_t i = 0; i < n; i++)
@@ -499,11 +517,13 @@ static pc_status matched_count(const table *t, int64_t *out)
     for (size_t e = 0; e < t->nnz; e++)
         cell_start[parent[t->cell_row[e]] + 1]++;
     double work = 0.0;
-    size_t max_small = 0, max_large = 0, max_cells = 0;
+    size_t max_small = 0, max_large = 0, max_cells = 0, worst = 0;
     for (size_t k = 0; k < K; k++) {
         size_t small = comp_rows[k] < comp_cols[k] ? comp_rows[k] : comp_cols[k];
         size_t large = comp_rows[k] < comp_cols[k] ? comp_cols[k] : comp_rows[k];
-        work += (double)small * (double)small * (double)large;
+        work += (double)small * (double)large;
+        if ((double)small * (double)large > (double)comp_rows[worst] * (double)comp_cols[worst])
+            worst = k;
         if (small > max_small)
             max_small = small;
         if (large > max_large)
@@ -512,11 +532,12 @@ static pc_status matched_count(const table *t, int64_t *out)
             max_cells = cell_start[k + 1];
         cell_start[k + 1] += cell_start[k];
     }
-    if (work > MATCH_MAX_WORK) {
+    if (max_small > MATCH_MAX_SIDE || work > MATCH_MAX_PRODUCT) {
         st = pc__fail(PC_INVALID_ARGUMENT,
-                      "pc_matched_accuracy: %zu classes x %zu clusters (largest confused block %zu x %zu) "
-                      "are too many for the Hungarian method (about %.3g steps, limit %.3g)",
-                      t->r, t->c, max_small, max_large, work, MATCH_MAX_WORK);
+                      "pc_matched_accuracy: %zu classes x %zu clusters are too many for the Hungarian method: "
+                      "the largest block of classes and clusters sharing points is %zu x %zu (limits: "
+                      "smaller side <= %d, classes x clusters summed over blocks <= %.3g, here %.3g)",
+                      t->r, t->c, comp_rows[worst], comp_cols[worst], MATCH_MAX_SIDE, MATCH_MAX_PRODUCT, work);
         goto done;
     }
     {
