@@ -139,8 +139,12 @@ static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const p
     if (k > shown)
         printf("  ... %zu more clusters\n", k - shown);
     if (c->verbose) {
+        /* The header's "0 / negative = default" values, resolved as the library resolves them. */
+        double h = p->bandwidth;
+        double radius = p->radius > 0 ? p->radius : p->kernel == PC_KERNEL_GAUSSIAN ? INFINITY : h;
         printf("kernel %s, bandwidth %g, radius %g, eps %g, merge radius %g, %s, threads %d\n",
-               pc_kernel_name(p->kernel), p->bandwidth, p->radius, p->eps, p->merge_radius,
+               pc_kernel_name(p->kernel), h, radius, p->eps < 0 ? 1e-3 * h : p->eps,
+               p->merge_radius < 0 ? h / 2 : p->merge_radius,
                p->blurring ? "blurring" : "non-blurring", p->threads ? p->threads : pc_openmp_max_threads());
         for (size_t s = 0; s < pc_result_stage_count(r); s++) {
             const char *name;

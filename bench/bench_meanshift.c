@@ -1,0 +1,210 @@
+/* Reproduces the seeds' mean shift tables on the CPU (ms-agnolucci, ms-bindi, a thread sweep) and
+ * measures the neighbour grid against all pairs. Prints Markdown tables; medians of several runs.
+ *
+ *   bench_meanshift agnolucci [--sizes 100,1000,10000] [--repeats 3]
+ *   bench_meanshift threads   [--n 10000]
+ *   bench_meanshift bindi
+ *   bench_meanshift grid      [--n 1000000] [--clusters 10000] [--brute 1]
+ */
+#include "parclust.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static float *generate(pc_dataset kind, size_t n, size_t dim, size_t k, double spread, double box, int32_t *truth)
+{
+    pc_generate_params g;
+    pc_generate_params_init(&g);
+    g.dataset = kind;
+    g.n = n;
+    g.dim = dim;
+    g.clusters = k;
+    g.spread = spread;
+    g.box = box;
+    float *pts = malloc(n * dim * sizeof *pts);
+    if (!pts || pc_generate(&g, pts, truth) != PC_OK) {
+        fprintf(stderr, "generate: %s\n", pc_last_error());
+        exit(1);
+    }
+    return pts;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median wall time of `repeats` runs; *out keeps the last result (caller frees). */
+static double time_run(const float *pts, size_t n, size_t dim, const pc_meanshift_params *p, int repeats,
+                       pc_result **out)
+{
+    double t[32];
+    if (repeats > 32)
+        repeats = 32;
+    pc_points v = pc_points_f32(pts, n, dim);
+    for (int r = 0; r < repeats; r++) {
+        pc_result *res = NULL;
+        double t0 = now();
+        if (pc_meanshift(&v, p, &res) != PC_OK) {
+            fprintf(stderr, "mean shift failed: %s\n", pc_last_error());
+            exit(1);
+        }
+        t[r] = now() - t0;
+        if (out && r == repeats - 1)
+            *out = res;
+        else
+            pc_result_free(res);
+    }
+    qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+    return t[repeats / 2];
+}
+
+/* Seed 000's workload: gaussian kernel, h = 2, 10 iterations, no stop, no cut-off. */
+static void fixed_iterations(pc_meanshift_params *p, double h, int iterations, pc_backend b, int threads)
+{
+    pc_meanshift_params_init(p);
+    p->bandwidth = h;
+    p->max_iter = iterations;
+    p->eps = 0;
+    p->backend = b;
+    p->threads = threads;
+}
+
+static int repeats_for(double pairs, int asked) { return pairs > 2e10 ? 1 : asked; }
+
+static void bench_agnolucci(const char *sizes, int repeats)
+{
+    printf("| N | sequential (s) | OpenMP %d threads (s) | speedup | pairs/s (OpenMP) | clusters |\n",
+           pc_openmp_max_threads());
+    printf("|---|---|---|---|---|---|\n");
+    char *list = strdup(sizes);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t n = strtoull(tok, NULL, 10);
+        float *pts = generate(PC_DATASET_AGNOLUCCI, n, 3, 3, 1.0, 10.0, NULL);
+        double pairs = (double)n * (double)n * 10;
+        int rep = repeats_for(pairs, repeats);
+        pc_meanshift_params p;
+        fixed_iterations(&p, 2.0, 10, PC_BACKEND_SEQUENTIAL, 0);
+        double ts = time_run(pts, n, 3, &p, rep, NULL);
+        fixed_iterations(&p, 2.0, 10, PC_BACKEND_OPENMP, 0);
+        pc_result *r = NULL;
+        double to = time_run(pts, n, 3, &p, rep, &r);
+        printf("| %zu | %.4f | %.4f | %.2f | %.3g | %zu |\n", n, ts, to, ts / to, pairs / to,
+               pc_result_cluster_count(r));
+        fflush(stdout);
+        pc_result_free(r);
+        free(pts);
+    }
+    free(list);
+}
+
+static void bench_threads(size_t n)
+{
+    float *pts = generate(PC_DATASET_AGNOLUCCI, n, 3, 3, 1.0, 10.0, NULL);
+    int max = pc_openmp_max_threads();
+    pc_meanshift_params p;
+    fixed_iterations(&p, 2.0, 10, PC_BACKEND_SEQUENTIAL, 0);
+    double ts = time_run(pts, n, 3, &p, 3, NULL);
+    printf("| threads | N | time (s) | speedup vs sequential |\n|---|---|---|---|\n");
+    printf("| seq | %zu | %.4f | 1.00 |\n", n, ts);
+    for (int t = 1; t <= max; t++) {
+        fixed_iterations(&p, 2.0, 10, PC_BACKEND_OPENMP, t);
+        double to = time_run(pts, n, 3, &p, 3, NULL);
+        printf("| %d | %zu | %.4f | %.2f |\n", t, n, to, ts / to);
+        fflush(stdout);
+    }
+    free(pts);
+}
+
+/* Seed 001's workload: 3 blobs, D = 2 and 3, N = 500..5000, 50 iterations, no eps stop; both OpenMP
+ * schedules the report compares. */
+static void bench_bindi(void)
+{
+    printf("| D | N | sequential (s) | OpenMP static (s) | OpenMP dynamic (s) | speedup (dynamic) |\n");
+    printf("|---|---|---|---|---|---|\n");
+    for (size_t dim = 2; dim <= 3; dim++) {
+        for (size_t n = 500; n <= 5000; n += 500) {
+            float *pts = generate(PC_DATASET_BINDI, n, dim, 3, 1.0, 10.0, NULL);
+            pc_meanshift_params p;
+            fixed_iterations(&p, 1.0, 50, PC_BACKEND_SEQUENTIAL, 0);
+            double ts = time_run(pts, n, dim, &p, 5, NULL);
+            fixed_iterations(&p, 1.0, 50, PC_BACKEND_OPENMP, 0);
+            p.schedule = PC_SCHEDULE_STATIC;
+            double tst = time_run(pts, n, dim, &p, 5, NULL);
+            p.schedule = PC_SCHEDULE_DYNAMIC;
+            double tdy = time_run(pts, n, dim, &p, 5, NULL);
+            printf("| %zu | %zu | %.4f | %.4f | %.4f | %.2f |\n", dim, n, ts, tst, tdy, ts / tdy);
+            fflush(stdout);
+            free(pts);
+        }
+    }
+}
+
+/* Many small clusters with a finite radius: the neighbour grid against all pairs, same labels. */
+static void bench_grid(size_t n, size_t clusters, int brute)
+{
+    int32_t *truth = malloc(n * sizeof *truth);
+    float *pts = generate(PC_DATASET_GRID, n, 2, clusters, 0.1, 1.0, truth);
+    pc_meanshift_params p;
+    pc_meanshift_params_init(&p);
+    p.kernel = PC_KERNEL_FLAT;
+    p.bandwidth = 0.3;
+    p.backend = PC_BACKEND_OPENMP;
+    pc_result *g = NULL, *b = NULL;
+    double tg = time_run(pts, n, 2, &p, 1, &g);
+    double ari = 0;
+    pc_adjusted_rand_index(truth, pc_result_labels(g), n, &ari);
+    printf("| path | N | clusters found | iterations | time (s) | ARI vs truth |\n|---|---|---|---|---|---|\n");
+    printf("| neighbour grid | %zu | %zu | %d | %.3f | %.4f |\n", n, pc_result_cluster_count(g),
+           pc_result_iterations(g), tg, ari);
+    fflush(stdout);
+    if (brute) {
+        p.use_grid = 0;
+        double tb = time_run(pts, n, 2, &p, 1, &b);
+        int same = pc_result_cluster_count(g) == pc_result_cluster_count(b) &&
+                   memcmp(pc_result_labels(g), pc_result_labels(b), n * sizeof(int32_t)) == 0;
+        printf("| all pairs | %zu | %zu | %d | %.3f | |\n", n, pc_result_cluster_count(b), pc_result_iterations(b), tb);
+        printf("\ngrid speedup %.1fx, labels %s\n", tb / tg, same ? "identical" : "DIFFERENT");
+    }
+    pc_result_free(g);
+    pc_result_free(b);
+    free(pts);
+    free(truth);
+}
+
+static const char *arg(int argc, char **argv, const char *name, const char *fallback)
+{
+    for (int i = 2; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return fallback;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "agnolucci";
+    if (strcmp(what, "agnolucci") == 0)
+        bench_agnolucci(arg(argc, argv, "--sizes", "100,1000,10000"), atoi(arg(argc, argv, "--repeats", "3")));
+    else if (strcmp(what, "threads") == 0)
+        bench_threads(strtoull(arg(argc, argv, "--n", "10000"), NULL, 10));
+    else if (strcmp(what, "bindi") == 0)
+        bench_bindi();
+    else if (strcmp(what, "grid") == 0)
+        bench_grid(strtoull(arg(argc, argv, "--n", "1000000"), NULL, 10),
+                   strtoull(arg(argc, argv, "--clusters", "10000"), NULL, 10), atoi(arg(argc, argv, "--brute", "1")));
+    else {
+        fprintf(stderr, "usage: bench_meanshift agnolucci|threads|bindi|grid [options]\n");
+        return 2;
+    }
+    return 0;
+}

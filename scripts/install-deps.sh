@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs from Debian's repositories what building (and, with "test", testing) parclust needs.
+# Does nothing for packages already present; uses sudo when not run as root.
+set -e
+packages="cmake gcc make libc6-dev"
+if [ "${1:-}" = "test" ]; then
+    packages="$packages python3 python3-numpy python3-scipy python3-sklearn"
+fi
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
