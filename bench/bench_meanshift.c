@@ -5,6 +5,10 @@
  *   bench_meanshift threads   [--n 10000]
  *   bench_meanshift bindi
  *   bench_meanshift grid      [--n 1000000] [--clusters 10000] [--brute 1]
+ *   bench_meanshift gpu       [--sizes 100,...,250000] [--floor 3.3e12]   naive, tiled, fast side by side
+ *   bench_meanshift gpu-tile  [--n 10000]     seed 000's TILE_WIDTH sweep 16..1024
+ *   bench_meanshift gpu-bindi                 seed 001's workload, block-size sweep
+ * GPU times are the iterations alone (CUDA events); "with copies" adds upload and download.
  */
 #include "parclust.h"
 
@@ -182,6 +186,128 @@ static void bench_grid(size_t n, size_t clusters, int brute)
     free(truth);
 }
 
+/* GPU time of the iterations (the "shift" stage) and the whole call, medians over `repeats`. */
+static void time_gpu(const float *pts, size_t n, size_t dim, const pc_meanshift_params *p, int repeats,
+                     double *kernel_s, double *total_s, size_t *clusters)
+{
+    double tk[16], tt[16];
+    if (repeats > 16)
+        repeats = 16;
+    pc_points v = pc_points_f32(pts, n, dim);
+    for (int r = 0; r < repeats; r++) {
+        pc_result *res = NULL;
+        double t0 = now();
+        if (pc_meanshift(&v, p, &res) != PC_OK) {
+            fprintf(stderr, "GPU mean shift failed: %s\n", pc_last_error());
+            exit(1);
+        }
+        tt[r] = now() - t0;
+        tk[r] = 0;
+        for (size_t s = 0; s < pc_result_stage_count(res); s++) {
+            const char *name;
+            double sec;
+            pc_result_stage(res, s, &name, &sec);
+            if (strcmp(name, "shift") == 0)
+                tk[r] = sec;
+        }
+        *clusters = pc_result_cluster_count(res);
+        pc_result_free(res);
+    }
+    qsort(tk, (size_t)repeats, sizeof *tk, cmp_double);
+    qsort(tt, (size_t)repeats, sizeof *tt, cmp_double);
+    *kernel_s = tk[repeats / 2];
+    *total_s = tt[repeats / 2];
+}
+
+static void gpu_params(pc_meanshift_params *p, double h, int iterations, pc_cuda_kernel k, int block)
+{
+    fixed_iterations(p, h, iterations, PC_BACKEND_CUDA, 0);
+    p->cuda_kernel = k;
+    p->cuda_block = block;
+}
+
+static void gpu_header(void)
+{
+    char desc[256];
+    if (pc_cuda_device_describe(0, desc, sizeof desc) != PC_OK) {
+        fprintf(stderr, "no CUDA device: %s\n", desc);
+        exit(1);
+    }
+    printf("GPU: %s\n\n", desc);
+}
+
+static void bench_gpu(const char *sizes, double floor_pairs)
+{
+    gpu_header();
+    printf("| N | naive (s) | tiled, TILE_WIDTH 64 (s) | fast (s) | fast with copies (s) | fast pairs/s | share of floor | clusters |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    char *list = strdup(sizes);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t n = strtoull(tok, NULL, 10), k;
+        float *pts = generate(PC_DATASET_AGNOLUCCI, n, 3, 3, 1.0, 10.0, NULL);
+        double pairs = (double)n * (double)n * 10, kn, kt, kf, tn, tt, tf;
+        int rep = pairs > 1e11 ? 3 : 5;
+        pc_meanshift_params p;
+        gpu_params(&p, 2.0, 10, PC_CUDA_KERNEL_NAIVE, 0);
+        time_gpu(pts, n, 3, &p, rep, &kn, &tn, &k);
+        gpu_params(&p, 2.0, 10, PC_CUDA_KERNEL_TILED, 64);
+        time_gpu(pts, n, 3, &p, rep, &kt, &tt, &k);
+        gpu_params(&p, 2.0, 10, PC_CUDA_KERNEL_FAST, 0);
+        time_gpu(pts, n, 3, &p, rep, &kf, &tf, &k);
+        printf("| %zu | %.5f | %.5f | %.5f | %.5f | %.3g | %.0f%% | %zu |\n", n, kn, kt, kf, tf, pairs / kf,
+               100.0 * pairs / kf / floor_pairs, k);
+        fflush(stdout);
+        free(pts);
+    }
+    free(list);
+}
+
+static void bench_gpu_tile(size_t n)
+{
+    gpu_header();
+    float *pts = generate(PC_DATASET_AGNOLUCCI, n, 3, 3, 1.0, 10.0, NULL);
+    printf("| TILE_WIDTH | tiled (s) | naive, same block (s) |\n|---|---|---|\n");
+    for (int tw = 16; tw <= 1024; tw *= 2) {
+        pc_meanshift_params p;
+        double kt, kn, t;
+        size_t k;
+        gpu_params(&p, 2.0, 10, PC_CUDA_KERNEL_TILED, tw);
+        time_gpu(pts, n, 3, &p, 5, &kt, &t, &k);
+        gpu_params(&p, 2.0, 10, PC_CUDA_KERNEL_NAIVE, tw);
+        time_gpu(pts, n, 3, &p, 5, &kn, &t, &k);
+        printf("| %d | %.5f | %.5f |\n", tw, kt, kn);
+        fflush(stdout);
+    }
+    free(pts);
+}
+
+static void bench_gpu_bindi(void)
+{
+    gpu_header();
+    printf("| D | N | naive b64 | naive b256 | tiled b64 | tiled b256 | tiled b1024 | fast | (s, 50 iterations) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t dim = 2; dim <= 3; dim++) {
+        for (size_t n = 500; n <= 5000; n += 1500) {
+            float *pts = generate(PC_DATASET_BINDI, n, dim, 3, 1.0, 10.0, NULL);
+            struct { pc_cuda_kernel k; int b; } runs[] = {{PC_CUDA_KERNEL_NAIVE, 64}, {PC_CUDA_KERNEL_NAIVE, 256},
+                {PC_CUDA_KERNEL_TILED, 64}, {PC_CUDA_KERNEL_TILED, 256}, {PC_CUDA_KERNEL_TILED, 1024},
+                {PC_CUDA_KERNEL_FAST, 0}};
+            printf("| %zu | %zu |", dim, n);
+            for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+                pc_meanshift_params p;
+                double kt, t;
+                size_t k;
+                gpu_params(&p, 1.0, 50, runs[r].k, runs[r].b);
+                time_gpu(pts, n, dim, &p, 5, &kt, &t, &k);
+                printf(" %.5f |", kt);
+            }
+            printf(" |\n");
+            fflush(stdout);
+            free(pts);
+        }
+    }
+}
+
 static const char *arg(int argc, char **argv, const char *name, const char *fallback)
 {
     for (int i = 2; i + 1 < argc; i++)
@@ -202,8 +328,14 @@ int main(int argc, char **argv)
     else if (strcmp(what, "grid") == 0)
         bench_grid(strtoull(arg(argc, argv, "--n", "1000000"), NULL, 10),
                    strtoull(arg(argc, argv, "--clusters", "10000"), NULL, 10), atoi(arg(argc, argv, "--brute", "1")));
+    else if (strcmp(what, "gpu") == 0)
+        bench_gpu(arg(argc, argv, "--sizes", "100,1000,10000,100000,250000"), atof(arg(argc, argv, "--floor", "3.3e12")));
+    else if (strcmp(what, "gpu-tile") == 0)
+        bench_gpu_tile(strtoull(arg(argc, argv, "--n", "10000"), NULL, 10));
+    else if (strcmp(what, "gpu-bindi") == 0)
+        bench_gpu_bindi();
     else {
-        fprintf(stderr, "usage: bench_meanshift agnolucci|threads|bindi|grid [options]\n");
+        fprintf(stderr, "usage: bench_meanshift agnolucci|threads|bindi|grid|gpu|gpu-tile|gpu-bindi [options]\n");
         return 2;
     }
     return 0;

@@ -139,6 +139,18 @@ typedef enum {
 const char *pc_kernel_name(pc_kernel kernel);
 pc_status pc_kernel_parse(const char *name, pc_kernel *out);
 
+/* Which CUDA kernel computes the shifts (for benchmarking the seeds' designs against the default). */
+typedef enum {
+    PC_CUDA_KERNEL_FAST = 0, /* default: pre-scaled coordinates, exp2, several queries per thread,
+                                16-byte shared-memory loads, references split across blocks */
+    PC_CUDA_KERNEL_NAIVE,    /* seed 000/001: one thread per point, references from global memory */
+    PC_CUDA_KERNEL_TILED     /* seed 000/001: references staged through shared memory, TILE_WIDTH =
+                                the block size */
+} pc_cuda_kernel;
+
+const char *pc_cuda_kernel_name(pc_cuda_kernel kernel);
+pc_status pc_cuda_kernel_parse(const char *name, pc_cuda_kernel *out);
+
 typedef struct {
     pc_kernel kernel;    /* default PC_KERNEL_GAUSSIAN */
     double bandwidth;    /* h, in data units, > 0. Default 1 */
@@ -158,6 +170,10 @@ typedef struct {
     int threads;         /* OpenMP threads, 0 = OpenMP's default */
     pc_schedule schedule; /* OpenMP loop schedule, default dynamic */
     int chunk;           /* OpenMP chunk size, 0 = the runtime's default */
+    pc_cuda_kernel cuda_kernel; /* default PC_CUDA_KERNEL_FAST */
+    /* CUDA threads per block (the tiled kernel's TILE_WIDTH), 32..1024 in steps of 32 (the tiled
+     * kernel also takes 16); 0 = the kernel's default. */
+    int cuda_block;
     pc_progress_fn progress; /* optional */
     void *progress_user;
 } pc_meanshift_params;

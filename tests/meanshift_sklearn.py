@@ -3,23 +3,35 @@
 
 Usage: meanshift_sklearn.py PATH_TO_parclust WORKDIR
 
-For each case, Gaussian blobs are drawn with fresh random seeds (printed; set
-PARCLUST_SKLEARN_SEED=S to replay one), saved as .npy, clustered by
+For each case, Gaussian blobs are drawn with a fresh random seed (printed; set
+PARCLUST_SKLEARN_SEED=S to replay a run), saved as .npy, clustered by
 `parclust meanshift --kernel flat --bandwidth H` and by sklearn.cluster.MeanShift(bandwidth=H),
-and the two must agree: same number of clusters, every sklearn centre matched one-to-one to a
-parclust centre within 1e-3 H, and the same partition of the points (ARI exactly 1).
+and the two must agree: the same number of clusters, the sklearn centres matched one-to-one to
+parclust centres, and the same partition of the points (ARI exactly 1).
 
-Why the two should agree here. sklearn runs non-blurring mean shift from every point with a flat
+What each program computes. sklearn runs non-blurring mean shift from every point with a flat
 kernel (points at distance <= H weigh 1), stops a seed once it moves <= 1e-3 H, keeps the mode
-of the densest seed per group (greedy, modes within H dropped) and labels each point by the
-nearest kept centre. parclust runs the same iteration from every point, joins modes closer than
-H/2 (connected components), labels each point by its mode's cluster, numbers clusters by size
-and reports the mean of the modes as the centre. On blobs that are far apart relative to H
-every point's mode lies within ~1e-3 H of its blob's single fixed point, so the two
-post-processings give the same clusters and centres. The blobs are made just wide enough
-(standard deviation 0.25 H to 0.4 H, so their tails reach past the kernel's edge and windows
-differ from seed to seed) that the modes are found by several iterations, not one, and
-of unequal sizes so that parclust's size-ordered numbering differs from sklearn's.
+of the densest seed of each group (greedy: modes within H of a denser one are dropped) and labels
+each point by the nearest kept centre. parclust runs the same iteration from every point, joins
+modes closer than H/2 (connected components), labels each point by its mode's cluster, numbers
+clusters by size and reports the mean of a cluster's modes as its centre.
+
+Two kinds of data:
+  compact  blobs of standard deviation 0.2 H: a whole blob fits in the kernel around its mean,
+           so every seed ends at the blob's mean (points in the tails start with partial windows
+           and take several steps). Each sklearn centre must lie within 1e-3 H of its parclust
+           centre.
+  wide     standard deviation 0.35-0.4 H: the tails reach past the kernel, and the flat kernel
+           then has several fixed points per blob whose windows differ by a boundary point or
+           two. Seeds stop at different ones, so sklearn's centre (one seed's mode) and parclust's
+           (the mean of all modes) may differ by about H / (blob size), more than 1e-3 H: measured
+           up to 1e-2 H with blobs of 150 points. There the sklearn centre must instead coincide,
+           within 1e-3 H, with the mode parclust found for some point of the matched cluster, and
+           parclust's centre must lie within 2 H / (smallest blob size) of it.
+In every case the modes parclust reports (--modes) for a random sample of points must lie within
+1e-3 H of the modes sklearn's own single-seed iteration reaches from those points (a private
+sklearn function; the check says so and is left out if it is missing). Blob sizes differ so that
+parclust's size-ordered numbering differs from sklearn's.
 """
 import os
 import subprocess
@@ -40,13 +52,15 @@ except ImportError as e:  # do not skip silently: the test set-up installs pytho
 
 # name, dim, clusters, sizes (points per blob, cycled), bandwidth, std / bandwidth, min centre gap / H
 CASES = [
-    ("2d-h1", 2, 4, [600, 350, 200, 450], 1.0, 0.30, 6.0),
-    ("2d-h0.5", 2, 6, [300, 180, 420, 250], 0.5, 0.25, 6.0),
-    ("2d-h2.5-wide", 2, 3, [700, 400, 250], 2.5, 0.40, 7.0),
-    ("3d-h1", 3, 5, [400, 250, 320, 150, 500], 1.0, 0.30, 6.0),
-    ("3d-h3", 3, 4, [350, 500, 220, 300], 3.0, 0.35, 6.0),
-    ("3d-h0.2", 3, 3, [500, 300, 400], 0.2, 0.30, 6.0),
+    ("2d-compact-h1", 2, 5, [500, 300, 150, 400], 1.0, 0.20, 5.0),
+    ("3d-compact-h0.2", 3, 4, [450, 200, 300, 350], 0.2, 0.20, 5.0),
+    ("3d-compact-h4", 3, 3, [400, 600, 250], 4.0, 0.20, 5.0),
+    ("2d-wide-h0.5", 2, 4, [500, 250, 350, 150], 0.5, 0.35, 7.0),
+    ("2d-wide-h2.5", 2, 3, [600, 400, 200], 2.5, 0.40, 7.0),
+    ("3d-wide-h1", 3, 4, [350, 500, 200, 300], 1.0, 0.35, 7.0),
 ]
+COMPACT_STD = 0.2
+MODE_SAMPLE = 150  # points whose sklearn single-seed mode is computed
 
 
 def pick_centres(rng, k, dim, gap):
@@ -60,10 +74,21 @@ def pick_centres(rng, k, dim, gap):
     return np.array(centres)
 
 
+def sklearn_single_seed_modes(X, h, idx):
+    """Where sklearn's own iteration takes the seeds X[idx], or None if its private helper moved."""
+    try:
+        from sklearn.cluster._mean_shift import _mean_shift_single_seed
+        from sklearn.neighbors import NearestNeighbors
+    except ImportError:
+        return None
+    nbrs = NearestNeighbors(radius=h).fit(X)
+    return np.array([_mean_shift_single_seed(X[i], X, nbrs, 300)[0] for i in idx])
+
+
 def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     rng = np.random.default_rng(seed)
     sizes = [sizes[i % len(sizes)] for i in range(k)]
-    centres = pick_centres(rng, k, dim, rel_gap * h) + rng.uniform(-100, 100, size=dim)
+    centres = pick_centres(rng, k, dim, rel_gap * h) + rng.uniform(-50 * h, 50 * h, size=dim)
     X, _ = make_blobs(n_samples=sizes, centers=centres, cluster_std=rel_std * h,
                       random_state=int(rng.integers(2**31 - 1)))
     # Both programs must see the same numbers: parclust computes in float32, so the data are
@@ -71,20 +96,22 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     X = X.astype(np.float32).astype(np.float64)
     path = os.path.join(workdir, name + ".npy")
     np.save(path, X if seed % 2 else X.astype(np.float32))
-    cpath, lpath = os.path.join(workdir, name + "_c.csv"), os.path.join(workdir, name + "_l.csv")
-    for p in (cpath, lpath):
+    outs = {key: os.path.join(workdir, "%s_%s.csv" % (name, key)) for key in ("centers", "labels", "modes")}
+    for p in outs.values():
         if os.path.exists(p):
             os.remove(p)
 
     t0 = time.time()
-    cmd = [parclust, "meanshift", path, "--kernel", "flat", "--bandwidth", repr(h),
-           "--centers", cpath, "--labels", lpath]
+    cmd = [parclust, "meanshift", path, "--kernel", "flat", "--bandwidth", repr(h)]
+    for key, p in outs.items():
+        cmd += ["--" + key, p]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     t1 = time.time()
     if proc.returncode != 0:
-        return ["parclust exited %d: %s" % (proc.returncode, proc.stderr.strip())]
-    pc_centres = np.loadtxt(cpath, delimiter=",", ndmin=2)
-    pc_labels = np.loadtxt(lpath, dtype=np.int64, ndmin=1)
+        return ["%s exited %d: %s" % (" ".join(cmd), proc.returncode, proc.stderr.strip())]
+    pc_centres = np.loadtxt(outs["centers"], delimiter=",", ndmin=2)
+    pc_labels = np.loadtxt(outs["labels"], dtype=np.int64, ndmin=1)
+    pc_modes = np.loadtxt(outs["modes"], delimiter=",", ndmin=2)
 
     ms = MeanShift(bandwidth=h).fit(X)
     t2 = time.time()
@@ -92,37 +119,43 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
 
     errors = []
     n = X.shape[0]
-    if pc_labels.shape != (n,):
-        errors.append("parclust wrote %d labels for %d points" % (pc_labels.size, n))
-        return errors
+    if pc_labels.shape != (n,) or pc_modes.shape != (n, dim) or pc_centres.shape[1] != dim:
+        return ["parclust wrote labels %s, modes %s, centres %s for %d points in %d dimensions"
+                % (pc_labels.shape, pc_modes.shape, pc_centres.shape, n, dim)]
     kp, ks = pc_centres.shape[0], sk_centres.shape[0]
-    if pc_centres.shape[1] != dim:
-        errors.append("parclust centres have %d columns, expected %d" % (pc_centres.shape[1], dim))
-        return errors
     if kp != ks:
         errors.append("parclust found %d clusters, sklearn %d (data: %d blobs)" % (kp, ks, k))
     if ks != k:
-        # the data are meant to have exactly k modes; if not, the case does not test what it should
+        # the data are meant to have exactly k clusters; if not, the case does not test what it should
         errors.append("sklearn found %d clusters for %d blobs: the data are not as well separated "
                       "as intended" % (ks, k))
-    if set(np.unique(pc_labels)) != set(range(kp)):
+    if set(np.unique(pc_labels).tolist()) != set(range(kp)):
         errors.append("parclust labels are not 0..%d" % (kp - 1))
-    else:
-        counts = np.bincount(pc_labels, minlength=kp)
-        if np.any(np.diff(counts) > 0):
-            errors.append("parclust clusters are not numbered by size: sizes %s" % counts.tolist())
+    elif np.any(np.diff(np.bincount(pc_labels, minlength=kp)) > 0):
+        errors.append("parclust clusters are not numbered by size: sizes %s"
+                      % np.bincount(pc_labels, minlength=kp).tolist())
 
-    # one-to-one matching of centres (Hungarian method on the distances)
+    # One-to-one matching of centres (Hungarian method on the distances).
     dist = np.linalg.norm(sk_centres[:, None, :] - pc_centres[None, :, :], axis=2)
     rows, cols = linear_sum_assignment(dist)
     worst = float(dist[rows, cols].max()) if len(rows) else float("inf")
-    if worst > 1e-3 * h:
-        errors.append("centres differ: worst matched distance %.3g > 1e-3 h = %.3g" % (worst, 1e-3 * h))
+    compact = rel_std <= COMPACT_STD
+    tol = 1e-3 * h if compact else 2.0 * h / min(sizes)
+    if worst > tol:
+        errors.append("centres differ: worst matched distance %.3g h > %.3g h" % (worst / h, tol / h))
+    worst_mode = 0.0
+    if not compact and set(np.unique(pc_labels).tolist()) == set(range(kp)):
+        # sklearn's centre is one seed's mode: parclust must have found that same fixed point
+        for r, c in zip(rows, cols):
+            d = float(np.linalg.norm(pc_modes[pc_labels == c] - sk_centres[r], axis=1).min())
+            worst_mode = max(worst_mode, d)
+        if worst_mode > 1e-3 * h:
+            errors.append("an sklearn centre is %.3g h from every parclust mode of its cluster" % (worst_mode / h))
 
     ari = adjusted_rand_score(sk_labels, pc_labels)
     if ari != 1.0:
         bad = 0
-        mapping = dict(zip(cols, rows))  # parclust cluster -> sklearn cluster
+        mapping = dict(zip(cols.tolist(), rows.tolist()))  # parclust cluster -> sklearn cluster
         for i in range(n):
             if mapping.get(int(pc_labels[i]), -1) != sk_labels[i]:
                 bad += 1
@@ -132,15 +165,30 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
                                   "sklearn centres / h: %s" % (i, X[i].tolist(), pc_labels[i], sk_labels[i],
                                                                 np.round(d / h, 4).tolist()))
         errors.append("labelings differ: ARI %.9f, %d points disagree" % (ari, bad))
-    else:
-        # the label correspondence must also be the centre correspondence
-        pairs = set(zip(pc_labels.tolist(), sk_labels.tolist()))
-        if pairs != set((int(c), int(r)) for r, c in zip(rows, cols)):
-            errors.append("labels agree but the matching of labels differs from the matching of centres")
+    elif set(zip(pc_labels.tolist(), sk_labels.tolist())) != set(zip(cols.tolist(), rows.tolist())):
+        errors.append("labels agree but the matching of labels differs from the matching of centres")
 
-    print("  %s: n=%d dim=%d h=%g seed=%d: %d clusters (sklearn %d), worst centre distance %.2e h, "
-          "ARI %.6f, parclust %.2f s, sklearn %.2f s"
-          % (name, n, dim, h, seed, kp, ks, worst / h, ari, t1 - t0, t2 - t1))
+    # Point by point: parclust's mode of a point against sklearn's iteration from that point.
+    idx = rng.choice(n, size=min(MODE_SAMPLE, n), replace=False)
+    sk_modes = sklearn_single_seed_modes(X, h, idx)
+    if sk_modes is None:
+        mode_note = "per-point modes not compared (sklearn.cluster._mean_shift._mean_shift_single_seed missing)"
+        print("  note: " + mode_note)
+        worst_pt = float("nan")
+    else:
+        dm = np.linalg.norm(pc_modes[idx] - sk_modes, axis=1)
+        worst_pt = float(dm.max())
+        if worst_pt > 1e-3 * h:
+            i = int(idx[dm.argmax()])
+            errors.append("mode of point %d: parclust %s, sklearn %s (%.3g h apart; %d of %d sampled "
+                          "points beyond 1e-3 h)" % (i, pc_modes[i].tolist(), sk_modes[dm.argmax()].tolist(),
+                                                     worst_pt / h, int((dm > 1e-3 * h).sum()), len(idx)))
+
+    print("  %s: n=%d dim=%d h=%g std=%gh seed=%d: %d clusters (sklearn %d), centres %.1e h apart "
+          "(limit %.1e h)%s, sampled modes %.1e h apart, ARI %.6f, parclust %.2f s, sklearn %.2f s"
+          % (name, n, dim, h, rel_std, seed, kp, ks, worst / h, tol / h,
+             "" if compact else ", sklearn centres %.1e h from a parclust mode" % (worst_mode / h),
+             worst_pt / h, ari, t1 - t0, t2 - t1))
     return errors
 
 

@@ -1,6 +1,7 @@
 /* Stands in for the CUDA runtime pieces when parclust is built without CUDA: no devices, and every
  * GPU entry point says the backend was not built. */
 #include "../core/internal.h"
+#include "../meanshift/internal_ms.h"
 
 #include <stdio.h>
 
@@ -12,4 +13,13 @@ pc_status pc_cuda_device_describe(int index, char *buf, size_t size)
     if (buf && size)
         snprintf(buf, size, "built without CUDA");
     return PC_UNSUPPORTED;
+}
+
+pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
+                             const pc__ms_cuda_options *options, float *modes, int *iterations,
+                             double stage_seconds[3])
+{
+    (void)points, (void)n, (void)dim, (void)setup, (void)options, (void)modes, (void)iterations;
+    (void)stage_seconds;
+    return pc__fail(PC_UNSUPPORTED, "the CUDA backend was not built into this parclust");
 }

@@ -8,6 +8,7 @@
 
 typedef struct {
     pc__shift_refs shift; /* kernel, scale, h2, r2 (references filled in later) */
+    double bandwidth;
     double radius;        /* cut-off, INFINITY when unbounded */
     float eps2;           /* squared stop distance */
     int max_iter;
@@ -27,6 +28,17 @@ typedef struct {
 /* Moves every point to its mode: modes (n x dim) receives the final positions. */
 pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
                             const pc__ms_cpu_options *options, float *modes, int *iterations);
+
+typedef struct {
+    pc_cuda_kernel kernel;
+    int block; /* threads per block, 0 = the kernel's default */
+} pc__ms_cuda_options;
+
+/* The CUDA backend (cuda.cu; src/cuda/stub.c when CUDA is not built). stage_seconds receives the
+ * upload, shift (GPU time of the iterations) and download times. */
+pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
+                             const pc__ms_cuda_options *options, float *modes, int *iterations,
+                             double stage_seconds[3]);
 
 /* Groups modes closer than merge_radius into clusters (connected components), numbers them by size,
  * largest first, and fills labels, centres and sizes of the result. */

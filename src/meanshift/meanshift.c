@@ -42,6 +42,28 @@ pc_status pc_kernel_parse(const char *name, pc_kernel *out)
                     name ? name : "(null)");
 }
 
+const char *pc_cuda_kernel_name(pc_cuda_kernel k)
+{
+    switch (k) {
+    case PC_CUDA_KERNEL_FAST: return "fast";
+    case PC_CUDA_KERNEL_NAIVE: return "naive";
+    case PC_CUDA_KERNEL_TILED: return "tiled";
+    }
+    return "unknown";
+}
+
+pc_status pc_cuda_kernel_parse(const char *name, pc_cuda_kernel *out)
+{
+    for (int k = PC_CUDA_KERNEL_FAST; k <= PC_CUDA_KERNEL_TILED; k++) {
+        if (name && strcmp(name, pc_cuda_kernel_name((pc_cuda_kernel)k)) == 0) {
+            *out = (pc_cuda_kernel)k;
+            return PC_OK;
+        }
+    }
+    return pc__fail(PC_INVALID_ARGUMENT, "unknown CUDA kernel '%s' (expected fast, naive or tiled)",
+                    name ? name : "(null)");
+}
+
 /* Resolves the defaults the header documents and rejects what cannot run. */
 static pc_status resolve(const pc_meanshift_params *p, pc__ms_setup *s, double *merge_radius)
 {
@@ -65,6 +87,10 @@ static pc_status resolve(const pc_meanshift_params *p, pc__ms_setup *s, double *
         return pc__fail(PC_INVALID_ARGUMENT, "chunk must be >= 0, got %d", p->chunk);
     if (p->schedule < PC_SCHEDULE_DYNAMIC || p->schedule > PC_SCHEDULE_GUIDED)
         return pc__fail(PC_INVALID_ARGUMENT, "unknown OpenMP schedule %d", (int)p->schedule);
+    if (p->cuda_kernel < PC_CUDA_KERNEL_FAST || p->cuda_kernel > PC_CUDA_KERNEL_TILED)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown CUDA kernel %d", (int)p->cuda_kernel);
+    if (p->cuda_block < 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "CUDA block size must be >= 0 (0 = default), got %d", p->cuda_block);
 
     memset(s, 0, sizeof *s);
     double radius = p->radius;
@@ -78,6 +104,7 @@ static pc_status resolve(const pc_meanshift_params *p, pc__ms_setup *s, double *
                                                      : (float)(1.0 / (h * h));
     double eps = p->eps < 0 ? 1e-3 * h : p->eps;
     s->eps2 = (float)(eps * eps);
+    s->bandwidth = h;
     s->max_iter = p->max_iter;
     s->blurring = p->blurring != 0;
     s->use_grid = p->use_grid != 0;
@@ -104,14 +131,11 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
         return st;
     size_t n = points->n, dim = points->dim;
     pc_backend backend;
-    if ((st = pc__choose_backend(params->backend, (double)n * (double)n * params->max_iter, &backend)) != PC_OK)
+    /* AUTO's measure of work: the pairs of one all-pairs iteration. */
+    if ((st = pc__choose_backend(params->backend, (double)n * (double)n, &backend)) != PC_OK)
         return st;
-    if (backend == PC_BACKEND_CUDA) {
-        /* The GPU kernels of mean shift are not in this build yet: AUTO runs on the CPU instead. */
-        if (params->backend == PC_BACKEND_CUDA)
-            return pc__fail(PC_UNSUPPORTED, "mean shift has no CUDA backend in this version");
-        backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
-    }
+    if (backend == PC_BACKEND_CUDA && params->backend == PC_BACKEND_AUTO && dim > 64)
+        backend = PC_BACKEND_OPENMP; /* beyond what the GPU kernels hold */
 
     const float *data;
     float *owned = NULL;
@@ -127,17 +151,26 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
         st = PC_OUT_OF_MEMORY;
         goto fail;
     }
-    pc__ms_cpu_options cpu = {backend == PC_BACKEND_OPENMP, params->threads, params->schedule, params->chunk};
     double t1 = pc__now();
-    if ((st = pc__meanshift_cpu(data, n, dim, &setup, &cpu, r->modes, &r->iterations)) != PC_OK)
-        goto fail;
+    pc__result_add_stage(r, "prepare", t1 - t0);
+    if (backend == PC_BACKEND_CUDA) {
+        pc__ms_cuda_options gpu = {params->cuda_kernel, params->cuda_block};
+        double gpu_stages[3] = {0, 0, 0};
+        if ((st = pc__meanshift_cuda(data, n, dim, &setup, &gpu, r->modes, &r->iterations, gpu_stages)) != PC_OK)
+            goto fail;
+        pc__result_add_stage(r, "upload", gpu_stages[0]);
+        pc__result_add_stage(r, "shift", gpu_stages[1]);
+        pc__result_add_stage(r, "download", gpu_stages[2]);
+    } else {
+        pc__ms_cpu_options cpu = {backend == PC_BACKEND_OPENMP, params->threads, params->schedule, params->chunk};
+        if ((st = pc__meanshift_cpu(data, n, dim, &setup, &cpu, r->modes, &r->iterations)) != PC_OK)
+            goto fail;
+        pc__result_add_stage(r, "shift", pc__now() - t1);
+    }
     double t2 = pc__now();
     if ((st = pc__merge_modes(r->modes, n, dim, merge_radius, r)) != PC_OK)
         goto fail;
-    double t3 = pc__now();
-    pc__result_add_stage(r, "prepare", t1 - t0);
-    pc__result_add_stage(r, "shift", t2 - t1);
-    pc__result_add_stage(r, "merge", t3 - t2);
+    pc__result_add_stage(r, "merge", pc__now() - t2);
     free(owned);
     *result = r;
     return PC_OK;

@@ -25,6 +25,8 @@ static const char *const help =
     "  --backend B          auto (default), seq, openmp or cuda\n"
     "  --threads T          OpenMP threads (default: all cores)\n"
     "  --schedule S         OpenMP schedule: dynamic (default), static or guided\n"
+    "  --cuda-kernel K      fast (default), naive or tiled (the seeds' kernels, for comparison)\n"
+    "  --cuda-block B       threads per block of the naive and tiled kernels (tiled: TILE_WIDTH)\n"
     "  --labels OUT         write one label per point (.csv/.txt or .npy)\n"
     "  --centers OUT        write the cluster centres, one row each\n"
     "  --modes OUT          write where each point converged, one row each\n"
@@ -98,6 +100,15 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
             p->threads = (int)l;
         } else if (cli_is(&a, "--schedule")) {
             if (!(v = cli_value(&a)) || parse_schedule(a.cmd, v, &p->schedule)) return -1;
+        } else if (cli_is(&a, "--cuda-kernel")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_cuda_kernel_parse(v, &p->cuda_kernel) != PC_OK) {
+                cli_error(a.cmd, "%s", pc_last_error());
+                return -1;
+            }
+        } else if (cli_is(&a, "--cuda-block")) {
+            if (cli_int(&a, 16, 1024, &l)) return -1;
+            p->cuda_block = (int)l;
         } else if (cli_is(&a, "--labels")) {
             if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
         } else if (cli_is(&a, "--centers")) {

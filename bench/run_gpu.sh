@@ -1,0 +1,33 @@
+#!/bin/sh
+# On the GPU machine: builds with CUDA for sm_90, runs the cuda-labelled tests, compute-sanitizer
+# (memcheck, racecheck) on a quick run of them, then the GPU benchmarks and the PyTorch peer.
+# Logs go to $OUT (or ./gpu-logs). usage: sh bench/run_gpu.sh [--no-bench]
+set -u
+OUT=${OUT:-gpu-logs}
+mkdir -p "$OUT"
+B=build-gpu
+{
+    nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
+    cmake -S . -B $B -DPARCLUST_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DPARCLUST_WERROR=ON \
+        -DCMAKE_CUDA_COMPILER=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) >/dev/null &&
+        cmake --build $B -j 16 2>&1 | grep -E "error|warning|ptxas" ; true
+} >"$OUT/build.log" 2>&1
+(cd $B && ctest -L cuda --output-on-failure) >"$OUT/ctest.log" 2>&1
+tail -3 "$OUT/ctest.log"
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+    PC_CUDA_TEST_QUICK=1 PC_TEST_SEED=1 $CS --tool $tool --error-exitcode 9 $B/tests/test_meanshift_cuda \
+        >"$OUT/sanitizer-$tool.log" 2>&1
+    echo "compute-sanitizer $tool: exit $? ($(tail -1 "$OUT/sanitizer-$tool.log"))"
+done
+[ "${1:-}" = "--no-bench" ] && exit 0
+{
+    $B/bench/bench_meanshift gpu
+    echo
+    $B/bench/bench_meanshift gpu-tile
+    echo
+    $B/bench/bench_meanshift gpu-bindi
+    echo
+    python3 bench/peers_gpu.py $B/parclust
+} >"$OUT/bench.log" 2>&1
+cat "$OUT/bench.log"
