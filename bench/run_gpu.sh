@@ -29,5 +29,7 @@ done
     $B/bench/bench_meanshift gpu-bindi
     echo
     python3 bench/peers_gpu.py $B/parclust
+    echo
+    sh bench/sass_mix.sh $B
 } >"$OUT/bench.log" 2>&1
 cat "$OUT/bench.log"

@@ -22,16 +22,16 @@ Two kinds of data:
            and take several steps). Each sklearn centre must lie within 1e-3 H of its parclust
            centre.
   wide     standard deviation 0.35-0.4 H: the tails reach past the kernel, and the flat kernel
-           then has several fixed points per blob whose windows differ by a boundary point or
-           two. Seeds stop at different ones, so sklearn's centre (one seed's mode) and parclust's
-           (the mean of all modes) may differ by about H / (blob size), more than 1e-3 H: measured
-           up to 1e-2 H with blobs of 150 points. There the sklearn centre must instead coincide,
-           within 1e-3 H, with the mode parclust found for some point of the matched cluster, and
-           parclust's centre must lie within 2 H / (smallest blob size) of it.
-In every case the modes parclust reports (--modes) for a random sample of points must lie within
-1e-3 H of the modes sklearn's own single-seed iteration reaches from those points (a private
-sklearn function; the check says so and is left out if it is missing). Blob sizes differ so that
-parclust's size-ordered numbering differs from sklearn's.
+           then has several fixed points per blob whose windows differ by a few boundary points.
+           Seeds stop at different ones, so sklearn's centre (one seed's mode) and parclust's (the
+           mean of all modes) legitimately differ, by about H / (blob size) or more: measured up to
+           2.4e-2 H (case 3d-wide-h1, seed 18005, in 240 runs). Instead: every point's parclust mode must
+           lie within 1e-3 H of where sklearn's own single-seed iteration takes it, each sklearn
+           centre within 1e-3 H of a parclust mode of its cluster, and each parclust centre within
+           1e-3 H of the mean of sklearn's modes of the cluster's points.
+The single-seed iteration is a private sklearn function; if it is missing, those checks are left
+out and the run says so (compact cases compare it on a sample of points too). Blob sizes differ so
+that parclust's size-ordered numbering differs from sklearn's.
 """
 import os
 import subprocess
@@ -140,9 +140,8 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     rows, cols = linear_sum_assignment(dist)
     worst = float(dist[rows, cols].max()) if len(rows) else float("inf")
     compact = rel_std <= COMPACT_STD
-    tol = 1e-3 * h if compact else 2.0 * h / min(sizes)
-    if worst > tol:
-        errors.append("centres differ: worst matched distance %.3g h > %.3g h" % (worst / h, tol / h))
+    if compact and worst > 1e-3 * h:
+        errors.append("centres differ: worst matched distance %.3g h > 1e-3 h" % (worst / h))
     worst_mode = 0.0
     if not compact and set(np.unique(pc_labels).tolist()) == set(range(kp)):
         # sklearn's centre is one seed's mode: parclust must have found that same fixed point
@@ -168,27 +167,35 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     elif set(zip(pc_labels.tolist(), sk_labels.tolist())) != set(zip(cols.tolist(), rows.tolist())):
         errors.append("labels agree but the matching of labels differs from the matching of centres")
 
-    # Point by point: parclust's mode of a point against sklearn's iteration from that point.
-    idx = rng.choice(n, size=min(MODE_SAMPLE, n), replace=False)
+    # Point by point: parclust's mode of a point against sklearn's iteration from that point (every
+    # point for wide blobs, a sample for compact ones, whose modes all coincide anyway).
+    idx = np.arange(n) if not compact else rng.choice(n, size=min(MODE_SAMPLE, n), replace=False)
     sk_modes = sklearn_single_seed_modes(X, h, idx)
+    worst_pt = worst_mean = float("nan")
     if sk_modes is None:
-        mode_note = "per-point modes not compared (sklearn.cluster._mean_shift._mean_shift_single_seed missing)"
-        print("  note: " + mode_note)
-        worst_pt = float("nan")
+        print("  note: per-point modes not compared (sklearn.cluster._mean_shift._mean_shift_single_seed "
+              "is missing in this sklearn)")
     else:
         dm = np.linalg.norm(pc_modes[idx] - sk_modes, axis=1)
         worst_pt = float(dm.max())
         if worst_pt > 1e-3 * h:
-            i = int(idx[dm.argmax()])
-            errors.append("mode of point %d: parclust %s, sklearn %s (%.3g h apart; %d of %d sampled "
-                          "points beyond 1e-3 h)" % (i, pc_modes[i].tolist(), sk_modes[dm.argmax()].tolist(),
+            j = int(dm.argmax())
+            errors.append("mode of point %d: parclust %s, sklearn %s (%.3g h apart; %d of %d compared "
+                          "points beyond 1e-3 h)" % (idx[j], pc_modes[idx[j]].tolist(), sk_modes[j].tolist(),
                                                      worst_pt / h, int((dm > 1e-3 * h).sum()), len(idx)))
+        if not compact and kp > 0 and set(np.unique(pc_labels).tolist()) == set(range(kp)):
+            # parclust's centre is the mean of its cluster's modes: so is the mean of sklearn's modes
+            worst_mean = max(float(np.linalg.norm(sk_modes[pc_labels == c].mean(axis=0) - pc_centres[c]))
+                             for c in range(kp))
+            if worst_mean > 1e-3 * h:
+                errors.append("a parclust centre is %.3g h from the mean of sklearn's modes of its points"
+                              % (worst_mean / h))
 
-    print("  %s: n=%d dim=%d h=%g std=%gh seed=%d: %d clusters (sklearn %d), centres %.1e h apart "
-          "(limit %.1e h)%s, sampled modes %.1e h apart, ARI %.6f, parclust %.2f s, sklearn %.2f s"
-          % (name, n, dim, h, rel_std, seed, kp, ks, worst / h, tol / h,
-             "" if compact else ", sklearn centres %.1e h from a parclust mode" % (worst_mode / h),
-             worst_pt / h, ari, t1 - t0, t2 - t1))
+    print("  %s: n=%d dim=%d h=%g std=%gh seed=%d: %d clusters (sklearn %d), ARI %.6f, centres %.1e h apart, "
+          "modes %.1e h apart%s; parclust %.2f s, sklearn %.2f s"
+          % (name, n, dim, h, rel_std, seed, kp, ks, ari, worst / h, worst_pt / h,
+             "" if compact else ", sklearn centres %.1e h from a parclust mode, parclust centres %.1e h from "
+             "the mean of sklearn's modes" % (worst_mode / h, worst_mean / h), t1 - t0, t2 - t1))
     return errors
 
 

@@ -156,9 +156,11 @@ __global__ void tiled_kernel(const float *__restrict__ ref, int n, int dim, floa
 // large enough for the dropped factor to overflow.
 template <int D, bool SAFE>
 __global__ void __launch_bounds__(FAST_BLOCK)
-    fast_dot_kernel(const float4 *__restrict__ ref4, int n, int chunk, const float *__restrict__ pos,
-                    const int *__restrict__ active, int count, float *__restrict__ partial)
+    fast_dot_kernel(const void *__restrict__ refs, int n, int chunk, const float *__restrict__ pos,
+                    const int *__restrict__ active, int count, float r2, float *__restrict__ partial)
 {
+    const float4 *__restrict__ ref4 = static_cast<const float4 *>(refs);
+    (void)r2; // no cut-off on this path
     __shared__ float4 tile[FAST_BLOCK];
     const int first = blockIdx.x * FAST_BLOCK * FAST_QUERIES + threadIdx.x;
     float qx[FAST_QUERIES], qy[FAST_QUERIES], qz[FAST_QUERIES], nqq[FAST_QUERIES];
@@ -220,9 +222,10 @@ __global__ void __launch_bounds__(FAST_BLOCK)
 // so that the support edges of the flat and epanechnikov kernels fall where they fall there.
 template <int D, int K>
 __global__ void __launch_bounds__(FAST_BLOCK)
-    fast_direct_kernel(const float *__restrict__ ref, int n, int chunk, const float *__restrict__ pos,
+    fast_direct_kernel(const void *__restrict__ refs, int n, int chunk, const float *__restrict__ pos,
                        const int *__restrict__ active, int count, float r2, float *__restrict__ partial)
 {
+    const float *__restrict__ ref = static_cast<const float *>(refs);
     __shared__ float tile[FAST_BLOCK * D];
     const int first = blockIdx.x * FAST_BLOCK * FAST_QUERIES + threadIdx.x;
     float q[FAST_QUERIES][D], acc[FAST_QUERIES][D], ws[FAST_QUERIES];
@@ -476,12 +479,60 @@ pc_status launch_seed_kernel(run_state &s, bool tiled, int block, int count)
     return PC_OK;
 }
 
+typedef void (*fast_kernel_fn)(const void *, int, int, const float *, const int *, int, float, float *);
+
+fast_kernel_fn pick_fast_kernel(int dim, int kernel, bool dot, bool safe)
+{
+    if (dot) {
+        switch (dim) {
+        case 1: return safe ? fast_dot_kernel<1, true> : fast_dot_kernel<1, false>;
+        case 2: return safe ? fast_dot_kernel<2, true> : fast_dot_kernel<2, false>;
+        default: return safe ? fast_dot_kernel<3, true> : fast_dot_kernel<3, false>;
+        }
+    }
+#define PC__DIRECT(DD)                                                                                   \
+    return kernel == PC_KERNEL_FLAT           ? fast_direct_kernel<DD, PC_KERNEL_FLAT>                  \
+           : kernel == PC_KERNEL_EPANECHNIKOV ? fast_direct_kernel<DD, PC_KERNEL_EPANECHNIKOV>          \
+                                              : fast_direct_kernel<DD, PC_KERNEL_GAUSSIAN>;
+    switch (dim) {
+    case 2: PC__DIRECT(2)
+    case 3: PC__DIRECT(3)
+    case 4: PC__DIRECT(4)
+    default: PC__DIRECT(5)
+    }
+#undef PC__DIRECT
+}
+
+// Splits the references into chunks (gridDim.y) so that the blocks fill whole waves of the GPU: with
+// `capacity` blocks resident at once, q * splits blocks waste the idle part of the last wave.
+int choose_splits(int qblocks, int capacity, int max_splits)
+{
+    int best = 1;
+    double best_eff = 0.0;
+    for (int sp = 1; sp <= max_splits; sp++) {
+        long long blocks = (long long)qblocks * sp;
+        long long waves = (blocks + capacity - 1) / capacity;
+        double eff = (double)blocks / (double)(waves * capacity);
+        if (eff > best_eff + 0.005) {
+            best = sp;
+            best_eff = eff;
+        }
+        if (best_eff > 0.97)
+            break;
+    }
+    return best;
+}
+
 pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count)
 {
     int n = (int)s.n, dim = (int)s.dim;
+    fast_kernel_fn kernel = pick_fast_kernel(dim, s.kernel, dot, safe);
+    int per_sm = 0;
+    PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FAST_BLOCK, 0), "occupancy query");
     int qblocks = blocks_for(count, FAST_BLOCK * FAST_QUERIES);
-    // Enough blocks for every SM to hold several, without chunks shorter than a tile.
-    int splits = std::max(1, std::min(blocks_for(8LL * s.sms, qblocks), blocks_for(n, 4 * FAST_BLOCK)));
+    // Chunks of at least 4 tiles keep the partial sums small next to the work.
+    int max_splits = std::max(1, std::min(64, blocks_for(n, 4 * FAST_BLOCK)));
+    int splits = choose_splits(qblocks, std::max(1, per_sm) * s.sms, max_splits);
     int chunk = blocks_for(blocks_for(n, splits), FAST_BLOCK) * FAST_BLOCK;
     splits = blocks_for(n, chunk);
     size_t need = (size_t)splits * count * (dim + 1);
@@ -490,28 +541,8 @@ pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count)
         if (st != PC_OK)
             return st;
     }
-    dim3 grid(qblocks, splits);
-    if (dot) {
-#define PC__DOT(DD)                                                                                               \
-    if (safe)                                                                                                     \
-        fast_dot_kernel<DD, true><<<grid, FAST_BLOCK>>>(s.ref4.ptr, n, chunk, s.pos.ptr, s.active.ptr, count, s.partial.ptr); \
-    else                                                                                                          \
-        fast_dot_kernel<DD, false><<<grid, FAST_BLOCK>>>(s.ref4.ptr, n, chunk, s.pos.ptr, s.active.ptr, count, s.partial.ptr);
-        if (dim == 1) { PC__DOT(1) } else if (dim == 2) { PC__DOT(2) } else { PC__DOT(3) }
-#undef PC__DOT
-    } else {
-#define PC__DIRECT(DD)                                                                                    \
-    PC__KERNEL_SWITCH(s.kernel, fast_direct_kernel<DD, KK><<<grid, FAST_BLOCK>>>(s.ref.ptr, n, chunk, s.pos.ptr, \
-                                                                                 s.active.ptr, count, s.r2,     \
-                                                                                 s.partial.ptr))
-        switch (dim) {
-        case 2: PC__DIRECT(2) break;
-        case 3: PC__DIRECT(3) break;
-        case 4: PC__DIRECT(4) break;
-        default: PC__DIRECT(5) break;
-        }
-#undef PC__DIRECT
-    }
+    const void *refs = dot ? (const void *)s.ref4.ptr : (const void *)s.ref.ptr;
+    kernel<<<dim3(qblocks, splits), FAST_BLOCK>>>(refs, n, chunk, s.pos.ptr, s.active.ptr, count, s.r2, s.partial.ptr);
     PC_CUDA_LAUNCHED("fast mean shift kernel");
     int fb = blocks_for(count, 256);
     switch (dim) {

@@ -43,6 +43,26 @@ int cli_has_extension(const char *path, const char *ext);
 /* Checks an output path's extension for data (.csv .txt .tsv .npy) or plots (.png .svg). */
 int cli_check_data_output(const char *cmd, const char *option, const char *path);
 int cli_check_plot_output(const char *cmd, const char *path);
+/* Checked before any work, so a long run does not end in "cannot create file": the directory of
+ * path (if path is not NULL) must be writable. 0, or -1 with the error printed. */
+int cli_check_writable(const char *cmd, const char *option, const char *path);
+
+/* Several outputs of one command appear together or not at all: each is written (itself atomically)
+ * under a staging name beside its target, with the same extension so the format is kept, and
+ * cli_outputs_commit renames them all once every write succeeded. */
+#define CLI_MAX_OUTPUTS 8
+typedef struct {
+    const char *target[CLI_MAX_OUTPUTS];
+    char *staged[CLI_MAX_OUTPUTS];
+    size_t count;
+} cli_outputs;
+
+/* The path to write `target` to; NULL (error printed) when out of memory or slots. */
+const char *cli_outputs_stage(cli_outputs *o, const char *cmd, const char *target);
+int cli_outputs_commit(cli_outputs *o, const char *cmd); /* 0, or -1 with the error printed */
+void cli_outputs_discard(cli_outputs *o);                /* removes whatever was staged */
+/* Prints a writer's error with the staging name replaced by the target's. */
+void cli_outputs_error(const cli_outputs *o, const char *cmd, const char *err);
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -62,6 +62,10 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
             return -2;
         } else if (cli_is(&a, "--bandwidth")) {
             if (cli_double(&a, &p->bandwidth)) return -1;
+            if (!(p->bandwidth > 0) || !isfinite(p->bandwidth)) {
+                cli_error(a.cmd, "--bandwidth must be a finite number > 0, got %g", p->bandwidth);
+                return -1;
+            }
         } else if (cli_is(&a, "--kernel")) {
             if (!(v = cli_value(&a))) return -1;
             if (pc_kernel_parse(v, &p->kernel) != PC_OK) {
@@ -70,6 +74,10 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
             }
         } else if (cli_is(&a, "--radius")) {
             if (cli_double(&a, &p->radius)) return -1;
+            if (p->radius < 0) {
+                cli_error(a.cmd, "--radius must be >= 0 (0 = the kernel's default), got %g", p->radius);
+                return -1;
+            }
         } else if (cli_is(&a, "--max-iter")) {
             if (cli_int(&a, 1, 1000000000, &l)) return -1;
             p->max_iter = (int)l;
@@ -170,18 +178,26 @@ static int write_outputs(const ms_cli *c, const pcli_matrix *m, const pc_result 
 {
     char err[512];
     size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
-    if (c->labels && pcli_write_labels(c->labels, pc_result_labels(r), n, err, sizeof err))
+    cli_outputs out = {0};
+    const char *path;
+    if (c->labels && (!(path = cli_outputs_stage(&out, "meanshift", c->labels)) ||
+                      pcli_write_labels(path, pc_result_labels(r), n, err, sizeof err)))
         goto fail;
-    if (c->centers && pcli_write_matrix(c->centers, pc_result_centers(r), k, dim, err, sizeof err))
+    if (c->centers && (!(path = cli_outputs_stage(&out, "meanshift", c->centers)) ||
+                       pcli_write_matrix(path, pc_result_centers(r), k, dim, err, sizeof err)))
         goto fail;
-    if (c->modes && pcli_write_matrix(c->modes, pc_result_modes(r), n, dim, err, sizeof err))
+    if (c->modes && (!(path = cli_outputs_stage(&out, "meanshift", c->modes)) ||
+                     pcli_write_matrix(path, pc_result_modes(r), n, dim, err, sizeof err)))
         goto fail;
-    if (c->plot && pcli_plot(c->plot, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k,
-                             "mean shift", err, sizeof err))
+    if (c->plot && (!(path = cli_outputs_stage(&out, "meanshift", c->plot)) ||
+                    pcli_plot(path, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k, "mean shift",
+                              err, sizeof err)))
         goto fail;
-    return CLI_OK;
+    return cli_outputs_commit(&out, "meanshift") ? CLI_FAILED : CLI_OK;
 fail:
-    cli_error("meanshift", "%s", err);
+    if (path) /* a writer failed (a failed staging printed its own error) */
+        cli_outputs_error(&out, "meanshift", err);
+    cli_outputs_discard(&out);
     return CLI_FAILED;
 }
 
@@ -195,6 +211,9 @@ int cmd_meanshift(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
+    if (cli_check_writable("meanshift", "--labels", c.labels) || cli_check_writable("meanshift", "--centers", c.centers) ||
+        cli_check_writable("meanshift", "--modes", c.modes) || cli_check_writable("meanshift", "--plot", c.plot))
+        return CLI_FAILED;
 
     pcli_matrix m = {0};
     char err[512];

@@ -70,6 +70,8 @@ int cmd_generate(int argc, char **argv)
         cli_error("generate", "%s (see 'parclust generate --help')", kind ? "no output file (-o OUT)" : "no KIND given");
         return CLI_USAGE;
     }
+    if (cli_check_writable("generate", "--output", out) || cli_check_writable("generate", "--labels", labels_out))
+        return CLI_FAILED;
     if (pc_dataset_parse(kind, &p.dataset) != PC_OK) {
         cli_error("generate", "%s", pc_last_error());
         return CLI_USAGE;
@@ -93,11 +95,18 @@ int cmd_generate(int argc, char **argv)
         rc = CLI_USAGE;
         goto done;
     }
-    if (pcli_write_matrix(out, pts, p.n, p.dim, err, sizeof err) ||
-        (labels_out && pcli_write_labels(labels_out, labels, p.n, err, sizeof err))) {
-        cli_error("generate", "%s", err);
+    cli_outputs staged = {0};
+    const char *path;
+    if (!(path = cli_outputs_stage(&staged, "generate", out)) || pcli_write_matrix(path, pts, p.n, p.dim, err, sizeof err) ||
+        (labels_out && (!(path = cli_outputs_stage(&staged, "generate", labels_out)) ||
+                        pcli_write_labels(path, labels, p.n, err, sizeof err)))) {
+        if (path)
+            cli_outputs_error(&staged, "generate", err);
+        cli_outputs_discard(&staged);
         goto done;
     }
+    if (cli_outputs_commit(&staged, "generate"))
+        goto done;
     printf("wrote %zu %s points in %zu dimensions (%zu clusters) to %s\n", p.n, kind, p.dim, p.clusters, out);
     rc = CLI_OK;
 done:
