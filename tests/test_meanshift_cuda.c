@@ -96,11 +96,13 @@ static void compare(const gpu_case *c, uint64_t seed, int fixed_iterations)
     if (cpu && gpu) {
         double worst;
         /* With a fixed iteration count the modes are the same function computed in another order:
-         * 1e-4 relative. With the eps stop a point may stop one iteration apart: within eps. The flat
-         * kernel's edge is a step, so a reference at the edge may fall on the other side for a few
-         * points (changing their mode by about h / neighbours). */
+         * 1e-4 relative. With the eps stop a point may stop one iteration apart: within eps. Where the
+         * weight has a step (the flat kernel's edge, a gaussian cut off by a radius), a reference
+         * right at the step may fall on either side, and the few points with one there move by about
+         * h / neighbours: up to 2% of the points, whose clusters must still agree. */
         double tol = fixed_iterations ? 1e-4 : 2e-3;
-        size_t allowed = c->kernel == PC_KERNEL_FLAT ? c->n / 200 : 0;
+        int step = c->kernel == PC_KERNEL_FLAT || (c->kernel == PC_KERNEL_GAUSSIAN && c->radius > 0);
+        size_t allowed = step ? c->n / 50 : 0;
         size_t off = modes_off(gpu, cpu, p.bandwidth, tol, &worst);
         CHECK_MSG(off <= allowed, "n %zu dim %zu kernel %s variant %s radius %g blurring %d: %zu modes off (worst %.3g)",
                   c->n, c->dim, pc_kernel_name(c->kernel), pc_cuda_kernel_name(c->variant), c->radius,

@@ -86,16 +86,25 @@ __global__ void naive_kernel(const float *__restrict__ ref, int n, int dim, floa
         acc[k] = 0.0f;
     }
     float ws = 0.0f;
-    for (int j = 0; j < n; j++) {
-        float d2 = 0.0f;
-        for (int k = 0; k < nd; k++) {
-            float d = q[k] - ref[(size_t)k * n + j];
-            d2 += d * d;
-        }
-        float w = weight<K>(d2, r2);
-        ws += w;
+    // Partial sums of 256 references at a time, added to the totals (see fast_dot_kernel).
+    for (int base = 0; base < n; base += 256) {
+        float part[D ? D : MAX_GPU_DIM], pw = 0.0f;
         for (int k = 0; k < nd; k++)
-            acc[k] += w * ref[(size_t)k * n + j];
+            part[k] = 0.0f;
+        for (int j = base; j < min(n, base + 256); j++) {
+            float d2 = 0.0f;
+            for (int k = 0; k < nd; k++) {
+                float d = q[k] - ref[(size_t)k * n + j];
+                d2 += d * d;
+            }
+            float w = weight<K>(d2, r2);
+            pw += w;
+            for (int k = 0; k < nd; k++)
+                part[k] += w * ref[(size_t)k * n + j];
+        }
+        ws += pw;
+        for (int k = 0; k < nd; k++)
+            acc[k] += part[k];
     }
     finish_point<D>(i, n, dim, q, acc, ws, pos, eps2, stopped);
 }
@@ -125,6 +134,9 @@ __global__ void tiled_kernel(const float *__restrict__ ref, int n, int dim, floa
         __syncthreads();
         if (valid) {
             int m = min(tw, n - base);
+            float part[D ? D : MAX_GPU_DIM], pw = 0.0f; // one tile's sums (see fast_dot_kernel)
+            for (int k = 0; k < nd; k++)
+                part[k] = 0.0f;
             for (int jj = 0; jj < m; jj++) {
                 float d2 = 0.0f;
                 for (int k = 0; k < nd; k++) {
@@ -132,10 +144,13 @@ __global__ void tiled_kernel(const float *__restrict__ ref, int n, int dim, floa
                     d2 += d * d;
                 }
                 float w = weight<K>(d2, r2);
-                ws += w;
+                pw += w;
                 for (int k = 0; k < nd; k++)
-                    acc[k] += w * tile[k * tw + jj];
+                    part[k] += w * tile[k * tw + jj];
             }
+            ws += pw;
+            for (int k = 0; k < nd; k++)
+                acc[k] += part[k];
         }
         __syncthreads();
     }
@@ -181,6 +196,12 @@ __global__ void __launch_bounds__(FAST_BLOCK)
         int j = base + threadIdx.x;
         tile[threadIdx.x] = j < end ? ref4[j] : make_float4(0.0f, 0.0f, 0.0f, -INFINITY);
         __syncthreads();
+        // Sums of one tile, then added to the totals: a float sum over a whole chunk would lose
+        // about chunk * 2^-26 of its value.
+        float tx[FAST_QUERIES], ty[FAST_QUERIES], tz[FAST_QUERIES], tw[FAST_QUERIES];
+#pragma unroll
+        for (int s = 0; s < FAST_QUERIES; s++)
+            tx[s] = ty[s] = tz[s] = tw[s] = 0.0f;
 #pragma unroll 8
         for (int jj = 0; jj < FAST_BLOCK; jj++) {
             const float4 r = tile[jj];
@@ -193,13 +214,20 @@ __global__ void __launch_bounds__(FAST_BLOCK)
                     e = fmaf(qy[s], r.y, e);
                 e = fmaf(qx[s], r.x, e);
                 float w = ex2(e);
-                ws[s] += w;
-                ax[s] = fmaf(w, r.x, ax[s]);
+                tw[s] += w;
+                tx[s] = fmaf(w, r.x, tx[s]);
                 if (D >= 2)
-                    ay[s] = fmaf(w, r.y, ay[s]);
+                    ty[s] = fmaf(w, r.y, ty[s]);
                 if (D >= 3)
-                    az[s] = fmaf(w, r.z, az[s]);
+                    tz[s] = fmaf(w, r.z, tz[s]);
             }
+        }
+#pragma unroll
+        for (int s = 0; s < FAST_QUERIES; s++) {
+            ws[s] += tw[s];
+            ax[s] += tx[s];
+            ay[s] += ty[s];
+            az[s] += tz[s];
         }
         __syncthreads();
     }
@@ -246,6 +274,14 @@ __global__ void __launch_bounds__(FAST_BLOCK)
         for (int k = 0; k < D; k++)
             tile[threadIdx.x * D + k] = j < end ? ref[(size_t)k * n + j] : FAR_AWAY;
         __syncthreads();
+        float tacc[FAST_QUERIES][D], tw[FAST_QUERIES]; // one tile's sums (see fast_dot_kernel)
+#pragma unroll
+        for (int s = 0; s < FAST_QUERIES; s++) {
+            tw[s] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < D; k++)
+                tacc[s][k] = 0.0f;
+        }
 #pragma unroll 4
         for (int jj = 0; jj < FAST_BLOCK; jj++) {
             float r[D];
@@ -261,11 +297,18 @@ __global__ void __launch_bounds__(FAST_BLOCK)
                     d2 = fmaf(d, d, d2);
                 }
                 float w = weight<K>(d2, r2);
-                ws[s] += w;
+                tw[s] += w;
 #pragma unroll
                 for (int k = 0; k < D; k++)
-                    acc[s][k] = fmaf(w, r[k], acc[s][k]);
+                    tacc[s][k] = fmaf(w, r[k], tacc[s][k]);
             }
+        }
+#pragma unroll
+        for (int s = 0; s < FAST_QUERIES; s++) {
+            ws[s] += tw[s];
+#pragma unroll
+            for (int k = 0; k < D; k++)
+                acc[s][k] += tacc[s][k];
         }
         __syncthreads();
     }
@@ -408,6 +451,9 @@ __global__ void grid_kernel(grid_view g, float *pos, const int *active, int coun
         if (!inside)
             continue;
         int j = lower_bound_key(g.keys, n, key);
+        float part[D], pw = 0.0f; // one cell's sums (see fast_dot_kernel)
+        for (int k = 0; k < D; k++)
+            part[k] = 0.0f;
         for (; j < n && g.keys[j] == key; j++) {
             float d2 = 0.0f, r[D];
             for (int k = 0; k < D; k++) {
@@ -416,10 +462,13 @@ __global__ void grid_kernel(grid_view g, float *pos, const int *active, int coun
                 d2 = fmaf(d, d, d2);
             }
             float w = weight<K>(d2, r2);
-            ws += w;
+            pw += w;
             for (int k = 0; k < D; k++)
-                acc[k] = fmaf(w, r[k], acc[k]);
+                part[k] = fmaf(w, r[k], part[k]);
         }
+        ws += pw;
+        for (int k = 0; k < D; k++)
+            acc[k] += part[k];
     }
     finish_point<D>(i, n, D, q, acc, ws, pos, eps2, stopped);
 }
