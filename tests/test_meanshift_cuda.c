@@ -6,6 +6,9 @@
 
 #include <math.h>
 #include <string.h>
+#ifdef PC_TEST_HAVE_CUDART
+#include <cuda_runtime_api.h>
+#endif
 
 static pc_result *run(const float *pts, size_t n, size_t dim, const pc_meanshift_params *p)
 {
@@ -166,6 +169,35 @@ int main(void)
         gpu_case c = {sizes[1], 3, PC_KERNEL_GAUSSIAN, PC_CUDA_KERNEL_TILED, 0, 0, tw};
         compare(&c, ++s, 1);
     }
+#ifdef PC_TEST_HAVE_CUDART
+    /* Data larger than what the card has free: the test takes all but 64 MiB first. Not in quick
+     * runs: compute-sanitizer counts the deliberate failed cudaMalloc as an error. */
+    if (!quick) {
+        size_t free_bytes = 0, total = 0;
+        void *hog = NULL;
+        if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess &&
+            cudaMalloc(&hog, free_bytes - (64u << 20)) == cudaSuccess) {
+            size_t n = 8u << 20, dim = 3; /* 96 MiB of references alone */
+            float *big = malloc(n * dim * sizeof *big);
+            for (size_t i = 0; i < n * dim; i++)
+                big[i] = (float)(i % 1000);
+            pc_points bv = pc_points_f32(big, n, dim);
+            pc_meanshift_params bp;
+            pc_meanshift_params_init(&bp);
+            bp.backend = PC_BACKEND_CUDA;
+            bp.max_iter = 1;
+            pc_result *br = NULL;
+            CHECK_STATUS(pc_meanshift(&bv, &bp, &br), PC_DEVICE_OUT_OF_MEMORY);
+            CHECK(br == NULL);
+            CHECK(strstr(pc_last_error(), "MiB") != NULL);
+            printf("out of memory reported as: %s\n", pc_last_error());
+            cudaFree(hog);
+            free(big);
+        } else {
+            CHECK_MSG(0, "could not reserve GPU memory for the out-of-memory test");
+        }
+    }
+#endif
     /* Errors become statuses. */
     float pts[65 * 3] = {0};
     pc_points v = pc_points_f32(pts, 3, 65);
