@@ -134,18 +134,9 @@ static void test_openmp_matches_sequential(uint64_t seed)
 /* With a finite radius the neighbour grid visits only nearby cells; it must find what all pairs find. */
 static void test_grid_matches_all_pairs(uint64_t seed)
 {
-    pc_generate_params g;
-    pc_generate_params_init(&g);
-    g.dataset = PC_DATASET_GRID;
-    g.n = 6000;
-    g.clusters = 100;
-    g.spread = 0.08;
-    g.box = 1.0;
-    g.seed = seed;
+    const size_t n = 6000;
     for (size_t dim = 2; dim <= 3; dim++) {
-        g.dim = dim;
-        float *pts = malloc(g.n * dim * sizeof *pts);
-        CHECK(pc_generate(&g, pts, NULL) == PC_OK);
+        float *pts = test_lattice(n, dim, 100, 0.08, 1.0, seed + dim, NULL);
         for (int kern = PC_KERNEL_GAUSSIAN; kern <= PC_KERNEL_EPANECHNIKOV; kern++) {
             pc_meanshift_params p;
             pc_meanshift_params_init(&p);
@@ -154,15 +145,15 @@ static void test_grid_matches_all_pairs(uint64_t seed)
             p.radius = 0.4;
             p.backend = PC_BACKEND_OPENMP;
             p.use_grid = 1;
-            pc_result *a = run(pts, g.n, dim, &p);
+            pc_result *a = run(pts, n, dim, &p);
             p.use_grid = 0;
-            pc_result *b = run(pts, g.n, dim, &p);
+            pc_result *b = run(pts, n, dim, &p);
             if (a && b) {
                 CHECK(pc_result_cluster_count(a) == pc_result_cluster_count(b));
-                CHECK_MSG(memcmp(pc_result_labels(a), pc_result_labels(b), g.n * sizeof(int32_t)) == 0,
+                CHECK_MSG(memcmp(pc_result_labels(a), pc_result_labels(b), n * sizeof(int32_t)) == 0,
                           "dim %zu kernel %d: grid and all-pairs labels differ", dim, kern);
                 double worst = 0;
-                for (size_t i = 0; i < g.n * dim; i++)
+                for (size_t i = 0; i < n * dim; i++)
                     worst = fmax(worst, fabs(pc_result_modes(a)[i] - pc_result_modes(b)[i]));
                 /* Summed in another order, a point may cross the stop threshold one iteration
                  * earlier or later, so the modes agree to within eps (1e-3 h), not to the last bit. */
@@ -262,25 +253,16 @@ static void test_merge_against_search(uint64_t seed)
  * recover them. */
 static void test_blobs_recovered(uint64_t seed)
 {
-    pc_generate_params g;
-    pc_generate_params_init(&g);
-    g.dataset = PC_DATASET_GRID;
-    g.n = 3000;
-    g.dim = 3;
-    g.clusters = 4;
-    g.spread = 1.2;
-    g.box = 10;
-    g.seed = seed + 999;
-    float *pts = malloc(g.n * g.dim * sizeof *pts);
-    int32_t *truth = malloc(g.n * sizeof *truth);
-    CHECK(pc_generate(&g, pts, truth) == PC_OK);
+    const size_t n = 3000, dim = 3;
+    int32_t *truth;
+    float *pts = test_lattice(n, dim, 4, 1.2, 10, seed + 999, &truth);
     pc_meanshift_params p;
     pc_meanshift_params_init(&p);
     p.bandwidth = 2.0;
-    pc_result *r = run(pts, g.n, g.dim, &p);
+    pc_result *r = run(pts, n, dim, &p);
     if (r) {
         double ari;
-        CHECK(pc_adjusted_rand_index(truth, pc_result_labels(r), g.n, &ari) == PC_OK);
+        CHECK(pc_adjusted_rand_index(truth, pc_result_labels(r), n, &ari) == PC_OK);
         CHECK_MSG(ari >= 0.95, "ARI %.4f with %zu clusters", ari, pc_result_cluster_count(r));
     }
     pc_result_free(r);

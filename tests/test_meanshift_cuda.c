@@ -69,17 +69,7 @@ typedef struct {
  * iteration, and no two summation orders would agree there.) */
 static void compare(const gpu_case *c, uint64_t seed, int fixed_iterations)
 {
-    pc_generate_params g;
-    pc_generate_params_init(&g);
-    g.dataset = PC_DATASET_GRID;
-    g.n = c->n;
-    g.dim = c->dim;
-    g.clusters = 5;
-    g.spread = 0.8;
-    g.box = 6;
-    g.seed = seed;
-    float *pts = malloc(c->n * c->dim * sizeof *pts);
-    CHECK(pc_generate(&g, pts, NULL) == PC_OK);
+    float *pts = test_lattice(c->n, c->dim, 5, 0.8, 6, seed, NULL);
     pc_meanshift_params p;
     pc_meanshift_params_init(&p);
     p.bandwidth = 1.3;

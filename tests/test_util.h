@@ -19,12 +19,13 @@ static inline uint64_t test_seed(const char *name)
     return seed;
 }
 
-/* Fresh blobs from the library's generator; the caller frees both arrays. */
-static inline float *test_blobs(size_t n, size_t dim, size_t k, double spread, double box, uint64_t seed,
-                                int32_t **labels)
+/* Fresh data from the library's generator; the caller frees both arrays. */
+static inline float *test_data(pc_dataset kind, size_t n, size_t dim, size_t k, double spread, double box,
+                               uint64_t seed, int32_t **labels)
 {
     pc_generate_params g;
     pc_generate_params_init(&g);
+    g.dataset = kind;
     g.n = n;
     g.dim = dim;
     g.clusters = k;
@@ -42,6 +43,20 @@ static inline float *test_blobs(size_t n, size_t dim, size_t k, double spread, d
     else
         free(l);
     return pts;
+}
+
+/* Gaussian blobs, centres uniform in [-box, box]^dim. */
+static inline float *test_blobs(size_t n, size_t dim, size_t k, double spread, double box, uint64_t seed,
+                                int32_t **labels)
+{
+    return test_data(PC_DATASET_BLOBS, n, dim, k, spread, box, seed, labels);
+}
+
+/* k tight clusters on a lattice `box` apart: well separated by construction. */
+static inline float *test_lattice(size_t n, size_t dim, size_t k, double spread, double box, uint64_t seed,
+                                  int32_t **labels)
+{
+    return test_data(PC_DATASET_GRID, n, dim, k, spread, box, seed, labels);
 }
 
 #endif

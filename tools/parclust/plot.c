@@ -12,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__)
-#define PCLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PCLI_PRINTF(f, a)
-#endif
-
 #define PLOT_SIZE 800
 #define PLOT_MARGIN 40
 #define PLOT_PAD 14 /* keeps dots and centre markers clear of the axes box */
@@ -38,19 +32,6 @@ static const rgb noise_colour = {175, 175, 175};
 static const rgb white = {255, 255, 255};
 static const rgb black = {0, 0, 0};
 static const rgb axes_colour = {64, 64, 64};
-
-static int fail(char *err, size_t errsize, const char *fmt, ...) PCLI_PRINTF(3, 4);
-
-static int fail(char *err, size_t errsize, const char *fmt, ...)
-{
-    if (err && errsize) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errsize, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* -1 for noise, else an index into the palette. */
 static int colour_index(const int32_t *labels, size_t i)
@@ -449,13 +430,13 @@ static int check_args(const char *path, const float *points, size_t n, size_t di
                       const float *centers, size_t k, char *err, size_t errsize)
 {
     if (!path || !*path)
-        return fail(err, errsize, "empty plot file name");
+        return pcli_fail(err, errsize, "empty plot file name");
     if (!pcli_has_extension(path, ".png") && !pcli_has_extension(path, ".svg"))
-        return fail(err, errsize, "%s: unknown plot format (use a .png or .svg file name)", path);
+        return pcli_fail(err, errsize, "%s: unknown plot format (use a .png or .svg file name)", path);
     if ((n || k) && dim == 0)
-        return fail(err, errsize, "%s: points have no dimensions to plot", path);
+        return pcli_fail(err, errsize, "%s: points have no dimensions to plot", path);
     if ((n && !points) || (k && !centers))
-        return fail(err, errsize, "%s: no data to plot", path);
+        return pcli_fail(err, errsize, "%s: no data to plot", path);
     return 0;
 }
 
@@ -472,7 +453,7 @@ int pcli_plot(const char *path, const float *points, size_t n, size_t dim, const
     if (pcli_has_extension(path, ".png")) {
         c.px = malloc((size_t)PLOT_SIZE * PLOT_SIZE * 3);
         if (!c.px)
-            return fail(err, errsize, "%s: out of memory for the image", path);
+            return pcli_fail(err, errsize, "%s: out of memory for the image", path);
         render(&c, points, n, dim, labels, centers, k);
     }
     if (pcli_outfile_open(&f, path, err, errsize)) {
@@ -485,7 +466,7 @@ int pcli_plot(const char *path, const float *points, size_t n, size_t dim, const
     if (rc) {
         int e = errno;
         pcli_outfile_discard(&f);
-        return fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "out of memory");
+        return pcli_fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "out of memory");
     }
     return pcli_outfile_commit(&f, err, errsize);
 }

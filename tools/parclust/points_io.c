@@ -15,16 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#if defined(__GNUC__)
-#define PCLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PCLI_PRINTF(f, a)
-#endif
-
-static int fail(char *err, size_t errsize, const char *fmt, ...) PCLI_PRINTF(3, 4);
-
-/* Always -1, so that error paths read `return fail(err, errsize, "...", ...);`. */
-static int fail(char *err, size_t errsize, const char *fmt, ...)
+int pcli_fail(char *err, size_t errsize, const char *fmt, ...)
 {
     if (err && errsize) {
         va_list ap;
@@ -63,7 +54,7 @@ static int read_whole_file(const char *path, unsigned char **out, size_t *len, c
 {
     FILE *fp = fopen(path, "rb");
     if (!fp)
-        return fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+        return pcli_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = (size_t)1 << 16, used = 0;
     unsigned char *buf = malloc(cap + 1);
     if (!buf)
@@ -84,7 +75,7 @@ static int read_whole_file(const char *path, unsigned char **out, size_t *len, c
         int e = errno;
         free(buf);
         fclose(fp);
-        return fail(err, errsize, "%s: read failed: %s", path, strerror(e));
+        return pcli_fail(err, errsize, "%s: read failed: %s", path, strerror(e));
     }
     fclose(fp);
     buf[used] = '\0';
@@ -94,7 +85,7 @@ static int read_whole_file(const char *path, unsigned char **out, size_t *len, c
 oom:
     free(buf);
     fclose(fp);
-    return fail(err, errsize, "%s: out of memory reading the file", path);
+    return pcli_fail(err, errsize, "%s: out of memory reading the file", path);
 }
 
 /* ---------------------------------------------------------------- text input */
@@ -264,26 +255,26 @@ static int parse_row(text_parser *p, size_t lineno, char *err, size_t errsize)
     char shown[41];
     size_t k = p->nfields;
     if (p->kind == WANT_LABELS && k != 1)
-        return fail(err, errsize, "%s: line %zu has %zu values; a labels file has one integer per line",
+        return pcli_fail(err, errsize, "%s: line %zu has %zu values; a labels file has one integer per line",
                     p->name, lineno, k);
     if (p->rows == 0)
         p->dim = k;
     else if (k != p->dim)
-        return fail(err, errsize, "%s: line %zu has %zu value%s, expected %zu", p->name, lineno, k,
+        return pcli_fail(err, errsize, "%s: line %zu has %zu value%s, expected %zu", p->name, lineno, k,
                     k == 1 ? "" : "s", p->dim);
     if (reserve_values(p, k))
-        return fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno);
+        return pcli_fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno);
     for (size_t c = 0; c < k; c++) {
         const char *f = p->fields[c];
         double v;
         if (!*f)
-            return fail(err, errsize, "%s: line %zu, column %zu is empty", p->name, lineno, c + 1);
+            return pcli_fail(err, errsize, "%s: line %zu, column %zu is empty", p->name, lineno, c + 1);
         if (parse_number(f, &v))
-            return fail(err, errsize, "%s: line %zu, column %zu: '%s' is not a number", p->name,
+            return pcli_fail(err, errsize, "%s: line %zu, column %zu: '%s' is not a number", p->name,
                         lineno, c + 1, quotable(f, shown));
         const char *why = store_value(p, v);
         if (why)
-            return fail(err, errsize, "%s: line %zu, column %zu: %s ('%s')", p->name, lineno,
+            return pcli_fail(err, errsize, "%s: line %zu, column %zu: %s ('%s')", p->name, lineno,
                         c + 1, why, quotable(f, shown));
     }
     p->rows++;
@@ -299,9 +290,9 @@ static int parse_line(text_parser *p, char *line, size_t lineno, char *err, size
     if (!p->delim)
         p->delim = detect_delimiter(line);
     if (split_line(p, line))
-        return fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno);
+        return pcli_fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno);
     if (p->nfields == 0)
-        return fail(err, errsize, "%s: line %zu has no values", p->name, lineno);
+        return pcli_fail(err, errsize, "%s: line %zu has no values", p->name, lineno);
     if (!p->first_line_seen) {
         p->first_line_seen = 1;
         if (is_header(p)) {
@@ -324,7 +315,7 @@ static int parse_text(text_parser *p, char *buf, size_t len, char *err, size_t e
         lineno++;
         *line_end = '\0';
         if (strlen(s) != (size_t)(line_end - s))
-            return fail(err, errsize, "%s: line %zu contains a NUL byte (binary file? use .npy)",
+            return pcli_fail(err, errsize, "%s: line %zu contains a NUL byte (binary file? use .npy)",
                         p->name, lineno);
         if (line_end > s && line_end[-1] == '\r')
             line_end[-1] = '\0';
@@ -333,9 +324,9 @@ static int parse_text(text_parser *p, char *buf, size_t len, char *err, size_t e
         s = line_end + 1;
     }
     if (p->rows == 0)
-        return fail(err, errsize, "%s: no data rows", p->name);
+        return pcli_fail(err, errsize, "%s: no data rows", p->name);
     if (p->dim == 0)
-        return fail(err, errsize, "%s: rows have no values", p->name);
+        return pcli_fail(err, errsize, "%s: rows have no values", p->name);
     return 0;
 }
 
@@ -444,7 +435,7 @@ static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *
     char descr[16];
     size_t len = 0;
     if (!v || (*v != '\'' && *v != '"'))
-        return fail(err, errsize, "%s: unsupported dtype (structured arrays are not supported)", name);
+        return pcli_fail(err, errsize, "%s: unsupported dtype (structured arrays are not supported)", name);
     char q = *v++;
     while (v[len] && v[len] != q && len < sizeof descr - 1) {
         descr[len] = v[len];
@@ -459,9 +450,9 @@ static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *
         }
     }
     if (descr[0] == '>')
-        return fail(err, errsize, "%s: big-endian dtype '%s' is not supported; save as '<%s'", name,
+        return pcli_fail(err, errsize, "%s: big-endian dtype '%s' is not supported; save as '<%s'", name,
                     descr, descr + 1);
-    return fail(err, errsize,
+    return pcli_fail(err, errsize,
                 "%s: unsupported dtype '%s' (expected <f4, <f8, <i4, <i8, |u1 or <u2)", name, descr);
 }
 
@@ -469,7 +460,7 @@ static int npy_parse_shape(const char *name, const char *v, npy_array *a, char *
 {
     int ndim = 0;
     if (!v || *v != '(')
-        return fail(err, errsize, "%s: malformed .npy header (no shape)", name);
+        return pcli_fail(err, errsize, "%s: malformed .npy header (no shape)", name);
     v++;
     for (;;) {
         while (isspace((unsigned char)*v))
@@ -477,12 +468,12 @@ static int npy_parse_shape(const char *name, const char *v, npy_array *a, char *
         if (*v == ')')
             break;
         if (!isdigit((unsigned char)*v))
-            return fail(err, errsize, "%s: malformed .npy header (bad shape)", name);
+            return pcli_fail(err, errsize, "%s: malformed .npy header (bad shape)", name);
         char *end;
         errno = 0;
         unsigned long long dim = strtoull(v, &end, 10);
         if (errno || dim > SIZE_MAX)
-            return fail(err, errsize, "%s: shape is too large", name);
+            return pcli_fail(err, errsize, "%s: shape is too large", name);
         if (ndim < 2)
             a->shape[ndim] = (size_t)dim;
         ndim++;
@@ -494,10 +485,10 @@ static int npy_parse_shape(const char *name, const char *v, npy_array *a, char *
         if (*v == ',')
             v++;
         else if (*v != ')')
-            return fail(err, errsize, "%s: malformed .npy header (bad shape)", name);
+            return pcli_fail(err, errsize, "%s: malformed .npy header (bad shape)", name);
     }
     if (ndim == 0 || ndim > 2)
-        return fail(err, errsize, "%s: array has %d dimensions; expected shape (n, d) or (n,)", name,
+        return pcli_fail(err, errsize, "%s: array has %d dimensions; expected shape (n, d) or (n,)", name,
                     ndim);
     a->ndim = ndim;
     if (ndim == 1)
@@ -511,13 +502,13 @@ static int npy_parse_dict(const char *name, const char *hdr, npy_array *a, char 
         return -1;
     const char *fo = npy_find_key(hdr, "fortran_order");
     if (!fo)
-        return fail(err, errsize, "%s: malformed .npy header (no fortran_order)", name);
+        return pcli_fail(err, errsize, "%s: malformed .npy header (no fortran_order)", name);
     if (strncmp(fo, "True", 4) == 0)
-        return fail(err, errsize,
+        return pcli_fail(err, errsize,
                     "%s: Fortran-order arrays are not supported; save with np.ascontiguousarray()",
                     name);
     if (strncmp(fo, "False", 5) != 0)
-        return fail(err, errsize, "%s: malformed .npy header (bad fortran_order)", name);
+        return pcli_fail(err, errsize, "%s: malformed .npy header (bad fortran_order)", name);
     return npy_parse_shape(name, npy_find_key(hdr, "shape"), a, err, errsize);
 }
 
@@ -526,20 +517,20 @@ static int npy_parse(const char *name, const unsigned char *buf, size_t len, npy
                      char *err, size_t errsize)
 {
     if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
-        return fail(err, errsize, "%s: not a NumPy .npy file", name);
+        return pcli_fail(err, errsize, "%s: not a NumPy .npy file", name);
     int major = buf[6], minor = buf[7];
     if (major < 1 || major > 3)
-        return fail(err, errsize, "%s: unsupported .npy format version %d.%d", name, major, minor);
+        return pcli_fail(err, errsize, "%s: unsupported .npy format version %d.%d", name, major, minor);
     size_t start = major == 1 ? 10 : 12;
     if (len < start)
-        return fail(err, errsize, "%s: truncated .npy header", name);
+        return pcli_fail(err, errsize, "%s: truncated .npy header", name);
     size_t hlen = major == 1 ? (size_t)(buf[8] | buf[9] << 8) : (size_t)le32(buf + 8);
     if (hlen > len - start)
-        return fail(err, errsize, "%s: truncated .npy header (%zu bytes announced, %zu present)",
+        return pcli_fail(err, errsize, "%s: truncated .npy header (%zu bytes announced, %zu present)",
                     name, hlen, len - start);
     char *hdr = malloc(hlen + 1);
     if (!hdr)
-        return fail(err, errsize, "%s: out of memory", name);
+        return pcli_fail(err, errsize, "%s: out of memory", name);
     memcpy(hdr, buf + start, hlen);
     hdr[hlen] = '\0';
     int rc = npy_parse_dict(name, hdr, a, err, errsize);
@@ -548,10 +539,10 @@ static int npy_parse(const char *name, const unsigned char *buf, size_t len, npy
         return -1;
     size_t n = a->shape[0], d = a->shape[1];
     if (d && n > SIZE_MAX / d / a->itemsize)
-        return fail(err, errsize, "%s: shape is too large", name);
+        return pcli_fail(err, errsize, "%s: shape is too large", name);
     size_t need = n * d * a->itemsize, have = len - start - hlen;
     if (have < need)
-        return fail(err, errsize, "%s: truncated: expected %zu bytes of data, found %zu", name, need,
+        return pcli_fail(err, errsize, "%s: truncated: expected %zu bytes of data, found %zu", name, need,
                     have);
     a->data = buf + start + hlen;
     return 0;
@@ -562,17 +553,17 @@ static int npy_to_points(const char *name, const npy_array *a, pcli_matrix *out,
 {
     size_t n = a->shape[0], d = a->shape[1];
     if (n == 0)
-        return fail(err, errsize, "%s: no data rows", name);
+        return pcli_fail(err, errsize, "%s: no data rows", name);
     if (d == 0)
-        return fail(err, errsize, "%s: rows have no values (shape (%zu, 0))", name, n);
+        return pcli_fail(err, errsize, "%s: rows have no values (shape (%zu, 0))", name, n);
     float *data = malloc(n * d * sizeof *data);
     if (!data)
-        return fail(err, errsize, "%s: out of memory for %zu x %zu points", name, n, d);
+        return pcli_fail(err, errsize, "%s: out of memory for %zu x %zu points", name, n, d);
     for (size_t i = 0; i < n * d; i++) {
         double v = npy_get(a, i);
         if (!isfinite(v) || fabs(v) > FLT_MAX) {
             free(data);
-            return fail(err, errsize, "%s: value at [%zu, %zu] is not finite%s", name, i / d, i % d,
+            return pcli_fail(err, errsize, "%s: value at [%zu, %zu] is not finite%s", name, i / d, i % d,
                         isfinite(v) ? " as a float32 (too large)" : "");
         }
         data[i] = (float)v;
@@ -588,18 +579,18 @@ static int npy_to_labels(const char *name, const npy_array *a, int32_t **labels,
 {
     size_t n = a->shape[0];
     if (a->shape[1] != 1)
-        return fail(err, errsize, "%s: labels must have shape (n,) or (n, 1), got (%zu, %zu)", name,
+        return pcli_fail(err, errsize, "%s: labels must have shape (n,) or (n, 1), got (%zu, %zu)", name,
                     n, a->shape[1]);
     if (n == 0)
-        return fail(err, errsize, "%s: no data rows", name);
+        return pcli_fail(err, errsize, "%s: no data rows", name);
     int32_t *out = malloc(n * sizeof *out);
     if (!out)
-        return fail(err, errsize, "%s: out of memory for %zu labels", name, n);
+        return pcli_fail(err, errsize, "%s: out of memory for %zu labels", name, n);
     for (size_t i = 0; i < n; i++) {
         double v = npy_get(a, i);
         if (!isfinite(v) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
             free(out);
-            return fail(err, errsize, "%s: value at [%zu] is not an int32 label", name, i);
+            return pcli_fail(err, errsize, "%s: value at [%zu] is not an int32 label", name, i);
         }
         out[i] = (int32_t)v;
     }
@@ -675,10 +666,10 @@ int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsi
     f->path = path;
     f->tmp_path = NULL;
     if (!path || !*path)
-        return fail(err, errsize, "empty output file name");
+        return pcli_fail(err, errsize, "empty output file name");
     f->tmp_path = malloc(strlen(path) + sizeof suffix);
     if (!f->tmp_path)
-        return fail(err, errsize, "%s: out of memory", path);
+        return pcli_fail(err, errsize, "%s: out of memory", path);
     strcpy(f->tmp_path, path);
     strcat(f->tmp_path, suffix);
     int fd = mkstemp(f->tmp_path);
@@ -686,7 +677,7 @@ int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsi
         int e = errno;
         free(f->tmp_path);
         f->tmp_path = NULL;
-        return fail(err, errsize, "%s: cannot create file: %s", path, strerror(e));
+        return pcli_fail(err, errsize, "%s: cannot create file: %s", path, strerror(e));
     }
     (void)fchmod(fd, default_file_mode()); /* best effort: the data matter more than the mode */
     f->fp = fdopen(fd, "wb");
@@ -694,7 +685,7 @@ int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsi
         int e = errno;
         close(fd);
         pcli_outfile_discard(f);
-        return fail(err, errsize, "%s: cannot open file: %s", path, strerror(e));
+        return pcli_fail(err, errsize, "%s: cannot open file: %s", path, strerror(e));
     }
     return 0;
 }
@@ -714,21 +705,21 @@ void pcli_outfile_discard(pcli_outfile *f)
 int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize)
 {
     if (!f->fp || !f->tmp_path)
-        return fail(err, errsize, "%s: output file is not open", f->path ? f->path : "?");
+        return pcli_fail(err, errsize, "%s: output file is not open", f->path ? f->path : "?");
     errno = 0;
     if (ferror(f->fp) || fflush(f->fp) != 0) {
         int e = errno;
-        fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
+        pcli_fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
         goto fail;
     }
     FILE *fp = f->fp;
     f->fp = NULL;
     if (fclose(fp) != 0) {
-        fail(err, errsize, "%s: write failed: %s", f->path, strerror(errno));
+        pcli_fail(err, errsize, "%s: write failed: %s", f->path, strerror(errno));
         goto fail;
     }
     if (rename(f->tmp_path, f->path) != 0) {
-        fail(err, errsize, "%s: cannot replace file: %s", f->path, strerror(errno));
+        pcli_fail(err, errsize, "%s: cannot replace file: %s", f->path, strerror(errno));
         goto fail;
     }
     free(f->tmp_path);
@@ -811,7 +802,7 @@ static int finish(pcli_outfile *f, int write_rc, char *err, size_t errsize)
     if (write_rc) {
         int e = errno;
         pcli_outfile_discard(f);
-        return fail(err, errsize, "%s: write failed: %s", f->path, strerror(e));
+        return pcli_fail(err, errsize, "%s: write failed: %s", f->path, strerror(e));
     }
     return pcli_outfile_commit(f, err, errsize);
 }
@@ -821,7 +812,7 @@ int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *e
     pcli_outfile f;
     int rc;
     if (n && !labels)
-        return fail(err, errsize, "%s: no labels to write", path);
+        return pcli_fail(err, errsize, "%s: no labels to write", path);
     if (pcli_outfile_open(&f, path, err, errsize))
         return -1;
     if (pcli_has_extension(path, ".npy"))
@@ -837,9 +828,9 @@ int pcli_write_matrix(const char *path, const float *data, size_t n, size_t dim,
     pcli_outfile f;
     int rc;
     if (n && dim && !data)
-        return fail(err, errsize, "%s: no data to write", path);
+        return pcli_fail(err, errsize, "%s: no data to write", path);
     if (dim && n > SIZE_MAX / dim)
-        return fail(err, errsize, "%s: matrix is too large", path);
+        return pcli_fail(err, errsize, "%s: matrix is too large", path);
     if (pcli_outfile_open(&f, path, err, errsize))
         return -1;
     if (pcli_has_extension(path, ".npy"))

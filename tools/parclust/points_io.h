@@ -53,6 +53,14 @@ int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsi
 int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize);
 void pcli_outfile_discard(pcli_outfile *f); /* closes and removes the temporary file; idempotent */
 
+/* Writes one error line into err and returns -1, so that error paths of the CLI's file code read
+ * `return pcli_fail(err, errsize, "%s: ...", path);`. */
+int pcli_fail(char *err, size_t errsize, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* 1 when path ends with ext (".npy"), ignoring ASCII case. */
 int pcli_has_extension(const char *path, const char *ext);
 
