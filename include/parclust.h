@@ -120,6 +120,17 @@ const float *pc_result_centers(const pc_result *result); /* k x dim, row-major *
 const int64_t *pc_result_sizes(const pc_result *result); /* k point counts */
 /* Mean shift: where each point converged, N x dim. */
 const float *pc_result_modes(const pc_result *result);
+/* HCA: the dendrogram over the components in SciPy's linkage format, (components - 1) rows of
+ * (left, right, height, leaves under the new node), new nodes numbered components, components + 1, ... */
+const double *pc_result_dendrogram(const pc_result *result, size_t *rows);
+/* HCA: the components (leaves of the dendrogram): how many, and for each its representative cell's
+ * linear index (last dimension fastest), its density (points in that cell) and its point count. */
+size_t pc_result_component_count(const pc_result *result);
+const int64_t *pc_result_component_cells(const pc_result *result);
+const int64_t *pc_result_component_densities(const pc_result *result);
+const int64_t *pc_result_component_sizes(const pc_result *result);
+/* HCA: non-empty grid cells. */
+size_t pc_result_cell_count(const pc_result *result);
 /* Iterations run (mean shift: the most any point took). */
 int pc_result_iterations(const pc_result *result);
 /* Per-stage wall-clock timings. */
@@ -184,6 +195,33 @@ void pc_meanshift_params_init(pc_meanshift_params *params);
  * iterations; on failure *result is NULL and pc_last_error() says why. */
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result);
 
+/* ---------------------------------------------------------------- HCA */
+
+/* HCA, the grid-based hierarchical clustering of ALGORITHMS.md section 3: a grid of m cells per
+ * dimension over the bounding box, each non-empty cell linked to its densest neighbour, components
+ * = cells reaching the same local maximum, single linkage between adjacent components. */
+typedef struct {
+    int m;                /* cells per dimension, >= 2. Default 32 */
+    size_t clusters;      /* cut the dendrogram to this many clusters (>= 1); 0 = cut at threshold */
+    double threshold;     /* with clusters == 0: merges at heights <= threshold, in [0, 1]. Default 0.5 */
+    /* Clusters smaller than this many points do not count as clusters: their cells join the nearest
+     * kept cluster (by its mean), or become noise (-1) with `noise`. < 0 = default: 0.1% of the
+     * points, at least 2; 0 = off. */
+    int64_t min_cluster_size;
+    int noise;            /* 1: points of too-small clusters get label -1. Default 0 */
+    size_t memory_budget; /* bytes the dense grid arrays may take (m^d cells); beyond, only the
+                             non-empty cells are stored. Default 512 MiB */
+    pc_backend backend;   /* default PC_BACKEND_AUTO */
+    int threads;          /* OpenMP threads, 0 = OpenMP's default */
+} pc_hca_params;
+
+void pc_hca_params_init(pc_hca_params *params);
+
+/* Clusters points of 1 to 8 dimensions (float32, float64, uint8 or uint16 rows, read in place). The
+ * result has labels, cluster centres and sizes (clusters numbered by size, largest first), the
+ * dendrogram, the components and per-stage timings. */
+pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result);
+
 /* ---------------------------------------------------------------- metrics */
 
 /* Compare two labelings of n points. Labels < 0 are a class of their own ("noise"). */
@@ -201,7 +239,12 @@ typedef enum {
     PC_DATASET_RINGS,     /* concentric rings in the first two dimensions, noise in the rest */
     PC_DATASET_AGNOLUCCI, /* seed 000's workload: 3D Gaussian blobs */
     PC_DATASET_BINDI,     /* seed 001's workload: 3 blobs, make_blobs style */
-    PC_DATASET_GRID       /* many small tight clusters on a regular lattice (neighbour-grid benchmark) */
+    PC_DATASET_GRID,      /* many small tight clusters on a regular lattice (neighbour-grid benchmark) */
+    PC_DATASET_HCA8,      /* the HCA paper's first model set: 8 Gaussian classes in 3 isolated groups,
+                             one group of 3 with heavy overlaps (dim 2; fixed layout in [0, 100]^2,
+                             n sets the total; clusters, spread and box are not used) */
+    PC_DATASET_HCA5       /* the HCA paper's second model set: 5 classes of different shape, size and
+                             density, two of them rings (dim 2; fixed layout as hca8) */
 } pc_dataset;
 
 const char *pc_dataset_name(pc_dataset dataset);

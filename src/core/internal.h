@@ -37,6 +37,9 @@ struct pc_result {
     float *centers;   /* k x dim */
     int64_t *sizes;   /* k */
     float *modes;     /* n x dim, mean shift only */
+    double *dendrogram;          /* HCA: (components - 1) x 4, SciPy linkage format */
+    size_t components, cells;    /* HCA */
+    int64_t *component_cells, *component_densities, *component_sizes; /* HCA: per component */
     int iterations;
     pc_backend backend;
     size_t stage_count;

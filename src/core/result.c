@@ -30,6 +30,10 @@ void pc_result_free(pc_result *result)
     free(result->centers);
     free(result->sizes);
     free(result->modes);
+    free(result->dendrogram);
+    free(result->component_cells);
+    free(result->component_densities);
+    free(result->component_sizes);
     free(result);
 }
 
@@ -54,3 +58,15 @@ pc_status pc_result_stage(const pc_result *r, size_t index, const char **name, d
         *seconds = r->stage_seconds[index];
     return PC_OK;
 }
+
+const double *pc_result_dendrogram(const pc_result *r, size_t *rows)
+{
+    if (rows)
+        *rows = r && r->dendrogram && r->components ? r->components - 1 : 0;
+    return r ? r->dendrogram : NULL;
+}
+size_t pc_result_component_count(const pc_result *r) { return r ? r->components : 0; }
+const int64_t *pc_result_component_cells(const pc_result *r) { return r ? r->component_cells : NULL; }
+const int64_t *pc_result_component_densities(const pc_result *r) { return r ? r->component_densities : NULL; }
+const int64_t *pc_result_component_sizes(const pc_result *r) { return r ? r->component_sizes : NULL; }
+size_t pc_result_cell_count(const pc_result *r) { return r ? r->cells : 0; }

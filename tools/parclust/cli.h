@@ -65,6 +65,7 @@ void cli_outputs_discard(cli_outputs *o);                /* removes whatever was
 void cli_outputs_error(const cli_outputs *o, const char *cmd, const char *err);
 
 int cmd_meanshift(int argc, char **argv);
+int cmd_hca(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_info(int argc, char **argv);

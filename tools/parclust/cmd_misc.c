@@ -15,6 +15,8 @@ static const char *const generate_help =
     "      agnolucci  seed 000's workload: 3D Gaussian blobs (dim 3)\n"
     "      bindi      seed 001's workload: 3 blobs, make_blobs style (dim 2 or 3)\n"
     "      grid       many small tight clusters on a lattice with spacing box\n"
+    "      hca8       the HCA paper's 8 Gaussian classes in 3 groups, one overlapping (2D)\n"
+    "      hca5       the HCA paper's 5 classes of different shape, size, density, 2 rings (2D)\n"
     "\n"
     "  -o, --output OUT     points file (.csv/.txt/.tsv or .npy)\n"
     "  --labels OUT         true cluster of each point\n"

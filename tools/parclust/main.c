@@ -227,7 +227,8 @@ static void usage(FILE *out)
             "\n"
             "commands:\n"
             "  meanshift INPUT   cluster points by mean shift\n"
-            "  generate KIND     write synthetic points (blobs, rings, agnolucci, bindi, grid)\n"
+            "  hca INPUT         grid-based hierarchical clustering (points or pixel rows)\n"
+            "  generate KIND     write synthetic points (blobs, rings, agnolucci, bindi, grid, hca8, hca5)\n"
             "  score             compare two labelings: ARI, NMI, matched accuracy\n"
             "  info              version, backends built, threads, GPUs\n"
             "\n"
@@ -246,7 +247,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } commands[] = {{"meanshift", cmd_meanshift}, {"generate", cmd_generate},
+    } commands[] = {{"meanshift", cmd_meanshift}, {"hca", cmd_hca}, {"generate", cmd_generate},
                     {"score", cmd_score},         {"info", cmd_info}};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -1,0 +1,335 @@
+/* The HCA grid: bounding box, the cell of every point, densities, and neighbour visits. Points are read
+ * in place whatever their type; uint8 and uint16 bands go through a per-band table of cell offsets, so
+ * a 100-megapixel image is never converted to floats. The cell of each point is kept in the caller's
+ * labels array, which the final labelling overwrites. */
+#include "internal_hca.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
+
+static double value_at(const unsigned char *row, pc_dtype t, size_t j)
+{
+    switch (t) {
+    case PC_F32: { float v; memcpy(&v, row + 4 * j, 4); return v; }
+    case PC_F64: { double v; memcpy(&v, row + 8 * j, 8); return v; }
+    case PC_U16: { uint16_t v; memcpy(&v, row + 2 * j, 2); return v; }
+    default: return row[j];
+    }
+}
+
+/* ALGORITHMS.md section 3 step 1, computed the same way for every type (and by the tests). */
+static int cell_coordinate(double x, double lo, double hi, int m)
+{
+    if (hi <= lo)
+        return 0;
+    double c = floor((x - lo) / (hi - lo) * m);
+    return c >= m - 1 ? m - 1 : c < 0 ? 0 : (int)c;
+}
+
+static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
+{
+    const unsigned char *base = p->data;
+    for (size_t j = 0; j < g->dim; j++) {
+        g->lo[j] = INFINITY;
+        g->hi[j] = -INFINITY;
+    }
+    int threads = g->threads;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+        for (size_t j = 0; j < g->dim; j++) {
+            lo[j] = INFINITY;
+            hi[j] = -INFINITY;
+        }
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)g->n; i++) {
+            const unsigned char *row = base + (size_t)i * stride;
+            for (size_t j = 0; j < g->dim; j++) {
+                double v = value_at(row, p->dtype, j);
+                lo[j] = v < lo[j] ? v : lo[j];
+                hi[j] = v > hi[j] ? v : hi[j];
+            }
+        }
+#pragma omp critical
+        for (size_t j = 0; j < g->dim; j++) {
+            g->lo[j] = fmin(g->lo[j], lo[j]);
+            g->hi[j] = fmax(g->hi[j], hi[j]);
+        }
+    }
+}
+
+/* Linear cell index of every point into cell_of[], and per-index counts (dense) via atomics. */
+static pc_status index_points(pc__hca_grid *g, const pc_points *p, size_t stride, uint32_t *cell_of)
+{
+    const unsigned char *base = p->data;
+    size_t dim = g->dim;
+    uint32_t *table = NULL; /* integer bands: the offset of every value, per band */
+    size_t values = p->dtype == PC_U8 ? 256 : p->dtype == PC_U16 ? 65536 : 0;
+    if (values) {
+        table = pc__alloc(dim * values, sizeof *table, "HCA cell tables");
+        if (!table)
+            return PC_OUT_OF_MEMORY;
+        for (size_t j = 0; j < dim; j++)
+            for (size_t v = 0; v < values; v++)
+                table[j * values + v] =
+                    (uint32_t)((uint64_t)cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
+    }
+    int threads = g->threads;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long i = 0; i < (long)g->n; i++) {
+        const unsigned char *row = base + (size_t)i * stride;
+        uint32_t idx = 0;
+        if (p->dtype == PC_U8)
+            for (size_t j = 0; j < dim; j++)
+                idx += table[j * 256 + row[j]];
+        else if (p->dtype == PC_U16)
+            for (size_t j = 0; j < dim; j++) {
+                uint16_t v;
+                memcpy(&v, row + 2 * j, 2);
+                idx += table[j * 65536 + v];
+            }
+        else
+            for (size_t j = 0; j < dim; j++)
+                idx += (uint32_t)((uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
+                                  g->stride[j]);
+        cell_of[i] = idx;
+    }
+    free(table);
+    return PC_OK;
+}
+
+/* Dense grid: counts per linear index, then the non-empty cells in index order. */
+static pc_status build_dense(pc__hca_grid *g, const pc_points *p, size_t stride, int32_t *scratch, uint64_t total)
+{
+    uint32_t *cell_of = (uint32_t *)scratch;
+    pc_status st = index_points(g, p, stride, cell_of);
+    if (st != PC_OK)
+        return st;
+    /* The counts live in the slot array (int32 suffices: n < 2^31 is checked). */
+    g->slot = pc__calloc(total, sizeof *g->slot, "HCA dense grid");
+    if (!g->slot)
+        return PC_OUT_OF_MEMORY;
+    int32_t *count = g->slot;
+    int threads = g->threads;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long i = 0; i < (long)g->n; i++) {
+#ifdef _OPENMP
+#pragma omp atomic
+#endif
+        count[cell_of[i]]++;
+    }
+    size_t cells = 0;
+    for (uint64_t c = 0; c < total; c++)
+        cells += count[c] > 0;
+    g->key = pc__alloc(cells, sizeof *g->key, "HCA cells");
+    g->density = pc__alloc(cells, sizeof *g->density, "HCA densities");
+    if (!g->key || !g->density)
+        return PC_OUT_OF_MEMORY;
+    size_t k = 0;
+    for (uint64_t c = 0; c < total; c++) {
+        if (count[c] > 0) {
+            g->key[k] = c;
+            g->density[k] = count[c];
+            count[c] = (int32_t)k++;
+        } else {
+            count[c] = -1;
+        }
+    }
+    g->cells = cells;
+    return PC_OK;
+}
+
+typedef struct {
+    uint64_t *keys;
+    int32_t *ids;
+    size_t mask;
+} key_table;
+
+static size_t hash_key(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+typedef struct {
+    uint64_t key;
+    int32_t id;
+} keyed_cell;
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const keyed_cell *)a)->key, y = ((const keyed_cell *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* Sparse grid (m^dim too large for dense arrays): a hash of the non-empty cells, filled in point
+ * order, then the cells sorted by linear index. */
+static pc_status build_sparse(pc__hca_grid *g, const pc_points *p, size_t stride, int32_t *scratch)
+{
+    const unsigned char *base = p->data;
+    size_t cap = 1024;
+    while (cap < 2 * g->n && cap < ((size_t)1 << 40))
+        cap *= 2;
+    key_table t = {pc__alloc(cap, sizeof(uint64_t), "HCA cell hash"), pc__alloc(cap, sizeof(int32_t), "HCA cell hash"),
+                   cap - 1};
+    size_t used = 0, capacity = 1024;
+    uint64_t *keys = pc__alloc(capacity, sizeof *keys, "HCA cells");
+    int64_t *dens = pc__alloc(capacity, sizeof *dens, "HCA densities");
+    keyed_cell *order = NULL;
+    pc_status st = PC_OUT_OF_MEMORY;
+    if (!t.keys || !t.ids || !keys || !dens)
+        goto done;
+    memset(t.ids, 0xff, cap * sizeof(int32_t));
+    for (size_t i = 0; i < g->n; i++) {
+        const unsigned char *row = base + i * stride;
+        uint64_t key = 0;
+        for (size_t j = 0; j < g->dim; j++)
+            key += (uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) * g->stride[j];
+        size_t s = hash_key(key) & t.mask;
+        while (t.ids[s] >= 0 && t.keys[s] != key)
+            s = (s + 1) & t.mask;
+        if (t.ids[s] < 0) {
+            if (used == capacity) {
+                capacity *= 2;
+                uint64_t *k2 = realloc(keys, capacity * sizeof *keys);
+                int64_t *d2 = k2 ? realloc(dens, capacity * sizeof *dens) : NULL;
+                if (k2)
+                    keys = k2;
+                if (d2)
+                    dens = d2;
+                if (!k2 || !d2) {
+                    st = pc__fail(PC_OUT_OF_MEMORY, "HCA cells: cannot grow to %zu cells", capacity);
+                    goto done;
+                }
+            }
+            t.keys[s] = key;
+            t.ids[s] = (int32_t)used;
+            keys[used] = key;
+            dens[used] = 0;
+            used++;
+        }
+        dens[t.ids[s]]++;
+        scratch[i] = t.ids[s];
+    }
+    /* Cells in increasing linear index; points keep their first-seen ids, mapped at the end. */
+    order = pc__alloc(used, sizeof *order, "HCA cell order");
+    g->first_seen_to_cell = pc__alloc(used, sizeof(int32_t), "HCA cell order");
+    g->key = pc__alloc(used, sizeof *g->key, "HCA cells");
+    g->density = pc__alloc(used, sizeof *g->density, "HCA densities");
+    if (!order || !g->first_seen_to_cell || !g->key || !g->density)
+        goto done;
+    for (size_t c = 0; c < used; c++) {
+        order[c].key = keys[c];
+        order[c].id = (int32_t)c;
+    }
+    qsort(order, used, sizeof *order, by_key);
+    for (size_t c = 0; c < used; c++) {
+        g->key[c] = order[c].key;
+        g->density[c] = dens[order[c].id];
+        g->first_seen_to_cell[order[c].id] = (int32_t)c;
+    }
+    g->cells = used;
+    st = PC_OK;
+done:
+    free(t.keys);
+    free(t.ids);
+    free(keys);
+    free(dens);
+    free(order);
+    return st;
+}
+
+pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t memory_budget, int threads,
+                             int32_t *scratch)
+{
+    memset(g, 0, sizeof *g);
+    g->n = p->n;
+    g->dim = p->dim;
+    g->m = m;
+    g->threads = threads;
+    size_t stride = p->stride ? p->stride : p->dim * element_size(p->dtype);
+    uint64_t total = 1;
+    for (size_t j = p->dim; j-- > 0;) {
+        g->stride[j] = total;
+        if (total > UINT64_MAX / (uint64_t)m / 2)
+            return pc__fail(PC_INVALID_ARGUMENT, "m^d = %d^%zu cells do not fit in 64-bit indices", m, p->dim);
+        total *= (uint64_t)m;
+    }
+    bounding_box(g, p, stride);
+    /* Dense when the slot array fits the budget and linear indices fit the 32-bit scratch. */
+    g->dense = total <= UINT32_MAX && total * sizeof(int32_t) <= memory_budget;
+    pc_status st = g->dense ? build_dense(g, p, stride, scratch, total) : build_sparse(g, p, stride, scratch);
+    if (st != PC_OK)
+        pc__hca_grid_free(g);
+    return st;
+}
+
+void pc__hca_grid_free(pc__hca_grid *g)
+{
+    free(g->slot);
+    free(g->first_seen_to_cell);
+    free(g->key);
+    free(g->density);
+    g->slot = g->first_seen_to_cell = NULL;
+    g->key = NULL;
+    g->density = NULL;
+}
+
+long pc__hca_find(const pc__hca_grid *g, uint64_t key)
+{
+    if (g->dense)
+        return g->slot[key];
+    size_t lo = 0, hi = g->cells; /* cells are sorted by key */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (g->key[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->cells && g->key[lo] == key ? (long)lo : -1;
+}
+
+void pc__hca_neighbours(const pc__hca_grid *g, size_t cell, int upper_only, pc__hca_visit visit, void *ctx)
+{
+    size_t dim = g->dim;
+    int c[PC__HCA_MAX_DIM], off[PC__HCA_MAX_DIM];
+    uint64_t key = g->key[cell];
+    for (size_t j = 0; j < dim; j++) {
+        c[j] = (int)((key / g->stride[j]) % (uint64_t)g->m);
+        off[j] = -1;
+    }
+    /* Odometer over {-1, 0, 1}^dim. */
+    for (;;) {
+        int inside = 1, zero = 1;
+        int64_t delta = 0;
+        for (size_t j = 0; j < dim; j++) {
+            int cj = c[j] + off[j];
+            inside &= cj >= 0 && cj < g->m;
+            zero &= off[j] == 0;
+            delta += (int64_t)off[j] * (int64_t)g->stride[j];
+        }
+        if (inside && !zero && (!upper_only || delta > 0)) {
+            long b = pc__hca_find(g, (uint64_t)((int64_t)key + delta));
+            if (b >= 0)
+                visit(ctx, cell, (size_t)b);
+        }
+        size_t j = 0;
+        while (j < dim && off[j] == 1)
+            off[j++] = -1;
+        if (j == dim)
+            break;
+        off[j]++;
+    }
+}

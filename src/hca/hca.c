@@ -1,0 +1,184 @@
+/* pc_hca: checks, the stages in order with their timings, and the final labelling of every point. */
+#include "internal_hca.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void pc_hca_params_init(pc_hca_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->m = 32;
+    p->clusters = 0;
+    p->threshold = 0.5;
+    p->min_cluster_size = -1;
+    p->memory_budget = (size_t)512 << 20;
+    p->backend = PC_BACKEND_AUTO;
+}
+
+static pc_status check(const pc_points *points, const pc_hca_params *p)
+{
+    pc_status st = pc_points_check(points);
+    if (st != PC_OK)
+        return st;
+    if (points->dim > PC__HCA_MAX_DIM)
+        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles 1 to %d dimensions, got %zu", PC__HCA_MAX_DIM, points->dim);
+    if (points->n > (size_t)INT32_MAX)
+        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles up to %d points, got %zu", INT32_MAX, points->n);
+    if (p->m < 2 || p->m > 65536)
+        return pc__fail(PC_INVALID_ARGUMENT, "m (cells per dimension) must be between 2 and 65536, got %d", p->m);
+    if (p->clusters == 0 && !(p->threshold >= 0 && p->threshold <= 1))
+        return pc__fail(PC_INVALID_ARGUMENT, "threshold must be in [0, 1], got %g", p->threshold);
+    if (p->threads < 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "threads must be >= 0 (0 = OpenMP's default), got %d", p->threads);
+    return PC_OK;
+}
+
+/* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
+ * clusters' exact means are summed on the way. */
+static void label_points(const pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                         int32_t *labels, double *sums)
+{
+    size_t dim = g->dim, stride = points->stride ? points->stride : 0;
+    if (!stride)
+        stride = dim * (points->dtype == PC_F64 ? 8 : points->dtype == PC_F32 ? 4 : points->dtype == PC_U16 ? 2 : 1);
+    int threads = g->threads;
+    (void)threads;
+    memset(sums, 0, k * (dim + 1) * sizeof *sums);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        double *mine = calloc(k * (dim + 1), sizeof *mine);
+        float row[PC__HCA_MAX_DIM];
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)g->n; i++) {
+            int32_t cell = g->dense ? g->slot[(uint32_t)labels[i]] : g->first_seen_to_cell[labels[i]];
+            int32_t c = cluster_of_cell[cell];
+            labels[i] = c;
+            if (c >= 0 && mine) {
+                pc__points_row_f32(points, (size_t)i, row);
+                double *s = mine + (size_t)c * (dim + 1);
+                for (size_t j = 0; j < dim; j++)
+                    s[j] += row[j];
+                s[dim] += 1;
+            }
+        }
+#pragma omp critical(pc__hca_sums)
+        if (mine)
+            for (size_t q = 0; q < k * (dim + 1); q++)
+                sums[q] += mine[q];
+        free(mine);
+    }
+}
+
+pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
+{
+    if (!result)
+        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
+    *result = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    pc_status st = check(points, params);
+    if (st != PC_OK)
+        return st;
+    pc_backend backend;
+    /* AUTO's measure of work: the points; the CPU backends are all there is for HCA today. */
+    if ((st = pc__choose_backend(params->backend, 0, &backend)) != PC_OK)
+        return st;
+    if (backend == PC_BACKEND_CUDA)
+        return pc__fail(PC_UNSUPPORTED, "HCA has no CUDA backend in this version");
+    int threads = 1;
+#ifdef _OPENMP
+    if (backend == PC_BACKEND_OPENMP)
+        threads = params->threads > 0 ? params->threads : omp_get_max_threads();
+#endif
+    size_t n = points->n, dim = points->dim;
+    int64_t min_size = params->min_cluster_size;
+    if (min_size < 0) {
+        min_size = (int64_t)ceil(0.001 * (double)n);
+        if (min_size < 2)
+            min_size = 2;
+    }
+    pc_result *r = pc__result_new(n, dim);
+    if (!r)
+        return PC_OUT_OF_MEMORY;
+    r->backend = backend;
+    pc__hca_grid g;
+    pc__hca_graph gr;
+    memset(&g, 0, sizeof g);
+    memset(&gr, 0, sizeof gr);
+    int32_t *cluster_of_cell = NULL;
+    double *sums = NULL;
+    size_t k = 0;
+    double t0 = pc__now();
+    r->labels = pc__alloc(n, sizeof *r->labels, "labels");
+    if (!r->labels) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
+    }
+    if ((st = pc__hca_grid_build(&g, points, params->m, params->memory_budget, threads, r->labels)) != PC_OK)
+        goto fail;
+    double t1 = pc__now();
+    if ((st = pc__hca_graph_build(&g, &gr)) != PC_OK)
+        goto fail;
+    double t2 = pc__now();
+    if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK)
+        goto fail;
+    double t3 = pc__now();
+    cluster_of_cell = pc__alloc(g.cells, sizeof *cluster_of_cell, "HCA cell clusters");
+    if (!cluster_of_cell) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
+    }
+    if ((st = pc__hca_cut(&g, &gr, r->dendrogram, params->clusters, params->threshold, min_size, params->noise,
+                          cluster_of_cell, &k)) != PC_OK)
+        goto fail;
+    double t4 = pc__now();
+    sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
+    r->centers = pc__alloc(k, dim * sizeof *r->centers, "cluster centres");
+    r->sizes = pc__alloc(k, sizeof *r->sizes, "cluster sizes");
+    r->components = gr.components;
+    r->cells = g.cells;
+    r->component_cells = pc__alloc(gr.components, sizeof(int64_t), "components");
+    r->component_densities = pc__alloc(gr.components, sizeof(int64_t), "components");
+    r->component_sizes = pc__alloc(gr.components, sizeof(int64_t), "components");
+    if (!sums || !r->centers || !r->sizes || !r->component_cells || !r->component_densities || !r->component_sizes) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (size_t c = 0; c < gr.components; c++) {
+        r->component_cells[c] = (int64_t)g.key[gr.representative[c]];
+        r->component_densities[c] = g.density[gr.representative[c]];
+        r->component_sizes[c] = gr.size[c];
+    }
+    label_points(&g, points, cluster_of_cell, k, r->labels, sums);
+    r->k = k;
+    for (size_t c = 0; c < k; c++) {
+        double count = sums[c * (dim + 1) + dim];
+        r->sizes[c] = (int64_t)count;
+        for (size_t j = 0; j < dim; j++)
+            r->centers[c * dim + j] = count > 0 ? (float)(sums[c * (dim + 1) + j] / count) : 0.0f;
+    }
+    double t5 = pc__now();
+    pc__result_add_stage(r, "grid", t1 - t0);
+    pc__result_add_stage(r, "components", t2 - t1);
+    pc__result_add_stage(r, "dendrogram", t3 - t2);
+    pc__result_add_stage(r, "cut", t4 - t3);
+    pc__result_add_stage(r, "label", t5 - t4);
+    free(cluster_of_cell);
+    free(sums);
+    pc__hca_graph_free(&gr);
+    pc__hca_grid_free(&g);
+    *result = r;
+    return PC_OK;
+fail:
+    free(cluster_of_cell);
+    free(sums);
+    pc__hca_graph_free(&gr);
+    pc__hca_grid_free(&g);
+    pc_result_free(r);
+    return st;
+}

@@ -1,0 +1,57 @@
+/* What the HCA files share: the grid of non-empty cells, the component graph and the cut. */
+#ifndef PC_HCA_INTERNAL_H
+#define PC_HCA_INTERNAL_H
+
+#include "../core/internal.h"
+
+#define PC__HCA_MAX_DIM 8
+
+typedef struct {
+    size_t n, dim;
+    int m;
+    int threads;  /* OpenMP threads; 1 = sequential */
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    uint64_t stride[PC__HCA_MAX_DIM]; /* m^(dim-1-j): the last dimension varies fastest */
+    int dense;    /* 1: points carry linear cell indices and slot[] maps them to cells */
+    int32_t *slot; /* dense: m^dim entries, the non-empty cell of a linear index or -1 */
+    int32_t *first_seen_to_cell; /* sparse: points carry first-seen ids, mapped to cells here */
+    size_t cells; /* non-empty cells, numbered by increasing linear index */
+    uint64_t *key;    /* cells: linear index */
+    int64_t *density; /* cells: points in the cell */
+} pc__hca_grid;
+
+/* Bounding box, cell of every point (kept in `scratch`, n entries, meant to be the labels array),
+ * densities. Dense arrays when m^dim int32 slots fit memory_budget. */
+pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *points, int m, size_t memory_budget, int threads,
+                             int32_t *scratch);
+void pc__hca_grid_free(pc__hca_grid *g);
+/* The non-empty cell of a linear index, or -1. */
+long pc__hca_find(const pc__hca_grid *g, uint64_t key);
+/* Calls visit(ctx, cell, neighbour) for every non-empty neighbour of `cell` (corners included, the
+ * cell itself not), upper-only: only neighbours with a larger linear index. */
+typedef void (*pc__hca_visit)(void *ctx, size_t cell, size_t neighbour);
+void pc__hca_neighbours(const pc__hca_grid *g, size_t cell, int upper_only, pc__hca_visit visit, void *ctx);
+
+typedef struct {
+    size_t components;
+    int32_t *component_of_cell; /* cells */
+    size_t *representative;     /* components: the representative cell */
+    int64_t *size;              /* components: points */
+    size_t edges;
+    int32_t *edge_a, *edge_b;   /* edges: adjacent components, a < b */
+    double *edge_h;             /* edges: the distance h of ALGORITHMS.md section 3 step 4 */
+} pc__hca_graph;
+
+/* Links, components and the distances between adjacent components. */
+pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *graph);
+void pc__hca_graph_free(pc__hca_graph *graph);
+
+/* Single linkage over the component graph (Kruskal), parts joined at height 1: (components - 1) x 4. */
+pc_status pc__hca_dendrogram(const pc__hca_graph *graph, double **linkage);
+
+/* Cuts the dendrogram (to `clusters`, or at `threshold` when clusters == 0), applies the minimum
+ * cluster size, and gives each cell its final cluster (numbered by size, largest first) or -1. */
+pc_status pc__hca_cut(const pc__hca_grid *g, const pc__hca_graph *graph, const double *linkage, size_t clusters,
+                      double threshold, int64_t min_size, int noise, int32_t *cluster_of_cell, size_t *k);
+
+#endif

@@ -1,0 +1,228 @@
+/* parclust hca: the grid-based hierarchical clustering of seed 003 on points or pixel rows. */
+#include "cli.h"
+#include "plot.h"
+#include "points_io.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const help =
+    "usage: parclust hca INPUT [options]\n"
+    "\n"
+    "Clusters the points of INPUT (.csv/.tsv/.txt or .npy, 1 to 8 values per row) by HCA: a grid of\n"
+    "m cells per dimension, cells linked to their densest neighbour, single linkage between the\n"
+    "components (ALGORITHMS.md section 3).\n"
+    "\n"
+    "  -m M                   cells per dimension (default 32)\n"
+    "  --clusters K           cut the dendrogram to K clusters\n"
+    "  --threshold T          or cut at height T in [0, 1] (default 0.5 when --clusters is not given)\n"
+    "  --min-cluster-size N   smaller clusters do not count; their points join the nearest kept\n"
+    "                         cluster (default 0.1% of the points, at least 2; 0 = off)\n"
+    "  --noise                label the points of too-small clusters -1 instead\n"
+    "  --backend B            auto (default), seq or openmp\n"
+    "  --threads T            OpenMP threads (default: all cores)\n"
+    "  --labels OUT           one label per point (.csv/.txt or .npy)\n"
+    "  --centers OUT          the cluster centres (mean of their points), one row each\n"
+    "  --dendrogram OUT       SciPy linkage matrix over the components (.csv/.txt): left, right,\n"
+    "                         height, leaves\n"
+    "  --components OUT       per component (.csv/.txt): representative cell, its density, points\n"
+    "  --plot OUT             the points coloured by cluster (.png or .svg)\n"
+    "  --verbose              per-stage timings\n";
+
+typedef struct {
+    const char *input, *labels, *centers, *dendrogram, *components, *plot;
+    int verbose;
+} hca_cli;
+
+static int check_text_output(const char *option, const char *path)
+{
+    if (cli_has_extension(path, ".csv") || cli_has_extension(path, ".txt"))
+        return 0;
+    cli_error("hca", "%s '%s': write it as .csv or .txt", option, path);
+    return -1;
+}
+
+static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
+{
+    cli_args a;
+    cli_args_init(&a, "hca", argc, argv);
+    long l;
+    const char *v;
+    int threshold_given = 0;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return -2;
+        } else if (cli_is(&a, "-m") || cli_is(&a, "--m")) {
+            if (cli_int(&a, 2, 65536, &l)) return -1;
+            p->m = (int)l;
+        } else if (cli_is(&a, "--clusters") || cli_is(&a, "-k")) {
+            if (cli_int(&a, 1, 1000000000, &l)) return -1;
+            p->clusters = (size_t)l;
+        } else if (cli_is(&a, "--threshold")) {
+            if (cli_double(&a, &p->threshold)) return -1;
+            if (!(p->threshold >= 0 && p->threshold <= 1)) {
+                cli_error(a.cmd, "--threshold must be in [0, 1], got %g", p->threshold);
+                return -1;
+            }
+            threshold_given = 1;
+        } else if (cli_is(&a, "--min-cluster-size")) {
+            if (cli_int(&a, 0, 2000000000, &l)) return -1;
+            p->min_cluster_size = l;
+        } else if (cli_is(&a, "--noise")) {
+            p->noise = 1;
+        } else if (cli_is(&a, "--backend")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_backend_parse(v, &p->backend) != PC_OK) {
+                cli_error(a.cmd, "%s", pc_last_error());
+                return -1;
+            }
+        } else if (cli_is(&a, "--threads")) {
+            if (cli_int(&a, 1, 4096, &l)) return -1;
+            p->threads = (int)l;
+        } else if (cli_is(&a, "--labels")) {
+            if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
+        } else if (cli_is(&a, "--centers")) {
+            if (!(c->centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->centers)) return -1;
+        } else if (cli_is(&a, "--dendrogram")) {
+            if (!(c->dendrogram = cli_value(&a)) || check_text_output("--dendrogram", c->dendrogram)) return -1;
+        } else if (cli_is(&a, "--components")) {
+            if (!(c->components = cli_value(&a)) || check_text_output("--components", c->components)) return -1;
+        } else if (cli_is(&a, "--plot")) {
+            if (!(c->plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->plot)) return -1;
+        } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
+            c->verbose = 1;
+        } else if (a.name[0] != '-' && !c->input) {
+            c->input = a.name;
+        } else {
+            cli_unknown(&a);
+            return -1;
+        }
+    }
+    if (!c->input) {
+        cli_error(a.cmd, "no input file (see 'parclust hca --help')");
+        return -1;
+    }
+    if (p->clusters && threshold_given) {
+        cli_error(a.cmd, "give --clusters or --threshold, not both");
+        return -1;
+    }
+    return 0;
+}
+
+/* Text tables with full double precision (the dendrogram's heights, the component table). */
+static int write_dendrogram(const char *path, const pc_result *r, char *err, size_t errsize)
+{
+    pcli_outfile f;
+    if (pcli_outfile_open(&f, path, err, errsize))
+        return -1;
+    size_t rows;
+    const double *z = pc_result_dendrogram(r, &rows);
+    for (size_t i = 0; i < rows; i++)
+        fprintf(f.fp, "%.0f,%.0f,%.17g,%.0f\n", z[4 * i], z[4 * i + 1], z[4 * i + 2], z[4 * i + 3]);
+    return pcli_outfile_commit(&f, err, errsize);
+}
+
+static int write_components(const char *path, const pc_result *r, char *err, size_t errsize)
+{
+    pcli_outfile f;
+    if (pcli_outfile_open(&f, path, err, errsize))
+        return -1;
+    fprintf(f.fp, "component,cell,density,points\n");
+    for (size_t c = 0; c < pc_result_component_count(r); c++)
+        fprintf(f.fp, "%zu,%lld,%lld,%lld\n", c, (long long)pc_result_component_cells(r)[c],
+                (long long)pc_result_component_densities(r)[c], (long long)pc_result_component_sizes(r)[c]);
+    return pcli_outfile_commit(&f, err, errsize);
+}
+
+static int write_outputs(const hca_cli *c, const pcli_matrix *m, const pc_result *r)
+{
+    char err[512];
+    size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
+    cli_outputs out = {0};
+    const char *path = NULL;
+    if (c->labels && (!(path = cli_outputs_stage(&out, "hca", c->labels)) ||
+                      pcli_write_labels(path, pc_result_labels(r), n, err, sizeof err)))
+        goto fail;
+    if (c->centers && (!(path = cli_outputs_stage(&out, "hca", c->centers)) ||
+                       pcli_write_matrix(path, pc_result_centers(r), k, dim, err, sizeof err)))
+        goto fail;
+    if (c->dendrogram && (!(path = cli_outputs_stage(&out, "hca", c->dendrogram)) ||
+                          write_dendrogram(path, r, err, sizeof err)))
+        goto fail;
+    if (c->components && (!(path = cli_outputs_stage(&out, "hca", c->components)) ||
+                          write_components(path, r, err, sizeof err)))
+        goto fail;
+    if (c->plot && (!(path = cli_outputs_stage(&out, "hca", c->plot)) ||
+                    pcli_plot(path, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k, "HCA", err,
+                              sizeof err)))
+        goto fail;
+    return cli_outputs_commit(&out, "hca") ? CLI_FAILED : CLI_OK;
+fail:
+    if (path)
+        cli_outputs_error(&out, "hca", err);
+    cli_outputs_discard(&out);
+    return CLI_FAILED;
+}
+
+int cmd_hca(int argc, char **argv)
+{
+    hca_cli c = {0};
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    int rc = parse(argc, argv, &c, &p);
+    if (rc == -2)
+        return CLI_OK;
+    if (rc)
+        return CLI_USAGE;
+    if (cli_check_writable("hca", "--labels", c.labels) || cli_check_writable("hca", "--centers", c.centers) ||
+        cli_check_writable("hca", "--dendrogram", c.dendrogram) ||
+        cli_check_writable("hca", "--components", c.components) || cli_check_writable("hca", "--plot", c.plot))
+        return CLI_FAILED;
+    pcli_matrix m = {0};
+    char err[512];
+    if (pcli_read_points(c.input, &m, err, sizeof err)) {
+        cli_error("hca", "%s", err);
+        return CLI_FAILED;
+    }
+    pc_points pts = pc_points_f32(m.data, m.n, m.dim);
+    pc_result *r = NULL;
+    pc_status st = pc_hca(&pts, &p, &r);
+    if (st != PC_OK) {
+        cli_error("hca", "%s: %s", c.input, pc_last_error()[0] ? pc_last_error() : pc_status_string(st));
+        pcli_matrix_free(&m);
+        return CLI_FAILED;
+    }
+    size_t k = pc_result_cluster_count(r), dim = pc_result_dim(r);
+    double total = 0;
+    for (size_t s = 0; s < pc_result_stage_count(r); s++) {
+        double t;
+        pc_result_stage(r, s, NULL, &t);
+        total += t;
+    }
+    printf("hca: %zu points, %zu dimensions, m %d, %zu non-empty cells, %zu components, %zu clusters, %.3f s (%s)\n",
+           m.n, dim, p.m, pc_result_cell_count(r), pc_result_component_count(r), k, total,
+           pc_backend_name(pc_result_backend(r)));
+    if (p.clusters && k != p.clusters)
+        fprintf(stderr, "parclust hca: note: %zu clusters asked, %zu found: no cut of the dendrogram gives %zu "
+                        "clusters of at least the minimum size\n", p.clusters, k, p.clusters);
+    for (size_t i = 0; i < k && i < 10; i++) {
+        printf("  cluster %zu: %lld points, centre (", i, (long long)pc_result_sizes(r)[i]);
+        for (size_t d = 0; d < dim; d++)
+            printf("%s%.4g", d ? ", " : "", pc_result_centers(r)[i * dim + d]);
+        printf(")\n");
+    }
+    if (k > 10)
+        printf("  ... %zu more clusters\n", k - 10);
+    if (c.verbose)
+        for (size_t s = 0; s < pc_result_stage_count(r); s++) {
+            const char *name;
+            double t;
+            pc_result_stage(r, s, &name, &t);
+            printf("  stage %-10s %.4f s\n", name, t);
+        }
+    rc = write_outputs(&c, &m, r);
+    pc_result_free(r);
+    pcli_matrix_free(&m);
+    return rc;
+}
