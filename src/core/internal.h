@@ -22,6 +22,8 @@ void pc__clear_error(void);
 /* Allocation that records PC_OUT_OF_MEMORY with what was asked for; n * size overflow checked. */
 void *pc__alloc(size_t n, size_t size, const char *what);
 void *pc__calloc(size_t n, size_t size, const char *what);
+/* For arrays of hundreds of MB (labels of an image): like pc__alloc, in huge pages where available. */
+void *pc__alloc_large(size_t n, size_t size, const char *what);
 
 double pc__now(void); /* monotonic seconds */
 

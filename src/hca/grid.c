@@ -32,9 +32,57 @@ static int cell_coordinate(double x, double lo, double hi, int m)
     return c >= m - 1 ? m - 1 : c < 0 ? 0 : (int)c;
 }
 
+/* uint8 rows, packed: minima and maxima over a period of 32 rows, so that position k of the period
+ * is always band k % dim and the inner loops vectorise; the period's lanes are folded at the end. */
+static void bounding_box_u8(pc__hca_grid *g, const uint8_t *data)
+{
+    size_t dim = g->dim, period = 32 * dim, chunks = g->n / 32;
+    uint8_t lo[32 * PC__HCA_MAX_DIM], hi[32 * PC__HCA_MAX_DIM];
+    memset(lo, 255, sizeof lo);
+    memset(hi, 0, sizeof hi);
+    int threads = g->threads;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        uint8_t tlo[32 * PC__HCA_MAX_DIM], thi[32 * PC__HCA_MAX_DIM];
+        memset(tlo, 255, sizeof tlo);
+        memset(thi, 0, sizeof thi);
+#pragma omp for schedule(static)
+        for (long c = 0; c < (long)chunks; c++) {
+            const uint8_t *q = data + (size_t)c * period;
+            for (size_t k = 0; k < period; k++) {
+                tlo[k] = q[k] < tlo[k] ? q[k] : tlo[k];
+                thi[k] = q[k] > thi[k] ? q[k] : thi[k];
+            }
+        }
+#pragma omp critical(pc__hca_box)
+        for (size_t k = 0; k < period; k++) {
+            lo[k] = tlo[k] < lo[k] ? tlo[k] : lo[k];
+            hi[k] = thi[k] > hi[k] ? thi[k] : hi[k];
+        }
+    }
+    for (size_t j = 0; j < dim; j++) {
+        g->lo[j] = 255;
+        g->hi[j] = 0;
+    }
+    for (size_t k = 0; k < period; k++) {
+        g->lo[k % dim] = fmin(g->lo[k % dim], lo[k]);
+        g->hi[k % dim] = fmax(g->hi[k % dim], hi[k]);
+    }
+    for (size_t i = chunks * 32; i < g->n; i++)
+        for (size_t j = 0; j < dim; j++) {
+            g->lo[j] = fmin(g->lo[j], data[i * dim + j]);
+            g->hi[j] = fmax(g->hi[j], data[i * dim + j]);
+        }
+}
+
 static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
 {
     const unsigned char *base = p->data;
+    if (p->dtype == PC_U8 && stride == p->dim) {
+        bounding_box_u8(g, base);
+        return;
+    }
     for (size_t j = 0; j < g->dim; j++) {
         g->lo[j] = INFINITY;
         g->hi[j] = -INFINITY;
@@ -65,8 +113,11 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
     }
 }
 
-/* Linear cell index of every point into cell_of[], and per-index counts (dense) via atomics. */
-static pc_status index_points(pc__hca_grid *g, const pc_points *p, size_t stride, uint32_t *cell_of)
+/* Linear cell index of every point into cell_of[] and, in the same pass (the image is read once),
+ * the count of every index: each thread counts into its own copy where the copies fit the budget,
+ * since atomic increments on the cells all threads hit at once would serialise them. */
+static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t stride, uint32_t *cell_of,
+                                 int32_t *count, uint64_t total, size_t budget)
 {
     const unsigned char *base = p->data;
     size_t dim = g->dim;
@@ -82,51 +133,65 @@ static pc_status index_points(pc__hca_grid *g, const pc_points *p, size_t stride
                     (uint32_t)((uint64_t)cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
     }
     int threads = g->threads;
-    (void)threads;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (long i = 0; i < (long)g->n; i++) {
-        const unsigned char *row = base + (size_t)i * stride;
-        uint32_t idx = 0;
-        if (p->dtype == PC_U8)
-            for (size_t j = 0; j < dim; j++)
-                idx += table[j * 256 + row[j]];
-        else if (p->dtype == PC_U16)
-            for (size_t j = 0; j < dim; j++) {
-                uint16_t v;
-                memcpy(&v, row + 2 * j, 2);
-                idx += table[j * 65536 + v];
+    int32_t *copies = NULL;
+    if (threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
+        copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        int32_t *mine = t == 0 || threads == 1 ? count : copies ? copies + (size_t)(t - 1) * total : NULL;
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)g->n; i++) {
+            const unsigned char *row = base + (size_t)i * stride;
+            uint32_t idx = 0;
+            if (p->dtype == PC_U8)
+                for (size_t j = 0; j < dim; j++)
+                    idx += table[j * 256 + row[j]];
+            else if (p->dtype == PC_U16)
+                for (size_t j = 0; j < dim; j++) {
+                    uint16_t v;
+                    memcpy(&v, row + 2 * j, 2);
+                    idx += table[j * 65536 + v];
+                }
+            else
+                for (size_t j = 0; j < dim; j++)
+                    idx += (uint32_t)((uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
+                                      g->stride[j]);
+            cell_of[i] = idx;
+            if (mine) {
+                mine[idx]++;
+            } else {
+#pragma omp atomic
+                count[idx]++;
             }
-        else
-            for (size_t j = 0; j < dim; j++)
-                idx += (uint32_t)((uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
-                                  g->stride[j]);
-        cell_of[i] = idx;
+        }
+        if (copies) {
+#pragma omp for schedule(static)
+            for (long c = 0; c < (long)total; c++)
+                for (int u = 0; u < threads - 1; u++)
+                    count[c] += copies[(size_t)u * total + (size_t)c];
+        }
     }
+    free(copies);
     free(table);
     return PC_OK;
 }
 
 /* Dense grid: counts per linear index, then the non-empty cells in index order. */
-static pc_status build_dense(pc__hca_grid *g, const pc_points *p, size_t stride, int32_t *scratch, uint64_t total)
+static pc_status build_dense(pc__hca_grid *g, const pc_points *p, size_t stride, int32_t *scratch, uint64_t total,
+                             size_t budget)
 {
-    uint32_t *cell_of = (uint32_t *)scratch;
-    pc_status st = index_points(g, p, stride, cell_of);
-    if (st != PC_OK)
-        return st;
     /* The counts live in the slot array (int32 suffices: n < 2^31 is checked). */
     g->slot = pc__calloc(total, sizeof *g->slot, "HCA dense grid");
     if (!g->slot)
         return PC_OUT_OF_MEMORY;
     int32_t *count = g->slot;
-    int threads = g->threads;
-    (void)threads;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (long i = 0; i < (long)g->n; i++) {
-#ifdef _OPENMP
-#pragma omp atomic
-#endif
-        count[cell_of[i]]++;
-    }
+    pc_status st = index_and_count(g, p, stride, (uint32_t *)scratch, count, total, budget);
+    if (st != PC_OK)
+        return st;
     size_t cells = 0;
     for (uint64_t c = 0; c < total; c++)
         cells += count[c] > 0;
@@ -269,7 +334,8 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t 
     bounding_box(g, p, stride);
     /* Dense when the slot array fits the budget and linear indices fit the 32-bit scratch. */
     g->dense = total <= UINT32_MAX && total * sizeof(int32_t) <= memory_budget;
-    pc_status st = g->dense ? build_dense(g, p, stride, scratch, total) : build_sparse(g, p, stride, scratch);
+    pc_status st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget)
+                            : build_sparse(g, p, stride, scratch);
     if (st != PC_OK)
         pc__hca_grid_free(g);
     return st;

@@ -38,26 +38,50 @@ static pc_status check(const pc_points *points, const pc_hca_params *p)
 }
 
 /* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
- * clusters' exact means are summed on the way. */
-static void label_points(const pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+ * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
+ * grid's cell map is turned into a cluster map in place: its last use. */
+static void label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
                          int32_t *labels, double *sums)
 {
     size_t dim = g->dim, stride = points->stride ? points->stride : 0;
     if (!stride)
         stride = dim * (points->dtype == PC_F64 ? 8 : points->dtype == PC_F32 ? 4 : points->dtype == PC_U16 ? 2 : 1);
     int threads = g->threads;
-    (void)threads;
+    int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
+    long entries = g->dense ? (long)(g->stride[0] * (uint64_t)g->m) : (long)g->cells;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long c = 0; c < entries; c++)
+        map[c] = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
+    int packed_u8 = points->dtype == PC_U8 && stride == dim;
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         double *mine = calloc(k * (dim + 1), sizeof *mine);
+        uint64_t *isum = packed_u8 ? calloc(k * (dim + 1), sizeof *isum) : NULL;
         float row[PC__HCA_MAX_DIM];
+        const uint8_t *u8 = points->data;
+        /* Images come in regions: sums run in registers while the cluster stays the same, and go to
+         * memory when it changes (a read-modify-write per pixel would chain through memory). */
+        uint64_t run[PC__HCA_MAX_DIM + 1] = {0};
+        int32_t run_cluster = -1;
 #pragma omp for schedule(static)
         for (long i = 0; i < (long)g->n; i++) {
-            int32_t cell = g->dense ? g->slot[(uint32_t)labels[i]] : g->first_seen_to_cell[labels[i]];
-            int32_t c = cluster_of_cell[cell];
+            int32_t c = map[labels[i]];
             labels[i] = c;
-            if (c >= 0 && mine) {
+            if (c < 0)
+                continue;
+            if (isum) {
+                if (c != run_cluster) {
+                    if (run_cluster >= 0)
+                        for (size_t j = 0; j <= dim; j++)
+                            isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
+                    memset(run, 0, sizeof run);
+                    run_cluster = c;
+                }
+                for (size_t j = 0; j < dim; j++)
+                    run[j] += u8[(size_t)i * dim + j];
+                run[dim]++;
+            } else if (mine) {
                 pc__points_row_f32(points, (size_t)i, row);
                 double *s = mine + (size_t)c * (dim + 1);
                 for (size_t j = 0; j < dim; j++)
@@ -65,11 +89,18 @@ static void label_points(const pc__hca_grid *g, const pc_points *points, const i
                 s[dim] += 1;
             }
         }
+        if (isum && run_cluster >= 0)
+            for (size_t j = 0; j <= dim; j++)
+                isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
+        if (isum && mine)
+            for (size_t q = 0; q < k * (dim + 1); q++)
+                mine[q] = (double)isum[q];
 #pragma omp critical(pc__hca_sums)
         if (mine)
             for (size_t q = 0; q < k * (dim + 1); q++)
                 sums[q] += mine[q];
         free(mine);
+        free(isum);
     }
 }
 
@@ -114,7 +145,7 @@ pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result
     double *sums = NULL;
     size_t k = 0;
     double t0 = pc__now();
-    r->labels = pc__alloc(n, sizeof *r->labels, "labels");
+    r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
     if (!r->labels) {
         st = PC_OUT_OF_MEMORY;
         goto fail;
