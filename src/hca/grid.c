@@ -143,6 +143,10 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
         t = omp_get_thread_num();
 #endif
         int32_t *mine = t == 0 || threads == 1 ? count : copies ? copies + (size_t)(t - 1) * total : NULL;
+        /* Neighbouring pixels often share a cell: counting runs in a register avoids an increment
+         * that waits on the previous one through memory. */
+        uint32_t run_idx = 0;
+        int32_t run = 0;
 #pragma omp for schedule(static)
         for (long i = 0; i < (long)g->n; i++) {
             const unsigned char *row = base + (size_t)i * stride;
@@ -161,13 +165,19 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
                     idx += (uint32_t)((uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
                                       g->stride[j]);
             cell_of[i] = idx;
-            if (mine) {
-                mine[idx]++;
-            } else {
+            if (!mine) {
 #pragma omp atomic
                 count[idx]++;
+            } else if (idx == run_idx) {
+                run++;
+            } else {
+                mine[run_idx] += run;
+                run_idx = idx;
+                run = 1;
             }
         }
+        if (mine)
+            mine[run_idx] += run;
         if (copies) {
 #pragma omp for schedule(static)
             for (long c = 0; c < (long)total; c++)
@@ -336,6 +346,22 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t 
     g->dense = total <= UINT32_MAX && total * sizeof(int32_t) <= memory_budget;
     pc_status st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget)
                             : build_sparse(g, p, stride, scratch);
+    /* Index offsets of the 3^d - 1 neighbours, for cells away from the grid's border. */
+    size_t deltas = 1;
+    for (size_t j = 0; j < p->dim; j++)
+        deltas *= 3;
+    g->delta = st == PC_OK ? malloc((deltas - 1) * sizeof *g->delta) : NULL;
+    if (g->delta) {
+        g->deltas = 0;
+        for (size_t o = 0; o < deltas; o++) {
+            int64_t delta = 0;
+            size_t rest = o;
+            for (size_t j = 0; j < p->dim; j++, rest /= 3)
+                delta += ((int64_t)(rest % 3) - 1) * (int64_t)g->stride[j];
+            if (delta != 0)
+                g->delta[g->deltas++] = delta;
+        }
+    }
     if (st != PC_OK)
         pc__hca_grid_free(g);
     return st;
@@ -343,6 +369,8 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t 
 
 void pc__hca_grid_free(pc__hca_grid *g)
 {
+    free(g->delta);
+    g->delta = NULL;
     free(g->slot);
     free(g->first_seen_to_cell);
     free(g->key);
@@ -372,9 +400,23 @@ void pc__hca_neighbours(const pc__hca_grid *g, size_t cell, int upper_only, pc__
     size_t dim = g->dim;
     int c[PC__HCA_MAX_DIM], off[PC__HCA_MAX_DIM];
     uint64_t key = g->key[cell];
+    int interior = 1;
     for (size_t j = 0; j < dim; j++) {
         c[j] = (int)((key / g->stride[j]) % (uint64_t)g->m);
+        interior &= c[j] > 0 && c[j] < g->m - 1;
         off[j] = -1;
+    }
+    if (interior && g->delta) {
+        /* No bound to check: the precomputed index offsets of the 3^d - 1 neighbours. */
+        for (size_t o = 0; o < g->deltas; o++) {
+            int64_t delta = g->delta[o];
+            if (upper_only && delta < 0)
+                continue;
+            long b = pc__hca_find(g, (uint64_t)((int64_t)key + delta));
+            if (b >= 0)
+                visit(ctx, cell, (size_t)b);
+        }
+        return;
     }
     /* Odometer over {-1, 0, 1}^dim. */
     for (;;) {

@@ -18,6 +18,8 @@ typedef struct {
     size_t cells; /* non-empty cells, numbered by increasing linear index */
     uint64_t *key;    /* cells: linear index */
     int64_t *density; /* cells: points in the cell */
+    int64_t *delta;   /* index offsets of the 3^dim - 1 neighbours of an interior cell (or NULL) */
+    size_t deltas;
 } pc__hca_grid;
 
 /* Bounding box, cell of every point (kept in `scratch`, n entries, meant to be the labels array),
