@@ -303,6 +303,125 @@ expect_error "generate: no -o" 2 "" generate blobs --n 10
 expect_error "generate: --n 0" 2 "" generate blobs -o "$GO" --n 0
 check "generate failures: no output files" test ! -e "$GO" -a ! -e "$GL"
 
+# ------------------------------------------------------------------ hca
+
+# fields of "hca: N points, D dimensions, m M, C non-empty cells, G components, K clusters, ..."
+hca_field() { sed -n "s/^hca: .* \([0-9][0-9]*\) $2,.*/\1/p" "$W/$1.out" | head -1; }
+hca_n() { sed -n 's/^hca: \([0-9]*\) points,.*/\1/p' "$W/$1.out" | head -1; }
+# all rows of FILE have N comma-separated fields
+fields_ok() { test "$(awk -F, -v n="$2" 'NF != n { bad = 1 } END { print bad + 0 }' "$1")" = 0; }
+
+HN=20000
+run genhca generate hca8 --n $HN -o "$W/hca8.csv" --labels "$W/hca8_truth.csv"
+check "generate hca8: exit 0, $HN points and labels" \
+    test $rc -eq 0 -a "$(lines "$W/hca8.csv")" = $HN -a "$(lines "$W/hca8_truth.csv")" = $HN
+run genhcanpy generate hca8 --n $HN -o "$W/hca8.npy"
+run hca hca "$W/hca8.csv" -m 32 --clusters 8 --labels "$W/hca_l.csv" --centers "$W/hca_c.csv" \
+    --dendrogram "$W/hca_d.csv" --components "$W/hca_g.csv" --plot "$W/hca.png"
+hca_rc=$rc
+G=$(hca_field hca components)
+if [ $hca_rc -eq 0 ] && [ "$(hca_n hca)" = $HN ] && [ "$(hca_field hca clusters)" = 8 ] && [ -n "$G" ] &&
+    [ ! -s "$W/hca.err" ]; then
+    ok "hca hca8 -m 32 --clusters 8: exit 0, $HN points, $G components, 8 clusters, stderr empty"
+else
+    bad "hca hca8 -m 32 --clusters 8: exit $hca_rc, summary '$(head -1 "$W/hca.out")'"
+    show_err hca
+fi
+check "hca: summary line says 2 dimensions, m 32" \
+    sh -c "grep -q '^hca: $HN points, 2 dimensions, m 32, [0-9]* non-empty cells, ' '$W/hca.out'"
+check "hca: $HN labels" test "$(lines "$W/hca_l.csv" 2>/dev/null)" = $HN
+check "hca: 8 centres" test "$(lines "$W/hca_c.csv" 2>/dev/null)" = 8
+check "hca: centres have 2 comma-separated columns" fields_ok "$W/hca_c.csv" 2
+run hcascore score --truth "$W/hca8_truth.csv" --pred "$W/hca_l.csv"
+acc=$(sed -n 's/^accuracy //p' "$W/hcascore.out")
+check "score hca8 truth vs hca: exit 0, accuracy $acc >= 0.97" \
+    awk -v rc=$rc -v a="$acc" 'BEGIN { exit !(rc == 0 && a != "" && a + 0 >= 0.97) }'
+if [ -n "$G" ] && [ "$G" -ge 2 ]; then
+    check "hca --dendrogram: $((G - 1)) rows" test "$(lines "$W/hca_d.csv")" = $((G - 1))
+    check "hca --dendrogram: 4 comma-separated fields per row" fields_ok "$W/hca_d.csv" 4
+    # SciPy linkage: heights in [0, 1], non-decreasing; new node n + i; the last row holds all leaves
+    check "hca --dendrogram: heights in [0, 1] non-decreasing, children < node ids, last row has $G leaves" \
+        awk -F, -v g="$G" '
+            { if ($3 < 0 || $3 > 1 || (NR > 1 && $3 < prev) || $1 >= g + NR - 1 || $2 >= g + NR - 1 || $1 == $2) bad = 1
+              prev = $3; last = $4 }
+            END { exit !(bad + 0 == 0 && last == g) }' "$W/hca_d.csv"
+else
+    bad "hca: no component count in the summary line (or fewer than 2 components): '$G'"
+fi
+check "hca --components: header and $G rows" \
+    test "$(head -1 "$W/hca_g.csv")" = "component,cell,density,points" -a "$(lines "$W/hca_g.csv")" = $((G + 1))
+check "hca --components: 4 fields, components numbered 0.., points sum to $HN, density <= points" \
+    awk -F, -v g="$G" -v n=$HN '
+        NR > 1 { if (NF != 4 || $1 != NR - 2 || $3 < 1 || $3 > $4) bad = 1; s += $4 }
+        END { exit !(bad + 0 == 0 && s == n) }' "$W/hca_g.csv"
+check "hca --plot .png starts with the PNG signature" test "$(magic8 "$W/hca.png")" = 89504e470d0a1a0a
+
+# Backends and input formats: the same labels, dendrogram and components, byte for byte.
+run hcaseq hca "$W/hca8.csv" -m 32 --clusters 8 --backend seq --labels "$W/hcas_l.csv" \
+    --dendrogram "$W/hcas_d.csv" --components "$W/hcas_g.csv"
+seq_rc=$rc
+run hcaomp hca "$W/hca8.csv" -m 32 --clusters 8 --backend openmp --threads 2 --labels "$W/hcao_l.csv" \
+    --dendrogram "$W/hcao_d.csv" --components "$W/hcao_g.csv"
+check "hca backend seq and openmp: exit 0 both" test $seq_rc -eq 0 -a $rc -eq 0
+check "hca backend seq and openmp: identical labels files" cmp -s "$W/hcas_l.csv" "$W/hcao_l.csv"
+check "hca backend seq and openmp: identical components files" cmp -s "$W/hcas_g.csv" "$W/hcao_g.csv"
+check "hca backend seq and openmp: identical dendrogram files" cmp -s "$W/hcas_d.csv" "$W/hcao_d.csv"
+check "hca backend seq and auto: identical labels files" cmp -s "$W/hcas_l.csv" "$W/hca_l.csv"
+for t in 3 4; do
+    run "hcaomp$t" hca "$W/hca8.csv" -m 32 --clusters 8 --backend openmp --threads $t --labels "$W/hcao${t}_l.csv" \
+        --components "$W/hcao${t}_g.csv"
+    check "hca openmp --threads $t: labels and components as seq" \
+        sh -c "cmp -s '$W/hcas_l.csv' '$W/hcao${t}_l.csv' && cmp -s '$W/hcas_g.csv' '$W/hcao${t}_g.csv'"
+done
+run hcanpy hca "$W/hca8.npy" -m 32 --clusters 8 --labels "$W/hcan_l.npy"
+check "hca on .npy input, .npy labels: exit 0, NumPy magic" \
+    test $rc -eq 0 -a "$(magic8 "$W/hcan_l.npy" | cut -c1-12)" = 934e554d5059
+run hcanpy2 hca "$W/hca8.npy" -m 32 --clusters 8 --labels "$W/hcan_l.csv"
+check "hca: labels from .npy input equal those from .csv" cmp -s "$W/hcan_l.csv" "$W/hca_l.csv"
+run hcathr hca "$W/hca8.csv" -m 32 --threshold 0.5 --labels "$W/hcat_l.csv"
+check "hca --threshold 0.5: exit 0, $HN labels" test $rc -eq 0 -a "$(lines "$W/hcat_l.csv" 2>/dev/null)" = $HN
+run help_hca hca --help
+check "parclust hca --help: exit 0, prints usage" sh -c "test $rc -eq 0 && grep -qi usage '$W/help_hca.out'"
+
+OD=$W/out_dendrogram.csv
+OG=$W/out_components.csv
+HOUTS="--labels $OL --centers $OC --plot $OP --dendrogram $OD --components $OG"
+# hca_error DESC CODES MENTION ARGS...: expect_error, and the dendrogram and components files are
+# not written either
+hca_error() {
+    rm -f "$OD" "$OG"
+    expect_error "$@"
+    if [ -e "$OD" ] || [ -e "$OG" ]; then bad "$1: left the dendrogram or components file behind"; fi
+}
+printf '1,2,3,4,5,6,7,8,9\n2,3,4,5,6,7,8,9,1\n3,4,5,6,7,8,9,1,2\n' >"$W/d9.csv"
+hca_error "hca -m 1" 2 " -m" hca "$W/hca8.csv" -m 1 $HOUTS
+hca_error "hca -m abc" 2 " -m" hca "$W/hca8.csv" -m abc $HOUTS
+hca_error "hca --clusters 0" 2 "clusters" hca "$W/hca8.csv" --clusters 0 $HOUTS
+hca_error "hca --threshold 2" 2 "threshold" hca "$W/hca8.csv" --threshold 2 $HOUTS
+hca_error "hca --threshold -0.1" 2 "threshold" hca "$W/hca8.csv" --threshold -0.1 $HOUTS
+hca_error "hca --clusters and --threshold both" 2 "threshold" hca "$W/hca8.csv" --clusters 3 --threshold 0.5 $HOUTS
+hca_error "hca on 9-dimensional input" 1 "dimensions" hca "$W/d9.csv" $HOUTS
+hca_error "hca on CSV with NaN" 1 "" hca "$W/nan.csv" $HOUTS
+hca_error "hca on an empty file" 1 "" hca "$W/empty.csv" $HOUTS
+hca_error "hca on a missing file" 1 "nope.csv" hca "$W/nope.csv" $HOUTS
+hca_error "hca --dendrogram with extension .npy" 2 "npy" hca "$W/hca8.csv" --dendrogram "$W/out_d.npy" --labels "$OL"
+check "hca --dendrogram .npy: no .npy file" test ! -e "$W/out_d.npy"
+hca_error "hca --components with extension .npy" 2 "npy" hca "$W/hca8.csv" --components "$W/out_g.npy" --labels "$OL"
+check "hca --components .npy: no .npy file" test ! -e "$W/out_g.npy"
+hca_error "hca --labels into a missing directory" 1 "no_such_dir" hca "$W/hca8.csv" --labels "$W/no_such_dir/l.csv" \
+    --dendrogram "$OD" --components "$OG"
+check "hca --labels into a missing directory: nothing written there" test ! -e "$W/no_such_dir"
+hca_error "hca --dendrogram into a missing directory" 1 "no_such_dir" hca "$W/hca8.csv" --labels "$OL" \
+    --dendrogram "$W/no_such_dir/d.csv"
+hca_error "hca --backend bogus" 2 "bogus" hca "$W/hca8.csv" --backend bogus $HOUTS
+hca_error "hca unknown option --foo" 2 "foo" hca "$W/hca8.csv" --foo $HOUTS
+hca_error "hca without an input file" 2 "" hca -m 8 $HOUTS
+if grep -q 'CUDA devices: 0' "$W/info.out"; then
+    hca_error "hca --backend cuda without a GPU" 1 "cuda" hca "$W/hca8.csv" --backend cuda $HOUTS
+else
+    echo "skip hca --backend cuda without a GPU: this machine has a CUDA device"
+fi
+
 check "no *.tmp.* files anywhere in $W at the end" test -z "$(tmp_files)"
 
 echo "cli: $pass passed, $fail failed"

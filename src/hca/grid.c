@@ -178,6 +178,8 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
         }
         if (mine)
             mine[run_idx] += run;
+        /* Every thread's last run is in before the copies are summed. */
+#pragma omp barrier
         if (copies) {
 #pragma omp for schedule(static)
             for (long c = 0; c < (long)total; c++)

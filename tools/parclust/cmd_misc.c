@@ -109,7 +109,8 @@ int cmd_generate(int argc, char **argv)
     }
     if (cli_outputs_commit(&staged, "generate"))
         goto done;
-    printf("wrote %zu %s points in %zu dimensions (%zu clusters) to %s\n", p.n, kind, p.dim, p.clusters, out);
+    size_t classes = p.dataset == PC_DATASET_HCA8 ? 8 : p.dataset == PC_DATASET_HCA5 ? 5 : p.clusters;
+    printf("wrote %zu %s points in %zu dimensions (%zu clusters) to %s\n", p.n, kind, p.dim, classes, out);
     rc = CLI_OK;
 done:
     free(pts);
