@@ -131,6 +131,8 @@ const int64_t *pc_result_component_densities(const pc_result *result);
 const int64_t *pc_result_component_sizes(const pc_result *result);
 /* HCA: non-empty grid cells. */
 size_t pc_result_cell_count(const pc_result *result);
+/* k-means: the sum of squared distances of the points to their centres. */
+double pc_result_inertia(const pc_result *result);
 /* Iterations run (mean shift: the most any point took). */
 int pc_result_iterations(const pc_result *result);
 /* Per-stage wall-clock timings. */
@@ -194,6 +196,40 @@ void pc_meanshift_params_init(pc_meanshift_params *params);
 /* Clusters `points` by mean shift. On success *result holds labels, centres, sizes, modes and
  * iterations; on failure *result is NULL and pc_last_error() says why. */
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result);
+
+/* ---------------------------------------------------------------- k-means */
+
+typedef enum {
+    PC_INIT_KMEANSPP = 0,    /* default: greedy k-means++ with 2 + ln k trials a step (as scikit-learn) */
+    PC_INIT_RANDOM,          /* k distinct data points (seed 002) */
+    PC_INIT_KMEANS_PARALLEL, /* k-means|| (Bahmani et al.): 5 rounds oversampling 2k, then k-means++ */
+    PC_INIT_GIVEN            /* initial_centers */
+} pc_kmeans_init;
+
+const char *pc_kmeans_init_name(pc_kmeans_init init); /* "kmeans++", "random", "kmeans-par", "given" */
+pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
+
+typedef struct {
+    size_t k;                     /* clusters, 1 <= k <= n. No default (0 is an error) */
+    pc_kmeans_init init;          /* default PC_INIT_KMEANSPP */
+    const float *initial_centers; /* k x dim, with PC_INIT_GIVEN */
+    int n_init;                   /* runs from different seeds; the lowest inertia wins. Default 1 */
+    int max_iter;                 /* default 300 */
+    /* Stop when the centres' total squared movement is <= tol x the mean variance of the features
+     * (scikit-learn's rule), or when no label changed. Default 1e-4; 0 = only the latter. */
+    double tol;
+    uint64_t seed;                /* the same seed gives the same initial centres on every backend. Default 0 */
+    pc_backend backend;           /* default PC_BACKEND_AUTO */
+    int threads;                  /* OpenMP threads, 0 = OpenMP's default */
+    pc_progress_fn progress;      /* optional, called after each iteration */
+    void *progress_user;
+} pc_kmeans_params;
+
+void pc_kmeans_params_init(pc_kmeans_params *params);
+
+/* Lloyd's k-means. The result has labels, centres (cluster c is centre c, in the order the
+ * initialisation chose), sizes, iterations and inertia. */
+pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result);
 
 /* ---------------------------------------------------------------- HCA */
 

@@ -43,6 +43,7 @@ struct pc_result {
     size_t components, cells;    /* HCA */
     int64_t *component_cells, *component_densities, *component_sizes; /* HCA: per component */
     int iterations;
+    double inertia;   /* k-means */
     pc_backend backend;
     size_t stage_count;
     const char *stage_names[PC__MAX_STAGES]; /* static strings */

@@ -45,6 +45,7 @@ const float *pc_result_centers(const pc_result *r) { return r ? r->centers : NUL
 const int64_t *pc_result_sizes(const pc_result *r) { return r ? r->sizes : NULL; }
 const float *pc_result_modes(const pc_result *r) { return r ? r->modes : NULL; }
 int pc_result_iterations(const pc_result *r) { return r ? r->iterations : 0; }
+double pc_result_inertia(const pc_result *r) { return r ? r->inertia : 0.0; }
 size_t pc_result_stage_count(const pc_result *r) { return r ? r->stage_count : 0; }
 pc_backend pc_result_backend(const pc_result *r) { return r ? r->backend : PC_BACKEND_AUTO; }
 

@@ -66,6 +66,7 @@ void cli_outputs_error(const cli_outputs *o, const char *cmd, const char *err);
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);
+int cmd_kmeans(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_info(int argc, char **argv);

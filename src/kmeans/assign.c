@@ -1,0 +1,128 @@
+/* The nearest-centre kernel of k-means on the CPU: |c|^2 - 2 x.c for tiles of 4 points against 16
+ * centres at a time in vector registers (one FMA per point, centre and dimension), compiled for
+ * AVX2 + FMA and the x86-64 baseline with run-time dispatch. */
+#include "internal_km.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PC_NO_MULTIVERSION)
+#define PC__MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define PC__MULTIVERSION
+#endif
+#define PC__INLINE static inline __attribute__((always_inline))
+
+typedef float vfloat __attribute__((vector_size(PC__KM_LANES * sizeof(float))));
+typedef int32_t vint __attribute__((vector_size(PC__KM_LANES * sizeof(float))));
+
+PC__INLINE vfloat select_f(vint mask, vfloat a, vfloat b) { return (vfloat)(((vint)a & mask) | ((vint)b & ~mask)); }
+PC__INLINE vint select_i(vint mask, vint a, vint b) { return (a & mask) | (b & ~mask); }
+
+PC__INLINE vfloat load(const float *p)
+{
+    vfloat v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+pc_status pc__km_centres_init(pc__km_centres *c, size_t k, size_t dim)
+{
+    c->k = k;
+    c->dim = dim;
+    c->kpad = (k + 2 * PC__KM_LANES - 1) / (2 * PC__KM_LANES) * (2 * PC__KM_LANES);
+    c->ct = pc__alloc(dim * c->kpad, sizeof *c->ct, "transposed centres");
+    c->cc = pc__alloc(c->kpad, sizeof *c->cc, "centre norms");
+    if (!c->ct || !c->cc) {
+        pc__km_centres_free(c);
+        return PC_OUT_OF_MEMORY;
+    }
+    return PC_OK;
+}
+
+void pc__km_centres_set(pc__km_centres *c, const float *centres)
+{
+    for (size_t j = 0; j < c->kpad; j++) {
+        double norm = 0;
+        for (size_t d = 0; d < c->dim; d++) {
+            float v = j < c->k ? centres[j * c->dim + d] : 0.0f;
+            c->ct[d * c->kpad + j] = v;
+            norm += (double)v * v;
+        }
+        c->cc[j] = j < c->k ? (float)norm : INFINITY;
+    }
+}
+
+void pc__km_centres_free(pc__km_centres *c)
+{
+    free(c->ct);
+    free(c->cc);
+    c->ct = c->cc = NULL;
+}
+
+double pc__km_dist2(const float *a, const float *b, size_t dim)
+{
+    double s = 0;
+    for (size_t d = 0; d < dim; d++) {
+        double t = (double)a[d] - b[d];
+        s += t * t;
+    }
+    return s;
+}
+
+/* P points (P = 4 or 1) against all centres, two vectors of centres at a time. */
+PC__INLINE void assign_tile(const float *x, size_t dim, const pc__km_centres *c, int32_t *labels, int P)
+{
+    vfloat best[4];
+    vint best_idx[4];
+    const vint lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int p = 0; p < P; p++) {
+        best[p] = (vfloat){0} + INFINITY;
+        best_idx[p] = (vint){0};
+    }
+    for (size_t j = 0; j < c->kpad; j += 2 * PC__KM_LANES) {
+        vfloat a0[4], a1[4];
+        vfloat n0 = load(c->cc + j), n1 = load(c->cc + j + PC__KM_LANES);
+        for (int p = 0; p < P; p++) {
+            a0[p] = n0;
+            a1[p] = n1;
+        }
+        for (size_t d = 0; d < dim; d++) {
+            vfloat c0 = load(c->ct + d * c->kpad + j), c1 = load(c->ct + d * c->kpad + j + PC__KM_LANES);
+            for (int p = 0; p < P; p++) {
+                float m2x = -2.0f * x[p * dim + d];
+                a0[p] += m2x * c0;
+                a1[p] += m2x * c1;
+            }
+        }
+        for (int p = 0; p < P; p++) {
+            vint lt0 = a0[p] < best[p];
+            best[p] = select_f(lt0, a0[p], best[p]);
+            best_idx[p] = select_i(lt0, lane + (int32_t)j, best_idx[p]);
+            vint lt1 = a1[p] < best[p];
+            best[p] = select_f(lt1, a1[p], best[p]);
+            best_idx[p] = select_i(lt1, lane + (int32_t)(j + PC__KM_LANES), best_idx[p]);
+        }
+    }
+    for (int p = 0; p < P; p++) {
+        float b = best[p][0];
+        int32_t bi = best_idx[p][0];
+        for (int l = 1; l < PC__KM_LANES; l++)
+            if (best[p][l] < b || (best[p][l] == b && best_idx[p][l] < bi)) {
+                b = best[p][l];
+                bi = best_idx[p][l];
+            }
+        labels[p] = bi;
+    }
+}
+
+PC__MULTIVERSION
+void pc__km_assign(const float *x, size_t begin, size_t end, const pc__km_centres *c, int32_t *labels)
+{
+    size_t dim = c->dim, i = begin;
+    for (; i + 4 <= end; i += 4)
+        assign_tile(x + i * dim, dim, c, labels + i, 4);
+    for (; i < end; i++)
+        assign_tile(x + i * dim, dim, c, labels + i, 1);
+}

@@ -1,0 +1,181 @@
+/* pc_kmeans: checks, the initialisation (always on the CPU, from the seed), n_init runs of Lloyd on the
+ * chosen backend, the best run kept. */
+#include "internal_km.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const char *const init_names[] = {"kmeans++", "random", "kmeans-par", "given"};
+
+const char *pc_kmeans_init_name(pc_kmeans_init init)
+{
+    return (unsigned)init < 4 ? init_names[init] : "unknown";
+}
+
+pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out)
+{
+    for (int i = 0; name && i < 4; i++)
+        if (strcmp(name, init_names[i]) == 0) {
+            *out = (pc_kmeans_init)i;
+            return PC_OK;
+        }
+    return pc__fail(PC_INVALID_ARGUMENT, "unknown k-means init '%s' (expected kmeans++, random, kmeans-par or given)",
+                    name ? name : "(null)");
+}
+
+void pc_kmeans_params_init(pc_kmeans_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->init = PC_INIT_KMEANSPP;
+    p->n_init = 1;
+    p->max_iter = 300;
+    p->tol = 1e-4;
+    p->backend = PC_BACKEND_AUTO;
+}
+
+static pc_status check(const pc_points *points, const pc_kmeans_params *p)
+{
+    pc_status st = pc_points_check(points);
+    if (st != PC_OK)
+        return st;
+    if (p->k == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "k must be >= 1, got 0");
+    if (p->k > points->n)
+        return pc__fail(PC_INVALID_ARGUMENT, "k (%zu) must not exceed the number of points (%zu)", p->k, points->n);
+    if (p->k > (size_t)INT32_MAX)
+        return pc__fail(PC_INVALID_ARGUMENT, "k must be below 2^31, got %zu", p->k);
+    if ((unsigned)p->init > PC_INIT_GIVEN)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown k-means init %d", (int)p->init);
+    if (p->init == PC_INIT_GIVEN) {
+        if (!p->initial_centers)
+            return pc__fail(PC_INVALID_ARGUMENT, "init 'given' needs initial centres");
+        for (size_t i = 0; i < p->k * points->dim; i++)
+            if (!isfinite(p->initial_centers[i]))
+                return pc__fail(PC_INVALID_ARGUMENT, "initial centre %zu is not finite", i / points->dim);
+    }
+    if (p->n_init < 1)
+        return pc__fail(PC_INVALID_ARGUMENT, "n_init must be >= 1, got %d", p->n_init);
+    if (p->max_iter < 1)
+        return pc__fail(PC_INVALID_ARGUMENT, "max_iter must be >= 1, got %d", p->max_iter);
+    if (!(p->tol >= 0) || !isfinite(p->tol))
+        return pc__fail(PC_INVALID_ARGUMENT, "tol must be a finite number >= 0, got %g", p->tol);
+    if (p->threads < 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "threads must be >= 0 (0 = OpenMP's default), got %d", p->threads);
+    return PC_OK;
+}
+
+/* scikit-learn's tolerance: tol times the mean over features of their variance. */
+static double absolute_tolerance(const float *x, size_t n, size_t dim, double tol)
+{
+    if (tol == 0)
+        return 0;
+    double total = 0;
+    for (size_t d = 0; d < dim; d++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += x[i * dim + d];
+        mean /= (double)n;
+        for (size_t i = 0; i < n; i++)
+            var += (x[i * dim + d] - mean) * (x[i * dim + d] - mean);
+        total += var / (double)n;
+    }
+    return tol * total / (double)dim;
+}
+
+pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result)
+{
+    if (!result)
+        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
+    *result = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    pc_status st = check(points, params);
+    if (st != PC_OK)
+        return st;
+    size_t n = points->n, dim = points->dim, k = params->k;
+    pc_backend backend;
+    if ((st = pc__choose_backend(params->backend, (double)n * (double)k * (double)dim, &backend)) != PC_OK)
+        return st;
+    if (backend == PC_BACKEND_CUDA) {
+        if (params->backend == PC_BACKEND_CUDA)
+            return pc__fail(PC_UNSUPPORTED, "k-means has no CUDA backend in this version");
+        backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    }
+    int threads = 1;
+#ifdef _OPENMP
+    if (backend == PC_BACKEND_OPENMP)
+        threads = params->threads > 0 ? params->threads : omp_get_max_threads();
+#endif
+    const float *x;
+    float *owned = NULL;
+    pc_result *r = pc__result_new(n, dim);
+    float *centres = pc__alloc(k, dim * sizeof *centres, "centres");
+    int32_t *labels = pc__alloc(n, sizeof *labels, "labels");
+    if (!r || !centres || !labels) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
+    }
+    r->backend = backend;
+    if ((st = pc__points_as_f32(points, &x, &owned)) != PC_OK)
+        goto fail;
+    pc__km_options o = {params->max_iter, absolute_tolerance(x, n, dim, params->tol), threads, params->progress,
+                        params->progress_user};
+    int runs = params->init == PC_INIT_GIVEN ? 1 : params->n_init;
+    double t_init = 0, t_lloyd = 0;
+    r->inertia = INFINITY;
+    for (int run = 0; run < runs; run++) {
+        double t0 = pc__now();
+        if (params->init == PC_INIT_GIVEN)
+            memcpy(centres, params->initial_centers, k * dim * sizeof *centres);
+        else if ((st = pc__km_init(x, n, dim, k, params->init, params->seed + 0x9E3779B97F4A7C15ull * (uint64_t)run,
+                                   threads, centres)) != PC_OK)
+            goto fail;
+        double t1 = pc__now();
+        int iterations;
+        double inertia;
+        if ((st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)) != PC_OK)
+            goto fail;
+        t_init += t1 - t0;
+        t_lloyd += pc__now() - t1;
+        if (inertia < r->inertia) { /* keep the best run */
+            float *tc = r->centers;
+            int32_t *tl = r->labels;
+            r->centers = centres;
+            r->labels = labels;
+            centres = tc ? tc : pc__alloc(k, dim * sizeof *centres, "centres");
+            labels = tl ? tl : pc__alloc(n, sizeof *labels, "labels");
+            r->inertia = inertia;
+            r->iterations = iterations;
+            if (!centres || !labels) {
+                st = PC_OUT_OF_MEMORY;
+                goto fail;
+            }
+        }
+    }
+    r->k = k;
+    r->sizes = pc__calloc(k, sizeof *r->sizes, "cluster sizes");
+    if (!r->sizes) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        r->sizes[r->labels[i]]++;
+    pc__result_add_stage(r, "init", t_init);
+    pc__result_add_stage(r, "lloyd", t_lloyd);
+    free(centres);
+    free(labels);
+    free(owned);
+    *result = r;
+    return PC_OK;
+fail:
+    free(centres);
+    free(labels);
+    free(owned);
+    pc_result_free(r);
+    return st;
+}

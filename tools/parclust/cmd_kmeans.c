@@ -1,0 +1,187 @@
+/* parclust kmeans: Lloyd's k-means with the initialisations of ALGORITHMS.md section 2. */
+#include "cli.h"
+#include "plot.h"
+#include "points_io.h"
+#include "progress.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const help =
+    "usage: parclust kmeans INPUT -k K [options]\n"
+    "\n"
+    "Clusters the points of INPUT (.csv/.tsv/.txt or .npy) into K clusters by Lloyd's k-means.\n"
+    "\n"
+    "  -k K                 clusters (required)\n"
+    "  --init I             kmeans++ (default), random, kmeans-par (k-means||), or a file of K\n"
+    "                       initial centres (.csv/.npy, one row each)\n"
+    "  --n-init N           runs from different seeds, the lowest inertia wins (default 1)\n"
+    "  --max-iter N         most iterations (default 300)\n"
+    "  --tol T              stop when the centres move less than T x the mean feature variance\n"
+    "                       (scikit-learn's rule; default 1e-4, 0 = only when no label changes)\n"
+    "  --seed S             random seed of the initialisation (default 0)\n"
+    "  --backend B          auto (default), seq or openmp\n"
+    "  --threads T          OpenMP threads (default: all cores)\n"
+    "  --labels OUT         one label per point (.csv/.txt or .npy)\n"
+    "  --centers OUT        the centres, one row each\n"
+    "  --plot OUT           the points coloured by cluster (.png or .svg)\n"
+    "  --verbose            per-stage timings\n";
+
+typedef struct {
+    const char *input, *init_file, *labels, *centers, *plot;
+    int verbose;
+} km_cli;
+
+static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
+{
+    cli_args a;
+    cli_args_init(&a, "kmeans", argc, argv);
+    long l;
+    const char *v;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return -2;
+        } else if (cli_is(&a, "-k") || cli_is(&a, "--clusters")) {
+            if (cli_int(&a, 1, 2000000000, &l)) return -1;
+            p->k = (size_t)l;
+        } else if (cli_is(&a, "--init")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_kmeans_init_parse(v, &p->init) != PC_OK || p->init == PC_INIT_GIVEN) {
+                p->init = PC_INIT_GIVEN;
+                c->init_file = v;
+            }
+        } else if (cli_is(&a, "--n-init")) {
+            if (cli_int(&a, 1, 100000, &l)) return -1;
+            p->n_init = (int)l;
+        } else if (cli_is(&a, "--max-iter")) {
+            if (cli_int(&a, 1, 1000000000, &l)) return -1;
+            p->max_iter = (int)l;
+        } else if (cli_is(&a, "--tol")) {
+            if (cli_double(&a, &p->tol)) return -1;
+            if (p->tol < 0) {
+                cli_error(a.cmd, "--tol must be >= 0, got %g", p->tol);
+                return -1;
+            }
+        } else if (cli_is(&a, "--seed")) {
+            if (cli_int(&a, 0, 0x7fffffffL, &l)) return -1;
+            p->seed = (uint64_t)l;
+        } else if (cli_is(&a, "--backend")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_backend_parse(v, &p->backend) != PC_OK) {
+                cli_error(a.cmd, "%s", pc_last_error());
+                return -1;
+            }
+        } else if (cli_is(&a, "--threads")) {
+            if (cli_int(&a, 1, 4096, &l)) return -1;
+            p->threads = (int)l;
+        } else if (cli_is(&a, "--labels")) {
+            if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
+        } else if (cli_is(&a, "--centers")) {
+            if (!(c->centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->centers)) return -1;
+        } else if (cli_is(&a, "--plot")) {
+            if (!(c->plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->plot)) return -1;
+        } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
+            c->verbose = 1;
+        } else if (a.name[0] != '-' && !c->input) {
+            c->input = a.name;
+        } else {
+            cli_unknown(&a);
+            return -1;
+        }
+    }
+    if (!c->input) {
+        cli_error(a.cmd, "no input file (see 'parclust kmeans --help')");
+        return -1;
+    }
+    if (p->k == 0) {
+        cli_error(a.cmd, "-k K is required (the number of clusters)");
+        return -1;
+    }
+    return 0;
+}
+
+static int write_outputs(const km_cli *c, const pcli_matrix *m, const pc_result *r)
+{
+    char err[512];
+    size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
+    cli_outputs out = {0};
+    const char *path = NULL;
+    if (c->labels && (!(path = cli_outputs_stage(&out, "kmeans", c->labels)) ||
+                      pcli_write_labels(path, pc_result_labels(r), n, err, sizeof err)))
+        goto fail;
+    if (c->centers && (!(path = cli_outputs_stage(&out, "kmeans", c->centers)) ||
+                       pcli_write_matrix(path, pc_result_centers(r), k, dim, err, sizeof err)))
+        goto fail;
+    if (c->plot && (!(path = cli_outputs_stage(&out, "kmeans", c->plot)) ||
+                    pcli_plot(path, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k, "k-means", err,
+                              sizeof err)))
+        goto fail;
+    return cli_outputs_commit(&out, "kmeans") ? CLI_FAILED : CLI_OK;
+fail:
+    if (path)
+        cli_outputs_error(&out, "kmeans", err);
+    cli_outputs_discard(&out);
+    return CLI_FAILED;
+}
+
+int cmd_kmeans(int argc, char **argv)
+{
+    km_cli c = {0};
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    int rc = parse(argc, argv, &c, &p);
+    if (rc == -2)
+        return CLI_OK;
+    if (rc)
+        return CLI_USAGE;
+    if (cli_check_writable("kmeans", "--labels", c.labels) || cli_check_writable("kmeans", "--centers", c.centers) ||
+        cli_check_writable("kmeans", "--plot", c.plot))
+        return CLI_FAILED;
+    pcli_matrix m = {0}, init = {0};
+    char err[512];
+    if (pcli_read_points(c.input, &m, err, sizeof err) ||
+        (c.init_file && pcli_read_points(c.init_file, &init, err, sizeof err))) {
+        cli_error("kmeans", "%s", err);
+        pcli_matrix_free(&m);
+        return CLI_FAILED;
+    }
+    if (c.init_file && (init.n != p.k || init.dim != m.dim)) {
+        cli_error("kmeans", "%s: %zu centres of %zu values, expected %zu of %zu (-k and the points' dimensions)",
+                  c.init_file, init.n, init.dim, p.k, m.dim);
+        pcli_matrix_free(&m);
+        pcli_matrix_free(&init);
+        return CLI_FAILED;
+    }
+    p.initial_centers = init.data;
+    cli_progress progress;
+    cli_progress_start(&progress, "k-means");
+    p.progress = cli_progress_update;
+    p.progress_user = &progress;
+    pc_points pts = pc_points_f32(m.data, m.n, m.dim);
+    pc_result *r = NULL;
+    double t0 = cli_seconds();
+    pc_status st = pc_kmeans(&pts, &p, &r);
+    double seconds = cli_seconds() - t0;
+    cli_progress_end(&progress);
+    pcli_matrix_free(&init);
+    if (st != PC_OK) {
+        cli_error("kmeans", "%s: %s", c.input, pc_last_error()[0] ? pc_last_error() : pc_status_string(st));
+        pcli_matrix_free(&m);
+        return CLI_FAILED;
+    }
+    size_t k = pc_result_cluster_count(r);
+    printf("k-means: %zu points, %zu dimensions, %zu clusters, %d iterations, inertia %.9g, %.3f s (%s)\n", m.n,
+           m.dim, k, pc_result_iterations(r), pc_result_inertia(r), seconds, pc_backend_name(pc_result_backend(r)));
+    if (c.verbose)
+        for (size_t s = 0; s < pc_result_stage_count(r); s++) {
+            const char *name;
+            double t;
+            pc_result_stage(r, s, &name, &t);
+            printf("  stage %-6s %.4f s\n", name, t);
+        }
+    rc = write_outputs(&c, &m, r);
+    pc_result_free(r);
+    pcli_matrix_free(&m);
+    return rc;
+}
