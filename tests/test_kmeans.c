@@ -39,9 +39,10 @@ static void test_one_step(uint64_t seed)
         int32_t *first = malloc(n * sizeof *first);
         double *mean = calloc(k * dim, sizeof *mean);
         int64_t *count = calloc(k, sizeof *count);
+        char *tainted = calloc(k, 1);
         size_t bad_labels = 0;
         for (size_t i = 0; i < n; i++) {
-            double best = INFINITY, best2 = INFINITY;
+            double best = INFINITY, best2 = INFINITY, second = INFINITY;
             int32_t arg = 0;
             for (size_t c = 0; c < k; c++) {
                 double d = 0;
@@ -50,10 +51,16 @@ static void test_one_step(uint64_t seed)
                     d += t * t;
                 }
                 if (d < best) {
+                    second = best;
                     best = d;
                     arg = (int32_t)c;
+                } else if (d < second) {
+                    second = d;
                 }
             }
+            /* A near-tie may go either way in float: its cluster's mean is not compared. */
+            if (second - best <= 1e-5 * best + 1e-6)
+                tainted[arg] = 1;
             first[i] = arg;
             count[arg]++;
             for (size_t j = 0; j < dim; j++)
@@ -74,10 +81,17 @@ static void test_one_step(uint64_t seed)
         }
         CHECK_MSG(bad_labels == 0, "dim %zu: %zu points not at their nearest centre", dim, bad_labels);
         double worst = 0;
-        for (size_t c = 0; c < k; c++)
-            for (size_t j = 0; j < dim && count[c]; j++)
+        size_t compared = 0;
+        for (size_t c = 0; c < k; c++) {
+            if (!count[c] || tainted[c])
+                continue;
+            compared++;
+            for (size_t j = 0; j < dim; j++)
                 worst = fmax(worst, fabs(mean[c * dim + j] / (double)count[c] - pc_result_centers(r)[c * dim + j]));
+        }
         CHECK_MSG(worst < 1e-4, "dim %zu: centres differ from the means by %g", dim, worst);
+        CHECK(compared >= k * 8 / 10);
+        free(tainted);
         free(first);
         free(mean);
         free(count);
