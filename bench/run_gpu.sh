@@ -15,12 +15,19 @@ B=build-gpu
 (cd $B && ctest -L cuda --output-on-failure) >"$OUT/ctest.log" 2>&1
 tail -3 "$OUT/ctest.log"
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck; do
-    PC_CUDA_TEST_QUICK=1 PC_TEST_SEED=1 $CS --tool $tool --error-exitcode 9 $B/tests/test_meanshift_cuda \
-        >"$OUT/sanitizer-$tool.log" 2>&1
-    echo "compute-sanitizer $tool: exit $? ($(tail -1 "$OUT/sanitizer-$tool.log"))"
+for t in meanshift kmeans; do
+    for tool in memcheck racecheck; do
+        PC_CUDA_TEST_QUICK=1 PC_TEST_SEED=1 $CS --tool $tool --error-exitcode 9 $B/tests/test_${t}_cuda \
+            >"$OUT/sanitizer-$t-$tool.log" 2>&1
+        echo "compute-sanitizer $tool on $t: exit $? ($(tail -1 "$OUT/sanitizer-$t-$tool.log"))"
+    done
 done
 [ "${1:-}" = "--no-bench" ] && exit 0
+if [ "${1:-}" = "--kmeans" ]; then
+    { $B/bench/bench_kmeans gpu; echo; python3 bench/peers_kmeans_gpu.py; } >"$OUT/bench-kmeans.log" 2>&1
+    cat "$OUT/bench-kmeans.log"
+    exit 0
+fi
 {
     $B/bench/bench_meanshift gpu
     echo

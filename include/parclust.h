@@ -207,6 +207,13 @@ typedef enum {
 } pc_kmeans_init;
 
 const char *pc_kmeans_init_name(pc_kmeans_init init); /* "kmeans++", "random", "kmeans-par", "given" */
+
+/* How the CUDA backend runs an iteration (for comparing the seed's design with the default). */
+typedef enum {
+    PC_KMEANS_CUDA_FAST = 0, /* default: assignment and accumulation fused in one pass over the points */
+    PC_KMEANS_CUDA_SEED      /* seed 002: an assignment kernel, then per-block per-cluster sums, then a
+                                final sum */
+} pc_kmeans_cuda_variant;
 pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
 
 typedef struct {
@@ -221,6 +228,7 @@ typedef struct {
     uint64_t seed;                /* the same seed gives the same initial centres on every backend. Default 0 */
     pc_backend backend;           /* default PC_BACKEND_AUTO */
     int threads;                  /* OpenMP threads, 0 = OpenMP's default */
+    pc_kmeans_cuda_variant cuda_variant; /* default PC_KMEANS_CUDA_FAST */
     pc_progress_fn progress;      /* optional, called after each iteration */
     void *progress_user;
 } pc_kmeans_params;

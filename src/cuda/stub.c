@@ -2,6 +2,7 @@
  * GPU entry point says the backend was not built. */
 #include "../core/internal.h"
 #include "../meanshift/internal_ms.h"
+#include "../kmeans/internal_km.h"
 
 #include <stdio.h>
 
@@ -21,5 +22,14 @@ pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc
 {
     (void)points, (void)n, (void)dim, (void)setup, (void)options, (void)modes, (void)iterations;
     (void)stage_seconds;
+    return pc__fail(PC_UNSUPPORTED, "the CUDA backend was not built into this parclust");
+}
+
+pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
+                            pc_kmeans_cuda_variant variant, float *centres, int32_t *labels, int *iterations,
+                            double *inertia, double *gpu_seconds)
+{
+    (void)x, (void)n, (void)dim, (void)k, (void)o, (void)variant, (void)centres, (void)labels, (void)iterations;
+    (void)inertia, (void)gpu_seconds;
     return pc__fail(PC_UNSUPPORTED, "the CUDA backend was not built into this parclust");
 }

@@ -73,8 +73,8 @@ static int farther_first(const void *a, const void *b)
 
 /* scikit-learn's rule: the e empty clusters, in index order, take the e points farthest from their
  * (old) centres, which leave their clusters' sums. */
-static pc_status relocate_empty(const float *x, size_t n, size_t dim, size_t k, const float *old, const int32_t *labels,
-                                double *sums, int64_t *counts)
+pc_status pc__km_relocate_empty(const float *x, size_t n, size_t dim, size_t k, const float *old,
+                                const int32_t *labels, double *sums, int64_t *counts)
 {
     size_t empty = 0;
     for (size_t c = 0; c < k; c++)
@@ -106,73 +106,72 @@ static pc_status relocate_empty(const float *x, size_t n, size_t dim, size_t k, 
     return PC_OK;
 }
 
-pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
-                           int32_t *labels, int *iterations, double *inertia)
+typedef struct {
+    const float *x;
+    size_t n, dim, k;
+    int threads;
+    int32_t *labels, *previous;
+    pc__km_centres c;
+} cpu_engine;
+
+static pc_status cpu_step(void *ctx, const float *centres, double *sums, int64_t *counts, size_t *changed)
 {
-    pc_status st = PC_OK;
-    pc__km_centres c = {0, 0, 0, NULL, NULL};
-    int32_t *old_labels = pc__alloc(n, sizeof *old_labels, "labels");
-    double *sums = pc__alloc(k * dim, sizeof *sums, "centre sums");
-    int64_t *counts = pc__alloc(k, sizeof *counts, "cluster counts");
-    float *old = pc__alloc(k * dim, sizeof *old, "centres");
-    if (!old_labels || !sums || !counts || !old || pc__km_centres_init(&c, k, dim) != PC_OK) {
-        st = PC_OUT_OF_MEMORY;
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        old_labels[i] = -1;
-    int strict = 0, it = 0;
-    while (it < o->max_iter) {
-        memcpy(old, centres, k * dim * sizeof *old);
-        pc__km_centres_set(&c, old);
-        assign_and_sum(x, n, dim, k, &c, o->threads, labels, sums, counts);
-        if ((st = relocate_empty(x, n, dim, k, old, labels, sums, counts)) != PC_OK)
-            goto done;
-        double shift = 0;
-        for (size_t j = 0; j < k; j++)
-            for (size_t d = 0; d < dim; d++) {
-                float v = counts[j] > 0 ? (float)(sums[j * dim + d] / (double)counts[j]) : old[j * dim + d];
-                double t = (double)v - old[j * dim + d];
-                shift += t * t;
-                centres[j * dim + d] = v;
-            }
-        it++;
-        if (memcmp(labels, old_labels, n * sizeof *labels) == 0) {
-            strict = 1;
-            break;
-        }
-        if (o->progress && o->progress(o->progress_user, (double)it / o->max_iter)) {
-            st = pc__fail(PC_CANCELLED, "k-means cancelled after %d iterations", it);
-            goto done;
-        }
-        if (shift <= o->tol_abs)
-            break;
-        memcpy(old_labels, labels, n * sizeof *labels);
-    }
-    if (!strict) { /* the labels of the final centres */
-        pc__km_centres_set(&c, centres);
-        int threads = o->threads;
-        (void)threads;
-        long chunks = (long)((n + CHUNK - 1) / CHUNK);
+    cpu_engine *e = ctx;
+    pc__km_centres_set(&e->c, centres);
+    memcpy(e->previous, e->labels, e->n * sizeof *e->labels);
+    assign_and_sum(e->x, e->n, e->dim, e->k, &e->c, e->threads, e->labels, sums, counts);
+    size_t diff = 0;
+    for (size_t i = 0; i < e->n; i++)
+        diff += e->labels[i] != e->previous[i];
+    *changed = diff;
+    return PC_OK;
+}
+
+static pc_status cpu_labels(void *ctx, int32_t *labels)
+{
+    cpu_engine *e = ctx;
+    if (labels != e->labels)
+        memcpy(labels, e->labels, e->n * sizeof *labels);
+    return PC_OK;
+}
+
+static pc_status cpu_finish(void *ctx, const float *centres, int relabel, double *inertia)
+{
+    cpu_engine *e = ctx;
+    const float *x = e->x;
+    size_t n = e->n, dim = e->dim;
+    int threads = e->threads;
+    (void)threads;
+    long chunks = (long)((n + CHUNK - 1) / CHUNK);
+    if (relabel) {
+        pc__km_centres_set(&e->c, centres);
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
         for (long ch = 0; ch < chunks; ch++) {
-            size_t b = (size_t)ch * CHUNK, e = b + CHUNK < n ? b + CHUNK : n;
-            pc__km_assign(x, b, e, &c, labels);
+            size_t b = (size_t)ch * CHUNK, end = b + CHUNK < n ? b + CHUNK : n;
+            pc__km_assign(x, b, end, &e->c, e->labels);
         }
     }
     double total = 0;
-    int threads = o->threads;
-    (void)threads;
+    const int32_t *labels = e->labels;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) reduction(+ : total)
     for (long i = 0; i < (long)n; i++)
         total += pc__km_dist2(x + (size_t)i * dim, centres + (size_t)labels[i] * dim, dim);
     *inertia = total;
-    *iterations = it;
-done:
-    pc__km_centres_free(&c);
-    free(old_labels);
-    free(sums);
-    free(counts);
-    free(old);
+    return PC_OK;
+}
+
+pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
+                           int32_t *labels, int *iterations, double *inertia)
+{
+    cpu_engine e = {x, n, dim, k, o->threads, labels, pc__alloc(n, sizeof(int32_t), "labels"), {0, 0, 0, NULL, NULL}};
+    pc_status st = PC_OUT_OF_MEMORY;
+    if (e.previous && pc__km_centres_init(&e.c, k, dim) == PC_OK) {
+        for (size_t i = 0; i < n; i++)
+            labels[i] = -1;
+        pc__km_engine engine = {&e, cpu_step, cpu_labels, cpu_finish};
+        st = pc__km_lloyd(&engine, x, n, dim, k, o, centres, iterations, inertia);
+    }
+    pc__km_centres_free(&e.c);
+    free(e.previous);
     return st;
 }

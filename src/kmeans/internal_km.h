@@ -37,9 +37,34 @@ typedef struct {
     void *progress_user;
 } pc__km_options;
 
-/* Lloyd's iterations from `centres` (updated in place), scikit-learn's loop and stopping rules;
- * labels, iterations and inertia out. */
+/* Where Lloyd's iterations run: the loop (lloyd.c) is the same for every backend. */
+typedef struct {
+    void *ctx;
+    /* Assigns every point to its nearest centre and sums each cluster's points; *changed: how many
+     * labels differ from the previous step's (all of them at the first). */
+    pc_status (*step)(void *ctx, const float *centres, double *sums, int64_t *counts, size_t *changed);
+    /* The current labels, on the host. */
+    pc_status (*labels)(void *ctx, int32_t *labels);
+    /* With relabel, assigns the points to `centres` once more; then the inertia. */
+    pc_status (*finish)(void *ctx, const float *centres, int relabel, double *inertia);
+} pc__km_engine;
+
+/* Lloyd's iterations from `centres` (updated in place), scikit-learn's loop and stopping rules. */
+pc_status pc__km_lloyd(const pc__km_engine *e, const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
+                       float *centres, int *iterations, double *inertia);
+
+/* The CPU engine over labels[] (n), sequential or OpenMP by o->threads. */
 pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
                            int32_t *labels, int *iterations, double *inertia);
+
+/* The CUDA backend of Lloyd's iterations (cuda.cu; src/cuda/stub.c without CUDA): the same loop and
+ * rules as pc__km_lloyd_cpu, iterations on the GPU. */
+pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
+                            pc_kmeans_cuda_variant variant, float *centres, int32_t *labels, int *iterations,
+                            double *inertia, double *gpu_seconds);
+
+/* scikit-learn's empty-cluster rule on per-cluster sums (shared by the CPU and CUDA loops). */
+pc_status pc__km_relocate_empty(const float *x, size_t n, size_t dim, size_t k, const float *old,
+                                const int32_t *labels, double *sums, int64_t *counts);
 
 #endif

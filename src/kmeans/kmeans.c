@@ -101,14 +101,11 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     pc_backend backend;
     if ((st = pc__choose_backend(params->backend, (double)n * (double)k * (double)dim, &backend)) != PC_OK)
         return st;
-    if (backend == PC_BACKEND_CUDA) {
-        if (params->backend == PC_BACKEND_CUDA)
-            return pc__fail(PC_UNSUPPORTED, "k-means has no CUDA backend in this version");
-        backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
-    }
+    if ((unsigned)params->cuda_variant > PC_KMEANS_CUDA_SEED)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown CUDA k-means variant %d", (int)params->cuda_variant);
     int threads = 1;
 #ifdef _OPENMP
-    if (backend == PC_BACKEND_OPENMP)
+    if (backend != PC_BACKEND_SEQUENTIAL) /* the CPU passes of the init (and of a fallback) */
         threads = params->threads > 0 ? params->threads : omp_get_max_threads();
 #endif
     const float *x;
@@ -126,7 +123,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     pc__km_options o = {params->max_iter, absolute_tolerance(x, n, dim, params->tol), threads, params->progress,
                         params->progress_user};
     int runs = params->init == PC_INIT_GIVEN ? 1 : params->n_init;
-    double t_init = 0, t_lloyd = 0;
+    double t_init = 0, t_lloyd = 0, t_gpu = 0;
     r->inertia = INFINITY;
     for (int run = 0; run < runs; run++) {
         double t0 = pc__now();
@@ -138,7 +135,18 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         double t1 = pc__now();
         int iterations;
         double inertia;
-        if ((st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)) != PC_OK)
+        if (backend == PC_BACKEND_CUDA) {
+            st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, centres, labels, &iterations, &inertia,
+                                   &t_gpu);
+            if (st == PC_UNSUPPORTED && params->backend == PC_BACKEND_AUTO) { /* beyond the GPU kernel */
+                backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+                if (params->init == PC_INIT_GIVEN)
+                    memcpy(centres, params->initial_centers, k * dim * sizeof *centres);
+                st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
+            }
+        } else
+            st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
+        if (st != PC_OK)
             goto fail;
         t_init += t1 - t0;
         t_lloyd += pc__now() - t1;
@@ -167,6 +175,8 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         r->sizes[r->labels[i]]++;
     pc__result_add_stage(r, "init", t_init);
     pc__result_add_stage(r, "lloyd", t_lloyd);
+    if (backend == PC_BACKEND_CUDA) /* the iterations' kernels alone (CUDA events) */
+        pc__result_add_stage(r, "lloyd-gpu", t_gpu);
     free(centres);
     free(labels);
     free(owned);

@@ -20,7 +20,8 @@ static const char *const help =
     "  --tol T              stop when the centres move less than T x the mean feature variance\n"
     "                       (scikit-learn's rule; default 1e-4, 0 = only when no label changes)\n"
     "  --seed S             random seed of the initialisation (default 0)\n"
-    "  --backend B          auto (default), seq or openmp\n"
+    "  --backend B          auto (default), seq, openmp or cuda\n"
+    "  --cuda-variant V     fast (default: fused assignment and sums) or seed (seed 002's kernels)\n"
     "  --threads T          OpenMP threads (default: all cores)\n"
     "  --labels OUT         one label per point (.csv/.txt or .npy)\n"
     "  --centers OUT        the centres, one row each\n"
@@ -70,6 +71,16 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
             if (!(v = cli_value(&a))) return -1;
             if (pc_backend_parse(v, &p->backend) != PC_OK) {
                 cli_error(a.cmd, "%s", pc_last_error());
+                return -1;
+            }
+        } else if (cli_is(&a, "--cuda-variant")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (strcmp(v, "fast") == 0)
+                p->cuda_variant = PC_KMEANS_CUDA_FAST;
+            else if (strcmp(v, "seed") == 0)
+                p->cuda_variant = PC_KMEANS_CUDA_SEED;
+            else {
+                cli_error(a.cmd, "unknown CUDA variant '%s' (expected fast or seed)", v);
                 return -1;
             }
         } else if (cli_is(&a, "--threads")) {

@@ -1,0 +1,104 @@
+/* k-means speed: one Lloyd iteration on the GPU for BENCHMARKS.md's km-large sizes (both CUDA
+ * variants), and Lloyd on the CPU. Random init from seed 0, no early stop, inertia printed beside
+ * each time.
+ *
+ *   bench_kmeans gpu [--iterations 10]
+ *   bench_kmeans cpu [--n 1000000] [--dim 3] [--k 100] [--iterations 20]
+ */
+#include "parclust.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *blobs(size_t n, size_t dim, size_t k)
+{
+    pc_generate_params g;
+    pc_generate_params_init(&g);
+    g.n = n;
+    g.dim = dim;
+    g.clusters = k;
+    g.spread = 1.0;
+    g.box = 10.0;
+    float *x = malloc(n * dim * sizeof *x);
+    if (!x || pc_generate(&g, x, NULL) != PC_OK) {
+        fprintf(stderr, "generate: %s\n", pc_last_error());
+        exit(1);
+    }
+    return x;
+}
+
+static double stage(const pc_result *r, const char *want)
+{
+    for (size_t s = 0; s < pc_result_stage_count(r); s++) {
+        const char *name;
+        double t;
+        pc_result_stage(r, s, &name, &t);
+        if (strcmp(name, want) == 0)
+            return t;
+    }
+    return 0;
+}
+
+static pc_result *run(const float *x, size_t n, size_t dim, size_t k, int iterations, pc_backend b,
+                      pc_kmeans_cuda_variant v)
+{
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = k;
+    p.init = PC_INIT_RANDOM;
+    p.max_iter = iterations;
+    p.tol = 0;
+    p.backend = b;
+    p.cuda_variant = v;
+    pc_points pts = pc_points_f32(x, n, dim);
+    pc_result *r = NULL;
+    if (pc_kmeans(&pts, &p, &r) != PC_OK) {
+        fprintf(stderr, "k-means: %s\n", pc_last_error());
+        exit(1);
+    }
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "cpu";
+    size_t n = 1000000, dim = 3, k = 100;
+    int iterations = strcmp(what, "gpu") == 0 ? 10 : 20;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--n") == 0) n = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--dim") == 0) dim = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--k") == 0) k = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--iterations") == 0) iterations = atoi(argv[i + 1]);
+    }
+    if (strcmp(what, "gpu") == 0) {
+        char desc[256];
+        pc_cuda_device_describe(0, desc, sizeof desc);
+        printf("GPU: %s\n\n| N x D, k | variant | one iteration on the GPU (ms) | iterations | inertia |\n|---|---|---|---|---|\n",
+               desc);
+        const size_t sizes[][3] = {{10000000, 3, 100}, {1000000, 16, 1000}, {10000000, 16, 1000}};
+        for (int s = 0; s < 3; s++) {
+            float *x = blobs(sizes[s][0], sizes[s][1], 50);
+            for (int v = 0; v < 2; v++) {
+                pc_result *r = run(x, sizes[s][0], sizes[s][1], sizes[s][2], iterations, PC_BACKEND_CUDA,
+                                   (pc_kmeans_cuda_variant)v);
+                printf("| %zuM x %zu, k = %zu | %s | %.3f | %d | %.6g |\n", sizes[s][0] / 1000000, sizes[s][1],
+                       sizes[s][2], v ? "seed 002" : "fast", 1e3 * stage(r, "lloyd-gpu") / pc_result_iterations(r),
+                       pc_result_iterations(r), pc_result_inertia(r));
+                fflush(stdout);
+                pc_result_free(r);
+            }
+            free(x);
+        }
+        return 0;
+    }
+    float *x = blobs(n, dim, 50);
+    printf("| N x D, k | backend | Lloyd (s) for %d iterations | init (s) | inertia |\n|---|---|---|---|---|\n",
+           iterations);
+    pc_result *r = run(x, n, dim, k, iterations, PC_BACKEND_OPENMP, PC_KMEANS_CUDA_FAST);
+    printf("| %zu x %zu, k = %zu | openmp, %d threads | %.3f | %.3f | %.6g |\n", n, dim, k, pc_openmp_max_threads(),
+           stage(r, "lloyd"), stage(r, "init"), pc_result_inertia(r));
+    pc_result_free(r);
+    free(x);
+    return 0;
+}

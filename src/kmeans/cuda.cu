@@ -1,0 +1,311 @@
+// Lloyd's iterations on an NVIDIA GPU. The centres (and |c|^2) sit in shared memory; each thread takes
+// points in a grid-stride loop, finds the nearest centre as min over c of |c|^2 - 2 x.c, and (fast
+// variant) adds the point to its block's per-cluster sums in shared memory in the same pass. The seed's
+// variant (seed 002) assigns in one kernel and sums per block and cluster in a second. Per-block sums
+// are added over the blocks in a fixed order in double; the centre update and the stopping rules are
+// lloyd.c's, on the host, as for the CPU.
+#include "../cuda/common.cuh"
+
+#include <algorithm>
+#include <math.h>
+#include <stdlib.h>
+
+extern "C" {
+#include "internal_km.h"
+}
+
+namespace {
+
+constexpr int BLOCK = 256;
+
+// Nearest centre of point xv among k centres in shared memory (sc: k x dim, sn: |c|^2), ties to the
+// lower index. D > 0: the dimension known at compile time; D == 0: any (read from global memory).
+template <int D>
+__device__ __forceinline__ int nearest(const float *xv, const float *xg, int dim, int k, const float *sc,
+                                       const float *sn)
+{
+    float best = INFINITY;
+    int arg = 0;
+    for (int c = 0; c < k; c++) {
+        float d = sn[c];
+        if (D > 0) {
+#pragma unroll
+            for (int j = 0; j < D; j++)
+                d = fmaf(-2.0f * xv[j], sc[c * D + j], d);
+        } else {
+            for (int j = 0; j < dim; j++)
+                d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
+        }
+        if (d < best) {
+            best = d;
+            arg = c;
+        }
+    }
+    return arg;
+}
+
+template <int D, bool ACCUMULATE>
+__global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__ x, int n, int dim, int k,
+                                                       const float *__restrict__ centres, int32_t *labels,
+                                                       float *partial, unsigned long long *changed)
+{
+    extern __shared__ float smem[];
+    const int nd = D > 0 ? D : dim;
+    float *sc = smem, *sn = sc + (size_t)k * nd, *acc = sn + k;
+    for (int q = threadIdx.x; q < k * nd; q += blockDim.x)
+        sc[q] = centres[q];
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        float s = 0.0f;
+        for (int j = 0; j < nd; j++)
+            s = fmaf(centres[c * nd + j], centres[c * nd + j], s);
+        sn[c] = s;
+    }
+    if (ACCUMULATE)
+        for (int q = threadIdx.x; q < k * (nd + 1); q += blockDim.x)
+            acc[q] = 0.0f;
+    __syncthreads();
+    unsigned moved = 0;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float *xg = x + i * nd;
+        float xv[D > 0 ? D : 1];
+        if (D > 0) {
+#pragma unroll
+            for (int j = 0; j < D; j++)
+                xv[j] = xg[j];
+        }
+        int c = nearest<D>(xv, xg, nd, k, sc, sn);
+        moved += labels[i] != c;
+        labels[i] = c;
+        if (ACCUMULATE) {
+            for (int j = 0; j < nd; j++)
+                atomicAdd(&acc[c * (nd + 1) + j], D > 0 ? xv[j] : xg[j]);
+            atomicAdd(&acc[c * (nd + 1) + nd], 1.0f);
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        moved += __shfl_down_sync(0xffffffffu, moved, off);
+    if ((threadIdx.x & 31) == 0 && moved)
+        atomicAdd(changed, (unsigned long long)moved);
+    if (ACCUMULATE) {
+        __syncthreads();
+        float *out = partial + (size_t)blockIdx.x * k * (nd + 1);
+        for (int q = threadIdx.x; q < k * (nd + 1); q += blockDim.x)
+            out[q] = acc[q];
+    }
+}
+
+// Seed 002's second kernel: each block sums its points per cluster into its row of the
+// (blocks x k) array.
+__global__ void __launch_bounds__(BLOCK) block_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
+                                                           const int32_t *__restrict__ labels, float *partial)
+{
+    extern __shared__ float acc[];
+    for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
+        acc[q] = 0.0f;
+    __syncthreads();
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        int c = labels[i];
+        for (int j = 0; j < dim; j++)
+            atomicAdd(&acc[c * (dim + 1) + j], x[i * dim + j]);
+        atomicAdd(&acc[c * (dim + 1) + dim], 1.0f);
+    }
+    __syncthreads();
+    float *out = partial + (size_t)blockIdx.x * k * (dim + 1);
+    for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
+        out[q] = acc[q];
+}
+
+// The final sum over the blocks, in block order, in double.
+__global__ void reduce_blocks(const float *partial, int blocks, int entries, double *sums)
+{
+    int q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= entries)
+        return;
+    double s = 0.0;
+    for (int b = 0; b < blocks; b++)
+        s += partial[(size_t)b * entries + q];
+    sums[q] = s;
+}
+
+__global__ void inertia_kernel(const float *x, int n, int dim, const float *centres, const int32_t *labels,
+                               double *per_block)
+{
+    __shared__ double part[BLOCK / 32];
+    double s = 0.0;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float *c = centres + (size_t)labels[i] * dim;
+        for (int j = 0; j < dim; j++) {
+            double t = (double)x[i * dim + j] - c[j];
+            s += t * t;
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0)
+        part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (int w = 0; w < BLOCK / 32; w++)
+            t += part[w];
+        per_block[blockIdx.x] = t;
+    }
+}
+
+struct gpu_engine {
+    size_t n = 0, dim = 0, k = 0;
+    pc_kmeans_cuda_variant variant = PC_KMEANS_CUDA_FAST;
+    int blocks = 0;
+    size_t smem_assign = 0, smem_sums = 0;
+    pc__device_buffer<float> x, centres, partial;
+    pc__device_buffer<int32_t> labels;
+    pc__device_buffer<double> sums, inertia;
+    pc__device_buffer<unsigned long long> changed;
+    double *host_sums = nullptr;
+    double gpu_seconds = 0.0;
+};
+
+typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, float *, unsigned long long *);
+
+assign_fn pick(int dim, bool accumulate)
+{
+#define PC__PICK(DD) return accumulate ? assign_kernel<DD, true> : assign_kernel<DD, false>
+    switch (dim) {
+    case 1: PC__PICK(1);
+    case 2: PC__PICK(2);
+    case 3: PC__PICK(3);
+    case 4: PC__PICK(4);
+    case 8: PC__PICK(8);
+    case 16: PC__PICK(16);
+    default: PC__PICK(0);
+    }
+#undef PC__PICK
+}
+
+pc_status assign(gpu_engine &e, bool accumulate)
+{
+    assign_fn fn = pick((int)e.dim, accumulate);
+    size_t smem = accumulate ? e.smem_assign : (e.k * e.dim + e.k) * sizeof(float);
+    PC_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), "k-means shared memory");
+    fn<<<e.blocks, BLOCK, smem>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr,
+                                  e.changed.ptr);
+    PC_CUDA_LAUNCHED("k-means assignment kernel");
+    return PC_OK;
+}
+
+pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *counts, size_t *changed)
+{
+    gpu_engine &e = *static_cast<gpu_engine *>(ctx);
+    cudaEvent_t t0, t1;
+    cudaEventCreate(&t0);
+    cudaEventCreate(&t1);
+    PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
+    PC_CUDA_TRY(cudaMemset(e.changed.ptr, 0, sizeof(unsigned long long)), "cudaMemset");
+    cudaEventRecord(t0);
+    pc_status st = assign(e, e.variant == PC_KMEANS_CUDA_FAST);
+    if (st != PC_OK)
+        return st;
+    if (e.variant == PC_KMEANS_CUDA_SEED) {
+        PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)e.smem_sums), "k-means shared memory");
+        block_sums_kernel<<<e.blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
+                                                            e.partial.ptr);
+        PC_CUDA_LAUNCHED("k-means block sums kernel");
+    }
+    int entries = (int)(e.k * (e.dim + 1));
+    reduce_blocks<<<(entries + 255) / 256, 256>>>(e.partial.ptr, e.blocks, entries, e.sums.ptr);
+    PC_CUDA_LAUNCHED("k-means reduction kernel");
+    cudaEventRecord(t1);
+    unsigned long long moved = 0;
+    PC_CUDA_TRY(cudaMemcpy(e.host_sums, e.sums.ptr, entries * sizeof(double), cudaMemcpyDeviceToHost), "sums download");
+    PC_CUDA_TRY(cudaMemcpy(&moved, e.changed.ptr, sizeof moved, cudaMemcpyDeviceToHost), "k-means iteration");
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, t0, t1);
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    e.gpu_seconds += ms * 1e-3;
+    for (size_t c = 0; c < e.k; c++) {
+        for (size_t j = 0; j < e.dim; j++)
+            sums[c * e.dim + j] = e.host_sums[c * (e.dim + 1) + j];
+        counts[c] = (int64_t)llround(e.host_sums[c * (e.dim + 1) + e.dim]);
+    }
+    *changed = (size_t)moved;
+    return PC_OK;
+}
+
+pc_status gpu_labels(void *ctx, int32_t *labels)
+{
+    gpu_engine &e = *static_cast<gpu_engine *>(ctx);
+    PC_CUDA_TRY(cudaMemcpy(labels, e.labels.ptr, e.n * sizeof(int32_t), cudaMemcpyDeviceToHost), "labels download");
+    return PC_OK;
+}
+
+pc_status gpu_finish(void *ctx, const float *centres, int relabel, double *inertia)
+{
+    gpu_engine &e = *static_cast<gpu_engine *>(ctx);
+    PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
+    if (relabel) {
+        pc_status st = assign(e, false);
+        if (st != PC_OK)
+            return st;
+    }
+    inertia_kernel<<<e.blocks, BLOCK>>>(e.x.ptr, (int)e.n, (int)e.dim, e.centres.ptr, e.labels.ptr, e.inertia.ptr);
+    PC_CUDA_LAUNCHED("k-means inertia kernel");
+    double *part = (double *)pc__alloc((size_t)e.blocks, sizeof(double), "inertia");
+    if (!part)
+        return PC_OUT_OF_MEMORY;
+    pc_status st = pc__cuda_status(cudaMemcpy(part, e.inertia.ptr, e.blocks * sizeof(double), cudaMemcpyDeviceToHost),
+                                   "inertia download");
+    double total = 0;
+    for (int b = 0; b < e.blocks; b++)
+        total += part[b];
+    free(part);
+    *inertia = total;
+    return st;
+}
+
+} // namespace
+
+extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
+                                       pc_kmeans_cuda_variant variant, float *centres, int32_t *labels,
+                                       int *iterations, double *inertia, double *gpu_seconds)
+{
+    if (n > (size_t)INT32_MAX)
+        return pc__fail(PC_UNSUPPORTED, "the CUDA k-means handles up to %d points", INT32_MAX);
+    gpu_engine e;
+    e.n = n;
+    e.dim = dim;
+    e.k = k;
+    e.variant = variant;
+    int device = 0, sms = 0, max_smem = 0;
+    PC_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
+    PC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "device query");
+    PC_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "device query");
+    e.smem_assign = (k * dim + k + k * (dim + 1)) * sizeof(float);
+    e.smem_sums = k * (dim + 1) * sizeof(float);
+    if (e.smem_assign > (size_t)max_smem)
+        return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres in shared memory: k x (2 dim + 2) floats "
+                                        "= %zu KiB exceed the %d KiB a block may use",
+                        e.smem_assign >> 10, max_smem >> 10);
+    // Blocks resident at once: enough to fill the GPU, few enough that the per-block sums stay small.
+    int per_sm = std::max(1, std::min(4, (int)(228 * 1024 / std::max<size_t>(e.smem_assign, 1))));
+    e.blocks = (int)std::max<size_t>(1, std::min<size_t>((size_t)sms * per_sm, (n + BLOCK - 1) / BLOCK));
+    pc_status st;
+    if ((st = e.x.alloc(n * dim, "points")) != PC_OK || (st = e.centres.alloc(k * dim, "centres")) != PC_OK ||
+        (st = e.partial.alloc((size_t)e.blocks * k * (dim + 1), "per-block sums")) != PC_OK ||
+        (st = e.labels.alloc(n, "labels")) != PC_OK || (st = e.sums.alloc(k * (dim + 1), "sums")) != PC_OK ||
+        (st = e.inertia.alloc((size_t)e.blocks, "inertia")) != PC_OK || (st = e.changed.alloc(1, "counter")) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemcpy(e.x.ptr, x, n * dim * sizeof(float), cudaMemcpyHostToDevice), "points upload");
+    PC_CUDA_TRY(cudaMemset(e.labels.ptr, 0xff, n * sizeof(int32_t)), "cudaMemset"); // -1: every label changes first
+    e.host_sums = (double *)pc__alloc(k * (dim + 1), sizeof(double), "sums");
+    if (!e.host_sums)
+        return PC_OUT_OF_MEMORY;
+    pc__km_engine engine = {&e, gpu_step, gpu_labels, gpu_finish};
+    st = pc__km_lloyd(&engine, x, n, dim, k, o, centres, iterations, inertia);
+    if (st == PC_OK)
+        st = gpu_labels(&e, labels);
+    free(e.host_sums);
+    *gpu_seconds = e.gpu_seconds;
+    return st;
+}

@@ -1,0 +1,107 @@
+/* The CUDA backend of k-means against the sequential one from the same initial centres: both variants,
+ * several dimensions and k, an empty cluster. Exits 77 (skipped) where there is no CUDA device. */
+#include "check.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <string.h>
+
+static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc_kmeans_cuda_variant variant,
+                    uint64_t seed, int far_centre)
+{
+    float *x = test_blobs(n, dim, k / 2 + 1, 2.0, 10, seed, NULL);
+    float *init = malloc(k * dim * sizeof *init);
+    for (size_t c = 0; c < k; c++)
+        memcpy(init + c * dim, x + (c * 7919 % n) * dim, dim * sizeof *init);
+    if (far_centre)
+        for (size_t j = 0; j < dim; j++)
+            init[j] = 1e4f; /* centre 0 gets no point: relocated to the farthest one */
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = k;
+    p.init = PC_INIT_GIVEN;
+    p.initial_centers = init;
+    p.max_iter = max_iter;
+    p.tol = tol;
+    pc_points v = pc_points_f32(x, n, dim);
+    pc_result *a = NULL, *b = NULL;
+    p.backend = PC_BACKEND_SEQUENTIAL;
+    CHECK_STATUS(pc_kmeans(&v, &p, &a), PC_OK);
+    p.backend = PC_BACKEND_CUDA;
+    p.cuda_variant = variant;
+    CHECK_STATUS(pc_kmeans(&v, &p, &b), PC_OK);
+    if (a && b) {
+        CHECK(pc_result_backend(b) == PC_BACKEND_CUDA);
+        /* Labels may differ only at near-ties of |c|^2 - 2 x.c, summed in another order. */
+        size_t differ = 0, real = 0;
+        for (size_t i = 0; i < n; i++) {
+            int32_t la = pc_result_labels(a)[i], lb = pc_result_labels(b)[i];
+            if (la == lb)
+                continue;
+            differ++;
+            double da = 0, db = 0;
+            for (size_t j = 0; j < dim; j++) {
+                double ta = (double)x[i * dim + j] - pc_result_centers(a)[la * dim + j];
+                double tb = (double)x[i * dim + j] - pc_result_centers(a)[lb * dim + j];
+                da += ta * ta;
+                db += tb * tb;
+            }
+            real += fabs(da - db) > 1e-4 * (da + db) + 1e-5;
+        }
+        CHECK_MSG(real == 0 && differ <= n / 1000 + 1,
+                  "n %zu dim %zu k %zu variant %d: %zu labels differ, %zu of them not near-ties", n, dim, k,
+                  (int)variant, differ, real);
+        CHECK_MSG(fabs(pc_result_inertia(a) - pc_result_inertia(b)) <= 1e-5 * pc_result_inertia(a),
+                  "inertia %.9g vs %.9g", pc_result_inertia(a), pc_result_inertia(b));
+        if (differ == 0) {
+            CHECK(pc_result_iterations(a) == pc_result_iterations(b));
+            double worst = 0;
+            for (size_t q = 0; q < k * dim; q++)
+                worst = fmax(worst, fabs(pc_result_centers(a)[q] - pc_result_centers(b)[q]));
+            CHECK_MSG(worst <= 1e-4, "centres differ by %g", worst);
+        }
+    }
+    pc_result_free(a);
+    pc_result_free(b);
+    free(init);
+    free(x);
+}
+
+int main(void)
+{
+    if (pc_cuda_device_count() <= 0) {
+        printf("kmeans_cuda: no CUDA device, skipped\n");
+        return 77;
+    }
+    uint64_t seed = test_seed("kmeans_cuda");
+    int quick = getenv("PC_CUDA_TEST_QUICK") != NULL;
+    const size_t dims[] = {1, 2, 3, 4, 5, 8, 16, 17};
+    for (int v = 0; v < 2; v++)
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+            size_t k = d % 2 ? 100 : 13;
+            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 10, 0, (pc_kmeans_cuda_variant)v, seed + d, 0);
+            compare(quick ? 2000 : 20000, dims[d], k, 300, 1e-4, (pc_kmeans_cuda_variant)v, seed + 100 + d, 0);
+        }
+    compare(5000, 3, 20, 5, 0, PC_KMEANS_CUDA_FAST, seed + 7, 1);
+    if (!quick)
+        compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_FAST, seed + 8, 0);
+    /* Centres that do not fit in shared memory: a clear status, not a crash. */
+    size_t n = 20000, dim = 64, k = 2000;
+    float *x = test_blobs(n, dim, 5, 1, 5, seed, NULL);
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = k;
+    p.init = PC_INIT_RANDOM;
+    p.max_iter = 2;
+    p.backend = PC_BACKEND_CUDA;
+    pc_points v = pc_points_f32(x, n, dim);
+    pc_result *r = NULL;
+    CHECK_STATUS(pc_kmeans(&v, &p, &r), PC_UNSUPPORTED);
+    CHECK(strstr(pc_last_error(), "shared memory") != NULL);
+    p.backend = PC_BACKEND_AUTO; /* AUTO runs it on the CPU instead */
+    CHECK_STATUS(pc_kmeans(&v, &p, &r), PC_OK);
+    CHECK(r && pc_result_backend(r) != PC_BACKEND_CUDA);
+    pc_result_free(r);
+    free(x);
+    return check_report("kmeans_cuda");
+}
