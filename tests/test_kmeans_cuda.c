@@ -32,7 +32,9 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
     CHECK_STATUS(pc_kmeans(&v, &p, &b), PC_OK);
     if (a && b) {
         CHECK(pc_result_backend(b) == PC_BACKEND_CUDA);
-        /* Labels may differ only at near-ties of |c|^2 - 2 x.c, summed in another order. */
+        /* After one step from the same centres, labels may differ only at near-ties of |c|^2 - 2 x.c
+         * (summed in another order). Over many steps one such flip moves a centre a little and the
+         * runs part: then at most 0.1% of the labels may differ, at the same inertia. */
         size_t differ = 0, real = 0;
         for (size_t i = 0; i < n; i++) {
             int32_t la = pc_result_labels(a)[i], lb = pc_result_labels(b)[i];
@@ -48,9 +50,9 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
             }
             real += fabs(da - db) > 1e-4 * (da + db) + 1e-5;
         }
-        CHECK_MSG(real == 0 && differ <= n / 1000 + 1,
-                  "n %zu dim %zu k %zu variant %d: %zu labels differ, %zu of them not near-ties", n, dim, k,
-                  (int)variant, differ, real);
+        CHECK_MSG((max_iter == 1 ? real == 0 : 1) && differ <= n / 1000 + 1,
+                  "n %zu dim %zu k %zu variant %d, %d iterations: %zu labels differ, %zu of them not near-ties", n,
+                  dim, k, (int)variant, max_iter, differ, real);
         CHECK_MSG(fabs(pc_result_inertia(a) - pc_result_inertia(b)) <= 1e-5 * pc_result_inertia(a),
                   "inertia %.9g vs %.9g", pc_result_inertia(a), pc_result_inertia(b));
         if (differ == 0) {
@@ -79,7 +81,8 @@ int main(void)
     for (int v = 0; v < 2; v++)
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
             size_t k = d % 2 ? 100 : 13;
-            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 10, 0, (pc_kmeans_cuda_variant)v, seed + d, 0);
+            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 1, 0, (pc_kmeans_cuda_variant)v, seed + d, 0);
+            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 10, 0, (pc_kmeans_cuda_variant)v, seed + 50 + d, 0);
             compare(quick ? 2000 : 20000, dims[d], k, 300, 1e-4, (pc_kmeans_cuda_variant)v, seed + 100 + d, 0);
         }
     compare(5000, 3, 20, 5, 0, PC_KMEANS_CUDA_FAST, seed + 7, 1);
