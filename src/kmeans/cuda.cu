@@ -18,68 +18,87 @@ namespace {
 
 constexpr int BLOCK = 256;
 
-// Nearest centre of point xv among k centres in shared memory (sc: k x dim, sn: |c|^2), ties to the
-// lower index. D > 0: the dimension known at compile time; D == 0: any (read from global memory).
-template <int D>
-__device__ __forceinline__ int nearest(const float *xv, const float *xg, int dim, int k, const float *sc,
-                                       const float *sn)
-{
-    float best = INFINITY;
-    int arg = 0;
-    for (int c = 0; c < k; c++) {
-        float d = sn[c];
-        if (D > 0) {
-#pragma unroll
-            for (int j = 0; j < D; j++)
-                d = fmaf(-2.0f * xv[j], sc[c * D + j], d);
-        } else {
-            for (int j = 0; j < dim; j++)
-                d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
-        }
-        if (d < best) {
-            best = d;
-            arg = c;
-        }
-    }
-    return arg;
-}
+constexpr int POINTS = 4; // points per thread in the specialised kernels: one shared load serves 4
 
+// Floats a centre takes in shared memory: its coordinates, then |c|^2, padded to whole float4s.
+__host__ __device__ constexpr int padded(int d) { return (d + 1 + 3) / 4 * 4; }
+
+// Specialised dimensions: POINTS points a thread against every centre, centres read as float4s
+// (broadcast: all threads read the same one), distance |c|^2 - 2 x.c, ties to the lower index.
 template <int D, bool ACCUMULATE>
 __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__ x, int n, int dim, int k,
                                                        const float *__restrict__ centres, int32_t *labels,
                                                        float *partial, unsigned long long *changed)
 {
-    extern __shared__ float smem[];
-    const int nd = D > 0 ? D : dim;
-    float *sc = smem, *sn = sc + (size_t)k * nd, *acc = sn + k;
-    for (int q = threadIdx.x; q < k * nd; q += blockDim.x)
-        sc[q] = centres[q];
+    extern __shared__ float4 smem4[];
+    constexpr int DP = padded(D), V = DP / 4;
+    float *sc = reinterpret_cast<float *>(smem4), *acc = sc + (size_t)k * DP;
+    (void)dim;
     for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        float s = 0.0f;
-        for (int j = 0; j < nd; j++)
-            s = fmaf(centres[c * nd + j], centres[c * nd + j], s);
-        sn[c] = s;
+        float norm = 0.0f;
+        for (int j = 0; j < D; j++) {
+            float v = centres[c * D + j];
+            sc[c * DP + j] = v;
+            norm = fmaf(v, v, norm);
+        }
+        sc[c * DP + D] = norm;
+        for (int j = D + 1; j < DP; j++)
+            sc[c * DP + j] = 0.0f;
     }
     if (ACCUMULATE)
-        for (int q = threadIdx.x; q < k * (nd + 1); q += blockDim.x)
+        for (int q = threadIdx.x; q < k * (D + 1); q += blockDim.x)
             acc[q] = 0.0f;
     __syncthreads();
     unsigned moved = 0;
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        const float *xg = x + i * nd;
-        float xv[D > 0 ? D : 1];
-        if (D > 0) {
+    const long tile = (long)gridDim.x * blockDim.x * POINTS;
+    for (long base = (long)blockIdx.x * blockDim.x * POINTS + threadIdx.x; base < n; base += tile) {
+        float m2x[POINTS][D], best[POINTS];
+        int arg[POINTS];
+#pragma unroll
+        for (int p = 0; p < POINTS; p++) {
+            long i = base + (long)p * blockDim.x;
+            long ii = i < n ? i : n - 1;
 #pragma unroll
             for (int j = 0; j < D; j++)
-                xv[j] = xg[j];
+                m2x[p][j] = -2.0f * x[ii * D + j];
+            best[p] = INFINITY;
+            arg[p] = 0;
         }
-        int c = nearest<D>(xv, xg, nd, k, sc, sn);
-        moved += labels[i] != c;
-        labels[i] = c;
-        if (ACCUMULATE) {
-            for (int j = 0; j < nd; j++)
-                atomicAdd(&acc[c * (nd + 1) + j], D > 0 ? xv[j] : xg[j]);
-            atomicAdd(&acc[c * (nd + 1) + nd], 1.0f);
+        for (int c = 0; c < k; c++) {
+            float cv[DP];
+#pragma unroll
+            for (int v = 0; v < V; v++) {
+                float4 f = smem4[c * V + v];
+                cv[4 * v] = f.x;
+                cv[4 * v + 1] = f.y;
+                cv[4 * v + 2] = f.z;
+                cv[4 * v + 3] = f.w;
+            }
+#pragma unroll
+            for (int p = 0; p < POINTS; p++) {
+                float d = cv[D];
+#pragma unroll
+                for (int j = 0; j < D; j++)
+                    d = fmaf(m2x[p][j], cv[j], d);
+                if (d < best[p]) {
+                    best[p] = d;
+                    arg[p] = c;
+                }
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < POINTS; p++) {
+            long i = base + (long)p * blockDim.x;
+            if (i >= n)
+                continue;
+            moved += labels[i] != arg[p];
+            labels[i] = arg[p];
+            if (ACCUMULATE) {
+#pragma unroll
+                for (int j = 0; j < D; j++)
+                    atomicAdd(&acc[arg[p] * (D + 1) + j], -0.5f * m2x[p][j]);
+                atomicAdd(&acc[arg[p] * (D + 1) + D], 1.0f);
+            }
         }
     }
     for (int off = 16; off > 0; off >>= 1)
@@ -88,8 +107,62 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
         atomicAdd(changed, (unsigned long long)moved);
     if (ACCUMULATE) {
         __syncthreads();
-        float *out = partial + (size_t)blockIdx.x * k * (nd + 1);
-        for (int q = threadIdx.x; q < k * (nd + 1); q += blockDim.x)
+        float *out = partial + (size_t)blockIdx.x * k * (D + 1);
+        for (int q = threadIdx.x; q < k * (D + 1); q += blockDim.x)
+            out[q] = acc[q];
+    }
+}
+
+// Any dimension: one point a thread, read from global memory, centres as dim floats then |c|^2.
+template <bool ACCUMULATE>
+__global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restrict__ x, int n, int dim, int k,
+                                                           const float *__restrict__ centres, int32_t *labels,
+                                                           float *partial, unsigned long long *changed)
+{
+    extern __shared__ float smem[];
+    float *sc = smem, *sn = sc + (size_t)k * dim, *acc = sn + k;
+    for (int q = threadIdx.x; q < k * dim; q += blockDim.x)
+        sc[q] = centres[q];
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        float s = 0.0f;
+        for (int j = 0; j < dim; j++)
+            s = fmaf(centres[c * dim + j], centres[c * dim + j], s);
+        sn[c] = s;
+    }
+    if (ACCUMULATE)
+        for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
+            acc[q] = 0.0f;
+    __syncthreads();
+    unsigned moved = 0;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float *xg = x + i * dim;
+        float best = INFINITY;
+        int arg = 0;
+        for (int c = 0; c < k; c++) {
+            float d = sn[c];
+            for (int j = 0; j < dim; j++)
+                d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
+            if (d < best) {
+                best = d;
+                arg = c;
+            }
+        }
+        moved += labels[i] != arg;
+        labels[i] = arg;
+        if (ACCUMULATE) {
+            for (int j = 0; j < dim; j++)
+                atomicAdd(&acc[arg * (dim + 1) + j], xg[j]);
+            atomicAdd(&acc[arg * (dim + 1) + dim], 1.0f);
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        moved += __shfl_down_sync(0xffffffffu, moved, off);
+    if ((threadIdx.x & 31) == 0 && moved)
+        atomicAdd(changed, (unsigned long long)moved);
+    if (ACCUMULATE) {
+        __syncthreads();
+        float *out = partial + (size_t)blockIdx.x * k * (dim + 1);
+        for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
             out[q] = acc[q];
     }
 }
@@ -157,6 +230,7 @@ struct gpu_engine {
     pc_kmeans_cuda_variant variant = PC_KMEANS_CUDA_FAST;
     int blocks = 0;
     size_t smem_assign = 0, smem_sums = 0;
+    bool fused = false;
     pc__device_buffer<float> x, centres, partial;
     pc__device_buffer<int32_t> labels;
     pc__device_buffer<double> sums, inertia;
@@ -166,6 +240,8 @@ struct gpu_engine {
 };
 
 typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, float *, unsigned long long *);
+
+bool specialised(size_t dim) { return dim <= 4 || dim == 8 || dim == 16; }
 
 assign_fn pick(int dim, bool accumulate)
 {
@@ -177,15 +253,23 @@ assign_fn pick(int dim, bool accumulate)
     case 4: PC__PICK(4);
     case 8: PC__PICK(8);
     case 16: PC__PICK(16);
-    default: PC__PICK(0);
+    default: return accumulate ? assign_any_kernel<true> : assign_any_kernel<false>;
     }
 #undef PC__PICK
+}
+
+// Shared memory of an assignment kernel: the centres (padded for the specialised kernels), and the
+// per-cluster sums when it accumulates.
+size_t assign_smem(size_t k, size_t dim, bool accumulate)
+{
+    size_t centres = specialised(dim) ? k * (size_t)padded((int)dim) : k * (dim + 1);
+    return (centres + (accumulate ? k * (dim + 1) : 0)) * sizeof(float);
 }
 
 pc_status assign(gpu_engine &e, bool accumulate)
 {
     assign_fn fn = pick((int)e.dim, accumulate);
-    size_t smem = accumulate ? e.smem_assign : (e.k * e.dim + e.k) * sizeof(float);
+    size_t smem = assign_smem(e.k, e.dim, accumulate);
     PC_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), "k-means shared memory");
     fn<<<e.blocks, BLOCK, smem>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr,
                                   e.changed.ptr);
@@ -202,14 +286,10 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
     PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
     PC_CUDA_TRY(cudaMemset(e.changed.ptr, 0, sizeof(unsigned long long)), "cudaMemset");
     cudaEventRecord(t0);
-    /* Fused while the per-block sums are small; with large k x dim they take the shared memory that
-     * lets several blocks share an SM, and the two passes are faster (measured on an H200:
-     * 10M x 16, k = 1000: 23.7 ms fused, 16.5 ms in two passes). */
-    bool fused = e.variant == PC_KMEANS_CUDA_FAST && e.k * (e.dim + 1) * sizeof(float) <= 16384;
-    pc_status st = assign(e, fused);
+    pc_status st = assign(e, e.fused);
     if (st != PC_OK)
         return st;
-    if (!fused) {
+    if (!e.fused) {
         PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)e.smem_sums), "k-means shared memory");
         block_sums_kernel<<<e.blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
@@ -285,11 +365,15 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     PC_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "device query");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "device query");
-    e.smem_assign = (k * dim + k + k * (dim + 1)) * sizeof(float);
+    /* Fused while the per-block sums are small; with large k x dim they take the shared memory that
+     * lets several blocks share an SM, and two passes are faster (measured on an H200: 10M x 16,
+     * k = 1000: 23.7 ms fused, 16.5 ms in two passes). */
+    e.fused = variant == PC_KMEANS_CUDA_FAST && k * (dim + 1) * sizeof(float) <= 16384;
     e.smem_sums = k * (dim + 1) * sizeof(float);
+    e.smem_assign = e.fused ? assign_smem(k, dim, true) : std::max(assign_smem(k, dim, false), e.smem_sums);
     if (e.smem_assign > (size_t)max_smem)
-        return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres in shared memory: k x (2 dim + 2) floats "
-                                        "= %zu KiB exceed the %d KiB a block may use",
+        return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres (or the per-cluster sums) in shared "
+                                        "memory: %zu KiB exceed the %d KiB a block may use",
                         e.smem_assign >> 10, max_smem >> 10);
     // Blocks resident at once: enough to fill the GPU, few enough that the per-block sums stay small.
     int per_sm = std::max(1, std::min(4, (int)(228 * 1024 / std::max<size_t>(e.smem_assign, 1))));
