@@ -422,6 +422,82 @@ else
     echo "skip hca --backend cuda without a GPU: this machine has a CUDA device"
 fi
 
+# ------------------------------------------------------------------ kmeans
+
+# fields of "k-means: N points, D dimensions, K clusters, I iterations, inertia X, T s (backend)"
+km_field() { sed -n "s/^k-means: .* \([0-9][0-9]*\) $2,.*/\1/p" "$W/$1.out" | head -1; }
+km_inertia() { sed -n 's/^k-means: .*, inertia \([-+0-9.eE]*\), .*/\1/p' "$W/$1.out" | head -1; }
+
+run km kmeans "$W/pts.csv" -k 3 --n-init 3 --labels "$W/km_l.csv" --centers "$W/km_c.csv" --plot "$W/km.png"
+km_rc=$rc
+if [ $km_rc -eq 0 ] && [ "$(sed -n 's/^k-means: \([0-9]*\) points,.*/\1/p' "$W/km.out")" = $N ] &&
+    [ "$(km_field km clusters)" = 3 ] && [ -n "$(km_field km iterations)" ] && [ ! -s "$W/km.err" ]; then
+    ok "kmeans -k 3: exit 0, $N points, 3 clusters, $(km_field km iterations) iterations, stderr empty"
+else
+    bad "kmeans -k 3: exit $km_rc, summary '$(head -1 "$W/km.out")'"
+    show_err km
+fi
+check "kmeans: summary line says 2 dimensions and a positive inertia ($(km_inertia km))" \
+    sh -c "grep -q '^k-means: $N points, 2 dimensions, 3 clusters, ' '$W/km.out' &&
+        awk -v i='$(km_inertia km)' 'BEGIN { exit !(i != \"\" && i + 0 > 0) }'"
+check "kmeans: $N labels, all in 0..2" \
+    test "$(lines "$W/km_l.csv" 2>/dev/null)" = $N -a \
+    "$(awk '$1 !~ /^[012]$/ { bad = 1 } END { print bad + 0 }' "$W/km_l.csv" 2>/dev/null)" = 0
+check "kmeans: 3 centres" test "$(lines "$W/km_c.csv" 2>/dev/null)" = 3
+check "kmeans: centres have 2 comma-separated columns" fields_ok "$W/km_c.csv" 2
+check "kmeans --plot .png starts with the PNG signature" test "$(magic8 "$W/km.png")" = 89504e470d0a1a0a
+run kmscore score --truth "$W/truth.csv" --pred "$W/km_l.csv"
+ari=$(sed -n 's/^ARI //p' "$W/kmscore.out")
+check "score blobs truth vs kmeans: exit 0, ARI $ari >= 0.99" \
+    awk -v rc=$rc -v a="$ari" 'BEGIN { exit !(rc == 0 && a != "" && a + 0 >= 0.99) }'
+# Its own centres as --init: the labels do not change and it stops after one iteration (the
+# centres move by less than the tolerance).
+run kmgiven kmeans "$W/pts.npy" -k 3 --init "$W/km_c.csv" --labels "$W/kmg_l.csv" --centers "$W/kmg_c.npy"
+check "kmeans --init CENTRES.csv from its own centres: exit 0, same labels, 1 iteration" \
+    sh -c "test $rc -eq 0 && cmp -s '$W/km_l.csv' '$W/kmg_l.csv' && test '$(km_field kmgiven iterations)' = 1"
+check "kmeans --centers .npy starts with the NumPy magic" test "$(magic8 "$W/kmg_c.npy" | cut -c1-12)" = 934e554d5059
+run kmseq kmeans "$W/big.csv" -k 7 --init random --backend seq --labels "$W/kms_l.csv" --centers "$W/kms_c.csv"
+seq_rc=$rc
+run kmomp kmeans "$W/big.csv" -k 7 --init random --backend openmp --threads 2 --labels "$W/kmo_l.csv" --centers "$W/kmo_c.csv"
+check "kmeans backend seq and openmp: exit 0 both, identical labels files" \
+    sh -c "test $seq_rc -eq 0 -a $rc -eq 0 && cmp -s '$W/kms_l.csv' '$W/kmo_l.csv'"
+for i in kmeans++ random kmeans-par; do
+    run "kminit_$i" kmeans "$W/pts.csv" -k 3 --init $i --seed 5 --labels "$W/kmi_l.csv"
+    check "kmeans --init $i: exit 0, $N labels" test $rc -eq 0 -a "$(lines "$W/kmi_l.csv" 2>/dev/null)" = $N
+done
+run help_kmeans kmeans --help
+check "parclust kmeans --help: exit 0, prints usage" sh -c "test $rc -eq 0 && grep -qi usage '$W/help_kmeans.out'"
+
+KOUTS="--labels $OL --centers $OC --plot $OP"
+printf '1,2\n3,4\n' >"$W/init_2x2.csv"
+printf '1,2,3\n4,5,6\n7,8,9\n' >"$W/init_3x3.csv"
+printf '1,2\nnan,3\n4,5\n' >"$W/init_nan.csv"
+expect_error "kmeans -k 0" 2 " -k" kmeans "$W/pts.csv" -k 0 $KOUTS
+expect_error "kmeans without -k" 2 " -k" kmeans "$W/pts.csv" $KOUTS
+expect_error "kmeans -k abc" 2 " -k" kmeans "$W/pts.csv" -k abc $KOUTS
+expect_error "kmeans -k larger than the number of points" 1 "$N" kmeans "$W/pts.csv" -k $((N + 1)) $KOUTS
+expect_error "kmeans --init file of 2 centres for -k 3" 1 "init_2x2" kmeans "$W/pts.csv" -k 3 --init "$W/init_2x2.csv" $KOUTS
+expect_error "kmeans --init file of 3-dimensional centres for 2-D points" 1 "init_3x3" \
+    kmeans "$W/pts.csv" -k 3 --init "$W/init_3x3.csv" $KOUTS
+expect_error "kmeans --init file with NaN" 1 "init_nan" kmeans "$W/pts.csv" -k 3 --init "$W/init_nan.csv" $KOUTS
+expect_error "kmeans --init missing file" 1 "nope_init" kmeans "$W/pts.csv" -k 3 --init "$W/nope_init.csv" $KOUTS
+expect_error "kmeans --tol -1" 2 "tol" kmeans "$W/pts.csv" -k 3 --tol -1 $KOUTS
+expect_error "kmeans --tol nan" 2 "tol" kmeans "$W/pts.csv" -k 3 --tol nan $KOUTS
+expect_error "kmeans --max-iter 0" 2 "max-iter" kmeans "$W/pts.csv" -k 3 --max-iter 0 $KOUTS
+expect_error "kmeans --n-init 0" 2 "n-init" kmeans "$W/pts.csv" -k 3 --n-init 0 $KOUTS
+expect_error "kmeans on CSV with NaN" 1 "" kmeans "$W/nan.csv" -k 2 $KOUTS
+expect_error "kmeans on an empty file" 1 "" kmeans "$W/empty.csv" -k 2 $KOUTS
+expect_error "kmeans on a missing file" 1 "nope.csv" kmeans "$W/nope.csv" -k 2 $KOUTS
+expect_error "kmeans --backend bogus" 2 "bogus" kmeans "$W/pts.csv" -k 3 --backend bogus $KOUTS
+expect_error "kmeans unknown option --foo" 2 "foo" kmeans "$W/pts.csv" -k 3 --foo $KOUTS
+expect_error "kmeans without an input file" 2 "" kmeans -k 3 $KOUTS
+expect_error "kmeans --labels with extension .xyz" 2 "xyz" kmeans "$W/pts.csv" -k 3 --labels "$W/out.xyz" --centers "$OC"
+if grep -q 'CUDA devices: 0' "$W/info.out"; then
+    expect_error "kmeans --backend cuda without a GPU" 1 "cuda" kmeans "$W/pts.csv" -k 3 --backend cuda $KOUTS
+else
+    echo "skip kmeans --backend cuda without a GPU: this machine has a CUDA device"
+fi
+
 check "no *.tmp.* files anywhere in $W at the end" test -z "$(tmp_files)"
 
 echo "cli: $pass passed, $fail failed"

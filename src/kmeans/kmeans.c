@@ -118,8 +118,36 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         goto fail;
     }
     r->backend = backend;
-    if ((st = pc__points_as_f32(points, &x, &owned)) != PC_OK)
+    /* Like scikit-learn, cluster a centred copy: the nearest-centre test |c|^2 - 2 x.c in float loses
+     * precision with the size of the coordinates, not of the distances. */
+    double mean[4096];
+    if (dim > 4096) {
+        st = pc__fail(PC_INVALID_ARGUMENT, "k-means handles up to 4096 dimensions, got %zu", dim);
         goto fail;
+    }
+    {
+        owned = pc__alloc(n, dim * sizeof *owned, "centred copy of the points");
+        if (!owned) {
+            st = PC_OUT_OF_MEMORY;
+            goto fail;
+        }
+        for (size_t d = 0; d < dim; d++)
+            mean[d] = 0;
+        float row[4096];
+        for (size_t i = 0; i < n; i++) {
+            pc__points_row_f32(points, i, row);
+            for (size_t d = 0; d < dim; d++)
+                mean[d] += row[d];
+        }
+        for (size_t d = 0; d < dim; d++)
+            mean[d] /= (double)n;
+        for (size_t i = 0; i < n; i++) {
+            pc__points_row_f32(points, i, row);
+            for (size_t d = 0; d < dim; d++)
+                owned[i * dim + d] = (float)(row[d] - mean[d]);
+        }
+        x = owned;
+    }
     pc__km_options o = {params->max_iter, absolute_tolerance(x, n, dim, params->tol), threads, params->progress,
                         params->progress_user};
     int runs = params->init == PC_INIT_GIVEN ? 1 : params->n_init;
@@ -127,9 +155,10 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     r->inertia = INFINITY;
     for (int run = 0; run < runs; run++) {
         double t0 = pc__now();
-        if (params->init == PC_INIT_GIVEN)
-            memcpy(centres, params->initial_centers, k * dim * sizeof *centres);
-        else if ((st = pc__km_init(x, n, dim, k, params->init, params->seed + 0x9E3779B97F4A7C15ull * (uint64_t)run,
+        if (params->init == PC_INIT_GIVEN) {
+            for (size_t q = 0; q < k * dim; q++)
+                centres[q] = (float)(params->initial_centers[q] - mean[q % dim]);
+        } else if ((st = pc__km_init(x, n, dim, k, params->init, params->seed + 0x9E3779B97F4A7C15ull * (uint64_t)run,
                                    threads, centres)) != PC_OK)
             goto fail;
         double t1 = pc__now();
@@ -141,7 +170,8 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
             if (st == PC_UNSUPPORTED && params->backend == PC_BACKEND_AUTO) { /* beyond the GPU kernel */
                 backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
                 if (params->init == PC_INIT_GIVEN)
-                    memcpy(centres, params->initial_centers, k * dim * sizeof *centres);
+                    for (size_t q = 0; q < k * dim; q++)
+                        centres[q] = (float)(params->initial_centers[q] - mean[q % dim]);
                 st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
             }
         } else
@@ -166,6 +196,8 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         }
     }
     r->k = k;
+    for (size_t q = 0; q < k * dim; q++) /* back from the centred copy */
+        r->centers[q] = (float)(r->centers[q] + mean[q % dim]);
     r->sizes = pc__calloc(k, sizeof *r->sizes, "cluster sizes");
     if (!r->sizes) {
         st = PC_OUT_OF_MEMORY;

@@ -4,6 +4,7 @@
 #include "points_io.h"
 #include "progress.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,8 +61,8 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
             p->max_iter = (int)l;
         } else if (cli_is(&a, "--tol")) {
             if (cli_double(&a, &p->tol)) return -1;
-            if (p->tol < 0) {
-                cli_error(a.cmd, "--tol must be >= 0, got %g", p->tol);
+            if (!(p->tol >= 0) || isinf(p->tol)) {
+                cli_error(a.cmd, "--tol must be a finite number >= 0, got %g", p->tol);
                 return -1;
             }
         } else if (cli_is(&a, "--seed")) {
