@@ -4,6 +4,7 @@
  *
  *   bench_kmeans gpu [--iterations 10]
  *   bench_kmeans cpu [--n 1000000] [--dim 3] [--k 100] [--iterations 20]
+ *   bench_kmeans seed   seed 002's experiments (2D: 100 points; 4,000 with k = 5 and 10; 100k; k = 100)
  */
 #include "parclust.h"
 
@@ -70,6 +71,33 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--dim") == 0) dim = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--k") == 0) k = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--iterations") == 0) iterations = atoi(argv[i + 1]);
+    }
+    if (strcmp(what, "seed") == 0) {
+        const size_t runs[][2] = {{100, 5}, {4000, 5}, {4000, 10}, {100000, 5}, {100000, 100}};
+        int gpu = pc_cuda_device_count() > 0;
+        printf("| N (2D) | k | sequential (ms) | OpenMP %d threads (ms) | CUDA fast (ms) | CUDA seed 002 (ms) | inertia |\n"
+               "|---|---|---|---|---|---|---|\n", pc_openmp_max_threads());
+        for (int s = 0; s < 5; s++) {
+            size_t rn = runs[s][0], rk = runs[s][1];
+            float *x = blobs(rn, 2, rk);
+            pc_result *a = run(x, rn, 2, rk, iterations, PC_BACKEND_SEQUENTIAL, PC_KMEANS_CUDA_FAST);
+            pc_result *b = run(x, rn, 2, rk, iterations, PC_BACKEND_OPENMP, PC_KMEANS_CUDA_FAST);
+            pc_result *c = gpu ? run(x, rn, 2, rk, iterations, PC_BACKEND_CUDA, PC_KMEANS_CUDA_FAST) : NULL;
+            pc_result *d = gpu ? run(x, rn, 2, rk, iterations, PC_BACKEND_CUDA, PC_KMEANS_CUDA_SEED) : NULL;
+            char fast[32] = "no GPU", seed[32] = "no GPU";
+            if (gpu) {
+                snprintf(fast, sizeof fast, "%.3f", 1e3 * stage(c, "lloyd-gpu"));
+                snprintf(seed, sizeof seed, "%.3f", 1e3 * stage(d, "lloyd-gpu"));
+            }
+            printf("| %zu | %zu | %.3f | %.3f | %s | %s | %.6g |\n", rn, rk, 1e3 * stage(a, "lloyd"),
+                   1e3 * stage(b, "lloyd"), fast, seed, pc_result_inertia(a));
+            pc_result_free(a);
+            pc_result_free(b);
+            pc_result_free(c);
+            pc_result_free(d);
+            free(x);
+        }
+        return 0;
     }
     if (strcmp(what, "gpu") == 0) {
         char desc[256];
