@@ -64,6 +64,24 @@ void cli_outputs_discard(cli_outputs *o);                /* removes whatever was
 /* Prints a writer's error with the staging name replaced by the target's. */
 void cli_outputs_error(const cli_outputs *o, const char *cmd, const char *err);
 
+/* What every clustering command can write: labels, centres and a picture. */
+typedef struct {
+    const char *labels, *centers, *plot;
+} cli_common_outputs;
+
+/* Stages the labels, centres and plot of r (points m) into out. 0, or -1 with the error in err and
+ * *path set when a writer failed (NULL when staging itself failed and printed its error). */
+int cli_stage_common(cli_outputs *out, const char *cmd, const cli_common_outputs *o, const float *points,
+                     const pc_result *r, const char *title, char *err, size_t errsize, const char **path);
+/* Commits the staged outputs, or (failed) prints the error and removes them. CLI_OK or CLI_FAILED. */
+int cli_outputs_finish(cli_outputs *out, const char *cmd, int failed, const char *path, const char *err);
+/* Checks before any work that the directories of the common outputs are writable. */
+int cli_check_common_writable(const char *cmd, const cli_common_outputs *o);
+/* Handles --backend B and --threads T; 1 when the option was one of them (0 ok / -1 error in *rc). */
+int cli_backend_option(cli_args *a, pc_backend *backend, int *threads, int *rc);
+/* "  stage NAME  SECONDS" lines. */
+void cli_print_stages(const pc_result *r);
+
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);
 int cmd_kmeans(int argc, char **argv);

@@ -30,7 +30,8 @@ static const char *const help =
     "  --verbose              per-stage timings\n";
 
 typedef struct {
-    const char *input, *labels, *centers, *dendrogram, *components, *plot;
+    const char *input, *dendrogram, *components;
+    cli_common_outputs out;
     int verbose;
 } hca_cli;
 
@@ -47,7 +48,7 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
     cli_args a;
     cli_args_init(&a, "hca", argc, argv);
     long l;
-    const char *v;
+    int bad = 0;
     int threshold_given = 0;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
@@ -71,25 +72,18 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
             p->min_cluster_size = l;
         } else if (cli_is(&a, "--noise")) {
             p->noise = 1;
-        } else if (cli_is(&a, "--backend")) {
-            if (!(v = cli_value(&a))) return -1;
-            if (pc_backend_parse(v, &p->backend) != PC_OK) {
-                cli_error(a.cmd, "%s", pc_last_error());
-                return -1;
-            }
-        } else if (cli_is(&a, "--threads")) {
-            if (cli_int(&a, 1, 4096, &l)) return -1;
-            p->threads = (int)l;
+        } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
+            if (bad) return -1;
         } else if (cli_is(&a, "--labels")) {
-            if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
+            if (!(c->out.labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->out.labels)) return -1;
         } else if (cli_is(&a, "--centers")) {
-            if (!(c->centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->centers)) return -1;
+            if (!(c->out.centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->out.centers)) return -1;
         } else if (cli_is(&a, "--dendrogram")) {
             if (!(c->dendrogram = cli_value(&a)) || check_text_output("--dendrogram", c->dendrogram)) return -1;
         } else if (cli_is(&a, "--components")) {
             if (!(c->components = cli_value(&a)) || check_text_output("--components", c->components)) return -1;
         } else if (cli_is(&a, "--plot")) {
-            if (!(c->plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->plot)) return -1;
+            if (!(c->out.plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->out.plot)) return -1;
         } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
             c->verbose = 1;
         } else if (a.name[0] != '-' && !c->input) {
@@ -138,31 +132,14 @@ static int write_components(const char *path, const pc_result *r, char *err, siz
 static int write_outputs(const hca_cli *c, const pcli_matrix *m, const pc_result *r)
 {
     char err[512];
-    size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
     cli_outputs out = {0};
     const char *path = NULL;
-    if (c->labels && (!(path = cli_outputs_stage(&out, "hca", c->labels)) ||
-                      pcli_write_labels(path, pc_result_labels(r), n, err, sizeof err)))
-        goto fail;
-    if (c->centers && (!(path = cli_outputs_stage(&out, "hca", c->centers)) ||
-                       pcli_write_matrix(path, pc_result_centers(r), k, dim, err, sizeof err)))
-        goto fail;
-    if (c->dendrogram && (!(path = cli_outputs_stage(&out, "hca", c->dendrogram)) ||
-                          write_dendrogram(path, r, err, sizeof err)))
-        goto fail;
-    if (c->components && (!(path = cli_outputs_stage(&out, "hca", c->components)) ||
-                          write_components(path, r, err, sizeof err)))
-        goto fail;
-    if (c->plot && (!(path = cli_outputs_stage(&out, "hca", c->plot)) ||
-                    pcli_plot(path, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k, "HCA", err,
-                              sizeof err)))
-        goto fail;
-    return cli_outputs_commit(&out, "hca") ? CLI_FAILED : CLI_OK;
-fail:
-    if (path)
-        cli_outputs_error(&out, "hca", err);
-    cli_outputs_discard(&out);
-    return CLI_FAILED;
+    int failed = cli_stage_common(&out, "hca", &c->out, m->data, r, "HCA", err, sizeof err, &path) ||
+                 (c->dendrogram && (!(path = cli_outputs_stage(&out, "hca", c->dendrogram)) ||
+                                    write_dendrogram(path, r, err, sizeof err))) ||
+                 (c->components && (!(path = cli_outputs_stage(&out, "hca", c->components)) ||
+                                    write_components(path, r, err, sizeof err)));
+    return cli_outputs_finish(&out, "hca", failed, path, err);
 }
 
 int cmd_hca(int argc, char **argv)
@@ -175,9 +152,8 @@ int cmd_hca(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (cli_check_writable("hca", "--labels", c.labels) || cli_check_writable("hca", "--centers", c.centers) ||
-        cli_check_writable("hca", "--dendrogram", c.dendrogram) ||
-        cli_check_writable("hca", "--components", c.components) || cli_check_writable("hca", "--plot", c.plot))
+    if (cli_check_common_writable("hca", &c.out) || cli_check_writable("hca", "--dendrogram", c.dendrogram) ||
+        cli_check_writable("hca", "--components", c.components))
         return CLI_FAILED;
     pcli_matrix m = {0};
     char err[512];
@@ -215,12 +191,7 @@ int cmd_hca(int argc, char **argv)
     if (k > 10)
         printf("  ... %zu more clusters\n", k - 10);
     if (c.verbose)
-        for (size_t s = 0; s < pc_result_stage_count(r); s++) {
-            const char *name;
-            double t;
-            pc_result_stage(r, s, &name, &t);
-            printf("  stage %-10s %.4f s\n", name, t);
-        }
+        cli_print_stages(r);
     rc = write_outputs(&c, &m, r);
     pc_result_free(r);
     pcli_matrix_free(&m);

@@ -30,7 +30,8 @@ static const char *const help =
     "  --verbose            per-stage timings\n";
 
 typedef struct {
-    const char *input, *init_file, *labels, *centers, *plot;
+    const char *input, *init_file;
+    cli_common_outputs out;
     int verbose;
 } km_cli;
 
@@ -40,6 +41,7 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
     cli_args_init(&a, "kmeans", argc, argv);
     long l;
     const char *v;
+    int bad = 0;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
@@ -68,12 +70,8 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
         } else if (cli_is(&a, "--seed")) {
             if (cli_int(&a, 0, 0x7fffffffL, &l)) return -1;
             p->seed = (uint64_t)l;
-        } else if (cli_is(&a, "--backend")) {
-            if (!(v = cli_value(&a))) return -1;
-            if (pc_backend_parse(v, &p->backend) != PC_OK) {
-                cli_error(a.cmd, "%s", pc_last_error());
-                return -1;
-            }
+        } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
+            if (bad) return -1;
         } else if (cli_is(&a, "--cuda-variant")) {
             if (!(v = cli_value(&a))) return -1;
             if (strcmp(v, "fast") == 0)
@@ -84,15 +82,12 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
                 cli_error(a.cmd, "unknown CUDA variant '%s' (expected fast or seed)", v);
                 return -1;
             }
-        } else if (cli_is(&a, "--threads")) {
-            if (cli_int(&a, 1, 4096, &l)) return -1;
-            p->threads = (int)l;
         } else if (cli_is(&a, "--labels")) {
-            if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
+            if (!(c->out.labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->out.labels)) return -1;
         } else if (cli_is(&a, "--centers")) {
-            if (!(c->centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->centers)) return -1;
+            if (!(c->out.centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->out.centers)) return -1;
         } else if (cli_is(&a, "--plot")) {
-            if (!(c->plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->plot)) return -1;
+            if (!(c->out.plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->out.plot)) return -1;
         } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
             c->verbose = 1;
         } else if (a.name[0] != '-' && !c->input) {
@@ -116,25 +111,10 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
 static int write_outputs(const km_cli *c, const pcli_matrix *m, const pc_result *r)
 {
     char err[512];
-    size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
     cli_outputs out = {0};
     const char *path = NULL;
-    if (c->labels && (!(path = cli_outputs_stage(&out, "kmeans", c->labels)) ||
-                      pcli_write_labels(path, pc_result_labels(r), n, err, sizeof err)))
-        goto fail;
-    if (c->centers && (!(path = cli_outputs_stage(&out, "kmeans", c->centers)) ||
-                       pcli_write_matrix(path, pc_result_centers(r), k, dim, err, sizeof err)))
-        goto fail;
-    if (c->plot && (!(path = cli_outputs_stage(&out, "kmeans", c->plot)) ||
-                    pcli_plot(path, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k, "k-means", err,
-                              sizeof err)))
-        goto fail;
-    return cli_outputs_commit(&out, "kmeans") ? CLI_FAILED : CLI_OK;
-fail:
-    if (path)
-        cli_outputs_error(&out, "kmeans", err);
-    cli_outputs_discard(&out);
-    return CLI_FAILED;
+    int failed = cli_stage_common(&out, "kmeans", &c->out, m->data, r, "k-means", err, sizeof err, &path);
+    return cli_outputs_finish(&out, "kmeans", failed, path, err);
 }
 
 int cmd_kmeans(int argc, char **argv)
@@ -147,8 +127,7 @@ int cmd_kmeans(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (cli_check_writable("kmeans", "--labels", c.labels) || cli_check_writable("kmeans", "--centers", c.centers) ||
-        cli_check_writable("kmeans", "--plot", c.plot))
+    if (cli_check_common_writable("kmeans", &c.out))
         return CLI_FAILED;
     pcli_matrix m = {0}, init = {0};
     char err[512];
@@ -186,12 +165,7 @@ int cmd_kmeans(int argc, char **argv)
     printf("k-means: %zu points, %zu dimensions, %zu clusters, %d iterations, inertia %.9g, %.3f s (%s)\n", m.n,
            m.dim, k, pc_result_iterations(r), pc_result_inertia(r), seconds, pc_backend_name(pc_result_backend(r)));
     if (c.verbose)
-        for (size_t s = 0; s < pc_result_stage_count(r); s++) {
-            const char *name;
-            double t;
-            pc_result_stage(r, s, &name, &t);
-            printf("  stage %-6s %.4f s\n", name, t);
-        }
+        cli_print_stages(r);
     rc = write_outputs(&c, &m, r);
     pc_result_free(r);
     pcli_matrix_free(&m);

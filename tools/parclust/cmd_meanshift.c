@@ -34,7 +34,8 @@ static const char *const help =
     "  --verbose            print parameters, backend and per-stage timings\n";
 
 typedef struct {
-    const char *input, *labels, *centers, *modes, *plot;
+    const char *input, *modes;
+    cli_common_outputs out;
     int verbose;
 } ms_cli;
 
@@ -56,6 +57,7 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
     cli_args_init(&a, "meanshift", argc, argv);
     long l;
     const char *v;
+    int bad = 0;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
@@ -97,15 +99,8 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
             p->blurring = 1;
         } else if (cli_is(&a, "--no-grid")) {
             p->use_grid = 0;
-        } else if (cli_is(&a, "--backend")) {
-            if (!(v = cli_value(&a))) return -1;
-            if (pc_backend_parse(v, &p->backend) != PC_OK) {
-                cli_error(a.cmd, "%s", pc_last_error());
-                return -1;
-            }
-        } else if (cli_is(&a, "--threads")) {
-            if (cli_int(&a, 1, 4096, &l)) return -1;
-            p->threads = (int)l;
+        } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
+            if (bad) return -1;
         } else if (cli_is(&a, "--schedule")) {
             if (!(v = cli_value(&a)) || parse_schedule(a.cmd, v, &p->schedule)) return -1;
         } else if (cli_is(&a, "--cuda-kernel")) {
@@ -118,13 +113,13 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
             if (cli_int(&a, 16, 1024, &l)) return -1;
             p->cuda_block = (int)l;
         } else if (cli_is(&a, "--labels")) {
-            if (!(c->labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->labels)) return -1;
+            if (!(c->out.labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->out.labels)) return -1;
         } else if (cli_is(&a, "--centers")) {
-            if (!(c->centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->centers)) return -1;
+            if (!(c->out.centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->out.centers)) return -1;
         } else if (cli_is(&a, "--modes")) {
             if (!(c->modes = cli_value(&a)) || cli_check_data_output(a.cmd, "--modes", c->modes)) return -1;
         } else if (cli_is(&a, "--plot")) {
-            if (!(c->plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->plot)) return -1;
+            if (!(c->out.plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->out.plot)) return -1;
         } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
             c->verbose = 1;
         } else if (a.name[0] != '-' && !c->input) {
@@ -165,40 +160,20 @@ static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const p
                pc_kernel_name(p->kernel), h, radius, p->eps < 0 ? 1e-3 * h : p->eps,
                p->merge_radius < 0 ? h / 2 : p->merge_radius,
                p->blurring ? "blurring" : "non-blurring", p->threads ? p->threads : pc_openmp_max_threads());
-        for (size_t s = 0; s < pc_result_stage_count(r); s++) {
-            const char *name;
-            double t;
-            pc_result_stage(r, s, &name, &t);
-            printf("  stage %-8s %.4f s\n", name, t);
-        }
+        cli_print_stages(r);
     }
 }
 
 static int write_outputs(const ms_cli *c, const pcli_matrix *m, const pc_result *r)
 {
     char err[512];
-    size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
     cli_outputs out = {0};
-    const char *path;
-    if (c->labels && (!(path = cli_outputs_stage(&out, "meanshift", c->labels)) ||
-                      pcli_write_labels(path, pc_result_labels(r), n, err, sizeof err)))
-        goto fail;
-    if (c->centers && (!(path = cli_outputs_stage(&out, "meanshift", c->centers)) ||
-                       pcli_write_matrix(path, pc_result_centers(r), k, dim, err, sizeof err)))
-        goto fail;
-    if (c->modes && (!(path = cli_outputs_stage(&out, "meanshift", c->modes)) ||
-                     pcli_write_matrix(path, pc_result_modes(r), n, dim, err, sizeof err)))
-        goto fail;
-    if (c->plot && (!(path = cli_outputs_stage(&out, "meanshift", c->plot)) ||
-                    pcli_plot(path, m->data, n, dim, pc_result_labels(r), pc_result_centers(r), k, "mean shift",
-                              err, sizeof err)))
-        goto fail;
-    return cli_outputs_commit(&out, "meanshift") ? CLI_FAILED : CLI_OK;
-fail:
-    if (path) /* a writer failed (a failed staging printed its own error) */
-        cli_outputs_error(&out, "meanshift", err);
-    cli_outputs_discard(&out);
-    return CLI_FAILED;
+    const char *path = NULL;
+    int failed = cli_stage_common(&out, "meanshift", &c->out, m->data, r, "mean shift", err, sizeof err, &path) ||
+                 (c->modes && (!(path = cli_outputs_stage(&out, "meanshift", c->modes)) ||
+                               pcli_write_matrix(path, pc_result_modes(r), pc_result_n(r), pc_result_dim(r), err,
+                                                 sizeof err)));
+    return cli_outputs_finish(&out, "meanshift", failed, path, err);
 }
 
 int cmd_meanshift(int argc, char **argv)
@@ -211,8 +186,7 @@ int cmd_meanshift(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (cli_check_writable("meanshift", "--labels", c.labels) || cli_check_writable("meanshift", "--centers", c.centers) ||
-        cli_check_writable("meanshift", "--modes", c.modes) || cli_check_writable("meanshift", "--plot", c.plot))
+    if (cli_check_common_writable("meanshift", &c.out) || cli_check_writable("meanshift", "--modes", c.modes))
         return CLI_FAILED;
 
     pcli_matrix m = {0};
