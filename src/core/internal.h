@@ -50,6 +50,10 @@ struct pc_result {
     double stage_seconds[PC__MAX_STAGES];
 };
 
+/* The start every algorithm shares: result and parameters present, *result cleared, the last error
+ * reset, the points checked. */
+pc_status pc__begin(const pc_points *points, const void *params, pc_result **result);
+
 pc_result *pc__result_new(size_t n, size_t dim);
 void pc__result_add_stage(pc_result *result, const char *name, double seconds);
 

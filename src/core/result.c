@@ -3,6 +3,17 @@
 
 #include <stdlib.h>
 
+pc_status pc__begin(const pc_points *points, const void *params, pc_result **result)
+{
+    if (!result)
+        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
+    *result = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    return pc_points_check(points);
+}
+
 pc_result *pc__result_new(size_t n, size_t dim)
 {
     pc_result *r = pc__calloc(1, sizeof *r, "result");

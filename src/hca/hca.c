@@ -21,9 +21,6 @@ void pc_hca_params_init(pc_hca_params *p)
 
 static pc_status check(const pc_points *points, const pc_hca_params *p)
 {
-    pc_status st = pc_points_check(points);
-    if (st != PC_OK)
-        return st;
     if (points->dim > PC__HCA_MAX_DIM)
         return pc__fail(PC_INVALID_ARGUMENT, "HCA handles 1 to %d dimensions, got %zu", PC__HCA_MAX_DIM, points->dim);
     if (points->n > (size_t)INT32_MAX)
@@ -112,14 +109,8 @@ static void label_points(pc__hca_grid *g, const pc_points *points, const int32_t
 
 pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
 {
-    if (!result)
-        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
-    *result = NULL;
-    if (!params)
-        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
-    pc__clear_error();
-    pc_status st = check(points, params);
-    if (st != PC_OK)
+    pc_status st = pc__begin(points, params, result);
+    if (st != PC_OK || (st = check(points, params)) != PC_OK)
         return st;
     pc_backend backend;
     /* AUTO's measure of work: the points; the CPU backends are all there is for HCA today. */

@@ -39,9 +39,6 @@ void pc_kmeans_params_init(pc_kmeans_params *p)
 
 static pc_status check(const pc_points *points, const pc_kmeans_params *p)
 {
-    pc_status st = pc_points_check(points);
-    if (st != PC_OK)
-        return st;
     if (p->k == 0)
         return pc__fail(PC_INVALID_ARGUMENT, "k must be >= 1, got 0");
     if (p->k > points->n)
@@ -88,14 +85,8 @@ static double absolute_tolerance(const float *x, size_t n, size_t dim, double to
 
 pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result)
 {
-    if (!result)
-        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
-    *result = NULL;
-    if (!params)
-        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
-    pc__clear_error();
-    pc_status st = check(points, params);
-    if (st != PC_OK)
+    pc_status st = pc__begin(points, params, result);
+    if (st != PC_OK || (st = check(points, params)) != PC_OK)
         return st;
     size_t n = points->n, dim = points->dim, k = params->k;
     pc_backend backend;

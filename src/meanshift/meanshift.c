@@ -116,13 +116,7 @@ static pc_status resolve(const pc_meanshift_params *p, pc__ms_setup *s, double *
 
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result)
 {
-    if (!result)
-        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
-    *result = NULL;
-    if (!params)
-        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
-    pc__clear_error();
-    pc_status st = pc_points_check(points);
+    pc_status st = pc__begin(points, params, result);
     if (st != PC_OK)
         return st;
     pc__ms_setup setup;
