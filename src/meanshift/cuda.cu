@@ -158,6 +158,47 @@ __global__ void tiled_kernel(const float *__restrict__ ref, int n, int dim, floa
         finish_point<D>(i, n, dim, q, acc, ws, pos, eps2, stopped);
 }
 
+// Beyond MAX_GPU_DIM dimensions: one thread per point as the naive kernel, with the point's weighted
+// sums in global scratch (count x dim) that only this thread touches.
+template <int K>
+__global__ void wide_kernel(const float *__restrict__ ref, int n, int dim, float *pos, const int *active, int count,
+                            float r2, float eps2, unsigned char *stopped, float *scratch)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count)
+        return;
+    int i = active[t];
+    float *acc = scratch + (size_t)t * dim;
+    for (int k = 0; k < dim; k++)
+        acc[k] = 0.0f;
+    float ws = 0.0f;
+    for (int j = 0; j < n; j++) {
+        float d2 = 0.0f;
+        for (int k = 0; k < dim; k++) {
+            float d = pos[(size_t)k * n + i] - ref[(size_t)k * n + j];
+            d2 = fmaf(d, d, d2);
+        }
+        float w = weight<K>(d2, r2);
+        if (w == 0.0f)
+            continue;
+        ws += w;
+        for (int k = 0; k < dim; k++)
+            acc[k] = fmaf(w, ref[(size_t)k * n + j], acc[k]);
+    }
+    if (!(ws > 0.0f)) {
+        stopped[i] = 1;
+        return;
+    }
+    float inv = 1.0f / ws, moved = 0.0f;
+    for (int k = 0; k < dim; k++) {
+        float v = acc[k] * inv, d = v - pos[(size_t)k * n + i];
+        moved += d * d;
+        pos[(size_t)k * n + i] = v;
+    }
+    if (moved <= eps2)
+        stopped[i] = 1;
+}
+
 // ---------------------------------------------------------------- the fast kernels
 //
 // Each thread carries FAST_QUERIES queries, so one shared-memory load of a reference serves several
@@ -700,7 +741,13 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
         }
         if (st != PC_OK)
             break;
-        if (s.use_grid)
+        if (s.dim > MAX_GPU_DIM) {
+            int blocks = blocks_for(count, 128);
+            PC__KERNEL_SWITCH(s.kernel, wide_kernel<KK><<<blocks, 128>>>(s.ref.ptr, n, (int)s.dim, s.pos.ptr,
+                                                                         s.active.ptr, count, s.r2, s.eps2,
+                                                                         s.stopped.ptr, s.partial.ptr));
+            st = pc__cuda_status(cudaGetLastError(), "wide mean shift kernel");
+        } else if (s.use_grid)
             st = launch_grid_kernel(s, count);
         else if (o->kernel == PC_CUDA_KERNEL_FAST && (dot || (s.dim >= 2 && s.dim <= 5)))
             st = launch_fast_kernel(s, dot, safe, count);
@@ -741,8 +788,6 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
                                         const pc__ms_cuda_options *o, float *modes, int *iterations,
                                         double stage_seconds[3])
 {
-    if (dim > MAX_GPU_DIM)
-        return pc__fail(PC_UNSUPPORTED, "the CUDA mean shift handles up to %d dimensions, got %zu", MAX_GPU_DIM, dim);
     if (n > (size_t)INT32_MAX / 8)
         return pc__fail(PC_UNSUPPORTED, "the CUDA mean shift handles up to %d points, got %zu", INT32_MAX / 8, n);
     int block = o->block;
@@ -764,15 +809,19 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
     double scale = sqrt((double)setup->shift.scale); // gaussian: sqrt(log2 e / 2h^2); others: 1/h
     if (setup->shift.kernel != PC_KERNEL_GAUSSIAN)
         scale = 1.0 / setup->bandwidth;
-    double centre[MAX_GPU_DIM] = {0};
+    double *centre = (double *)pc__calloc(dim, sizeof(double), "centre");
+    if (!centre)
+        return PC_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < dim; k++)
             centre[k] += points[i * dim + k];
     for (size_t k = 0; k < dim; k++)
         centre[k] /= (double)n;
     float *hs = (float *)pc__alloc(n, dim * sizeof(float), "scaled points");
-    if (!hs)
+    if (!hs) {
+        free(centre);
         return PC_OUT_OF_MEMORY;
+    }
     double max_qq = 0;
     for (size_t i = 0; i < n; i++) {
         double qq = 0;
@@ -795,7 +844,8 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
     if ((st = s.ref.alloc(n * dim, "references")) != PC_OK || (st = s.pos.alloc(n * dim, "positions")) != PC_OK ||
         (st = s.active.alloc(n, "active list")) != PC_OK || (st = s.next_active.alloc(n, "active list")) != PC_OK ||
         (st = s.counter.alloc(1, "counter")) != PC_OK || (st = s.stopped.alloc(n, "stop flags")) != PC_OK ||
-        (dot && (st = s.ref4.alloc(n, "packed references")) != PC_OK))
+        (dot && (st = s.ref4.alloc(n, "packed references")) != PC_OK) ||
+        (dim > MAX_GPU_DIM && (st = s.partial.alloc(n * dim, "per-point sums")) != PC_OK))
         goto done;
     if (s.use_grid &&
         ((st = s.keys.alloc(n, "grid keys")) != PC_OK || (st = s.keys_sorted.alloc(n, "grid keys")) != PC_OK ||
@@ -832,5 +882,6 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
     stage_seconds[2] = pc__now() - t0;
 done:
     free(hs);
+    free(centre);
     return st;
 }

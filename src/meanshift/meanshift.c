@@ -128,8 +128,6 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
     /* AUTO's measure of work: the pairs of one all-pairs iteration. */
     if ((st = pc__choose_backend(params->backend, (double)n * (double)n, &backend)) != PC_OK)
         return st;
-    if (backend == PC_BACKEND_CUDA && params->backend == PC_BACKEND_AUTO && dim > 64)
-        backend = PC_BACKEND_OPENMP; /* beyond what the GPU kernels hold */
 
     const float *data;
     float *owned = NULL;
