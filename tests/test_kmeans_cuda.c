@@ -95,8 +95,10 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
         CHECK_MSG((max_iter == 1 ? real == 0 : 1) && differ <= n / 1000 + 1,
                   "n %zu dim %zu k %zu variant %d, %d iterations: %zu labels differ, %zu of them not near-ties", n,
                   dim, k, (int)variant, max_iter, differ, real);
-        CHECK_MSG(fabs(pc_result_inertia(a) - pc_result_inertia(b)) <= 1e-5 * pc_result_inertia(a),
-                  "inertia %.9g vs %.9g", pc_result_inertia(a), pc_result_inertia(b));
+        /* Same labels: the same inertia to rounding; a few flipped labels move it a little. */
+        double rel = differ == 0 ? 1e-5 : 1e-3;
+        CHECK_MSG(fabs(pc_result_inertia(a) - pc_result_inertia(b)) <= rel * pc_result_inertia(a),
+                  "inertia %.9g vs %.9g (%zu labels differ)", pc_result_inertia(a), pc_result_inertia(b), differ);
         if (differ == 0) {
             CHECK(pc_result_iterations(a) == pc_result_iterations(b));
             double worst = 0;
