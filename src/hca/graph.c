@@ -161,7 +161,8 @@ pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *gr)
         pc__hca_graph_free(gr);
         return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot hold the touching cells of adjacent components");
     }
-    qsort(all.list, all.count, sizeof *all.list, by_pair);
+    if (all.count) /* none when everything is one component */
+        qsort(all.list, all.count, sizeof *all.list, by_pair);
     size_t edges = 0;
     for (size_t i = 0; i < all.count; i++)
         edges += i == 0 || all.list[i].a != all.list[i - 1].a || all.list[i].b != all.list[i - 1].b;
