@@ -81,6 +81,11 @@ int cli_check_common_writable(const char *cmd, const cli_common_outputs *o);
 int cli_backend_option(cli_args *a, pc_backend *backend, int *threads, int *rc);
 /* "  stage NAME  SECONDS" lines. */
 void cli_print_stages(const pc_result *r);
+/* "  cluster I: N points, centre (...)" for the first 10 clusters. */
+void cli_print_clusters(const pc_result *r);
+/* Handles what every clustering command takes: --labels, --centers, --plot, --verbose and the input
+ * (the first positional argument). 1 when it was one of them (*rc: 0 ok, -1 error printed), 0 not. */
+int cli_common_option(cli_args *a, cli_common_outputs *o, int *verbose, const char **input, int *rc);
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);

@@ -74,20 +74,12 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
             p->noise = 1;
         } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
             if (bad) return -1;
-        } else if (cli_is(&a, "--labels")) {
-            if (!(c->out.labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->out.labels)) return -1;
-        } else if (cli_is(&a, "--centers")) {
-            if (!(c->out.centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->out.centers)) return -1;
+        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
+            if (bad) return -1;
         } else if (cli_is(&a, "--dendrogram")) {
             if (!(c->dendrogram = cli_value(&a)) || check_text_output("--dendrogram", c->dendrogram)) return -1;
         } else if (cli_is(&a, "--components")) {
             if (!(c->components = cli_value(&a)) || check_text_output("--components", c->components)) return -1;
-        } else if (cli_is(&a, "--plot")) {
-            if (!(c->out.plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->out.plot)) return -1;
-        } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
-            c->verbose = 1;
-        } else if (a.name[0] != '-' && !c->input) {
-            c->input = a.name;
         } else {
             cli_unknown(&a);
             return -1;
@@ -182,14 +174,7 @@ int cmd_hca(int argc, char **argv)
     if (p.clusters && k != p.clusters)
         fprintf(stderr, "parclust hca: note: %zu clusters asked, %zu found: no cut of the dendrogram gives %zu "
                         "clusters of at least the minimum size\n", p.clusters, k, p.clusters);
-    for (size_t i = 0; i < k && i < 10; i++) {
-        printf("  cluster %zu: %lld points, centre (", i, (long long)pc_result_sizes(r)[i]);
-        for (size_t d = 0; d < dim; d++)
-            printf("%s%.4g", d ? ", " : "", pc_result_centers(r)[i * dim + d]);
-        printf(")\n");
-    }
-    if (k > 10)
-        printf("  ... %zu more clusters\n", k - 10);
+    cli_print_clusters(r);
     if (c.verbose)
         cli_print_stages(r);
     rc = write_outputs(&c, &m, r);

@@ -82,16 +82,8 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
                 cli_error(a.cmd, "unknown CUDA variant '%s' (expected fast or seed)", v);
                 return -1;
             }
-        } else if (cli_is(&a, "--labels")) {
-            if (!(c->out.labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->out.labels)) return -1;
-        } else if (cli_is(&a, "--centers")) {
-            if (!(c->out.centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->out.centers)) return -1;
-        } else if (cli_is(&a, "--plot")) {
-            if (!(c->out.plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->out.plot)) return -1;
-        } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
-            c->verbose = 1;
-        } else if (a.name[0] != '-' && !c->input) {
-            c->input = a.name;
+        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
+            if (bad) return -1;
         } else {
             cli_unknown(&a);
             return -1;

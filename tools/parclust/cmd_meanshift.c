@@ -112,18 +112,10 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
         } else if (cli_is(&a, "--cuda-block")) {
             if (cli_int(&a, 16, 1024, &l)) return -1;
             p->cuda_block = (int)l;
-        } else if (cli_is(&a, "--labels")) {
-            if (!(c->out.labels = cli_value(&a)) || cli_check_data_output(a.cmd, "--labels", c->out.labels)) return -1;
-        } else if (cli_is(&a, "--centers")) {
-            if (!(c->out.centers = cli_value(&a)) || cli_check_data_output(a.cmd, "--centers", c->out.centers)) return -1;
+        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
+            if (bad) return -1;
         } else if (cli_is(&a, "--modes")) {
             if (!(c->modes = cli_value(&a)) || cli_check_data_output(a.cmd, "--modes", c->modes)) return -1;
-        } else if (cli_is(&a, "--plot")) {
-            if (!(c->out.plot = cli_value(&a)) || cli_check_plot_output(a.cmd, c->out.plot)) return -1;
-        } else if (cli_is(&a, "--verbose") || cli_is(&a, "-v")) {
-            c->verbose = 1;
-        } else if (a.name[0] != '-' && !c->input) {
-            c->input = a.name;
         } else {
             cli_unknown(&a);
             return -1;
@@ -139,19 +131,9 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
 static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const pc_result *r, double seconds)
 {
     size_t k = pc_result_cluster_count(r), dim = pc_result_dim(r);
-    const int64_t *sizes = pc_result_sizes(r);
-    const float *centers = pc_result_centers(r);
     printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s)\n",
            pc_result_n(r), dim, k, pc_result_iterations(r), seconds, pc_backend_name(pc_result_backend(r)));
-    size_t shown = k < 10 ? k : 10;
-    for (size_t i = 0; i < shown; i++) {
-        printf("  cluster %zu: %lld points, centre (", i, (long long)sizes[i]);
-        for (size_t d = 0; d < dim && d < 8; d++)
-            printf("%s%.4g", d ? ", " : "", centers[i * dim + d]);
-        printf("%s)\n", dim > 8 ? ", ..." : "");
-    }
-    if (k > shown)
-        printf("  ... %zu more clusters\n", k - shown);
+    cli_print_clusters(r);
     if (c->verbose) {
         /* The header's "0 / negative = default" values, resolved as the library resolves them. */
         double h = p->bandwidth;

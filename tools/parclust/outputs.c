@@ -72,3 +72,38 @@ void cli_print_stages(const pc_result *r)
         printf("  stage %-10s %.4f s\n", name, t);
     }
 }
+
+void cli_print_clusters(const pc_result *r)
+{
+    size_t k = pc_result_cluster_count(r), dim = pc_result_dim(r), shown = k < 10 ? k : 10;
+    for (size_t i = 0; i < shown; i++) {
+        printf("  cluster %zu: %lld points, centre (", i, (long long)pc_result_sizes(r)[i]);
+        for (size_t d = 0; d < dim && d < 8; d++)
+            printf("%s%.4g", d ? ", " : "", pc_result_centers(r)[i * dim + d]);
+        printf("%s)\n", dim > 8 ? ", ..." : "");
+    }
+    if (k > shown)
+        printf("  ... %zu more clusters\n", k - shown);
+}
+
+int cli_common_option(cli_args *a, cli_common_outputs *o, int *verbose, const char **input, int *rc)
+{
+    *rc = 0;
+    if (cli_is(a, "--labels")) {
+        if (!(o->labels = cli_value(a)) || cli_check_data_output(a->cmd, "--labels", o->labels))
+            *rc = -1;
+    } else if (cli_is(a, "--centers")) {
+        if (!(o->centers = cli_value(a)) || cli_check_data_output(a->cmd, "--centers", o->centers))
+            *rc = -1;
+    } else if (cli_is(a, "--plot")) {
+        if (!(o->plot = cli_value(a)) || cli_check_plot_output(a->cmd, o->plot))
+            *rc = -1;
+    } else if (cli_is(a, "--verbose") || cli_is(a, "-v")) {
+        *verbose = 1;
+    } else if (a->name[0] != '-' && !*input) {
+        *input = a->name;
+    } else {
+        return 0;
+    }
+    return 1;
+}
