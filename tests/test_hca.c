@@ -137,6 +137,9 @@ static void test_backends_agree(uint64_t seed)
         p.backend = PC_BACKEND_SEQUENTIAL;
         pc_result *ref = NULL, *other = NULL;
         CHECK(pc_hca(&v, &p, &ref) == PC_OK);
+        /* Clusters are numbered by size, largest first, after small ones joined them. */
+        for (size_t c = 1; ref && c < pc_result_cluster_count(ref); c++)
+            CHECK(pc_result_sizes(ref)[c - 1] >= pc_result_sizes(ref)[c]);
         for (int t = 1; t <= 4 && ref; t++) {
             p.backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
             p.threads = t;

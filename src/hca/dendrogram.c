@@ -255,6 +255,20 @@ pc_status pc__hca_cut(const pc__hca_grid *g, const pc__hca_graph *gr, const doub
             }
         }
     }
+    /* Joined cells change the sizes: number the final clusters by their points, largest first. */
+    for (size_t c = 0; c < kept; c++) {
+        keys[c].root = c;
+        keys[c].size = 0;
+    }
+    for (size_t c = 0; c < g->cells; c++)
+        if (cluster_of_cell[c] >= 0)
+            keys[cluster_of_cell[c]].size += g->density[c];
+    qsort(keys, kept, sizeof *keys, by_size);
+    for (size_t c = 0; c < kept; c++)
+        cluster_of_root[keys[c].root] = (int32_t)c; /* old number -> new */
+    for (size_t c = 0; c < g->cells; c++)
+        if (cluster_of_cell[c] >= 0)
+            cluster_of_cell[c] = cluster_of_root[cluster_of_cell[c]];
     *k_out = kept;
     st = PC_OK;
 done:
