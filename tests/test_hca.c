@@ -147,6 +147,16 @@ static void test_backends_agree(uint64_t seed)
             CHECK_MSG(other && same_result(ref, other), "dim %zu, %d threads: result differs", dim, t);
             pc_result_free(other);
         }
+        /* Room for the dense grid but not for per-thread counts: every thread counts with atomics. */
+        size_t cells = 1;
+        for (size_t j = 0; j < dim; j++)
+            cells *= (size_t)p.m;
+        p.memory_budget = cells * sizeof(int32_t);
+        p.threads = 4;
+        p.backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+        CHECK(pc_hca(&v, &p, &other) == PC_OK);
+        CHECK_MSG(other && ref && same_result(ref, other), "dim %zu: atomic counts differ", dim);
+        pc_result_free(other);
         p.memory_budget = 64; /* too small for any dense grid */
         CHECK(pc_hca(&v, &p, &other) == PC_OK);
         CHECK_MSG(other && ref && same_result(ref, other), "dim %zu: sparse grid differs from dense", dim);

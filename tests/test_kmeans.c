@@ -216,6 +216,13 @@ static void test_bad_input(void)
     pc_status st = pc_kmeans(&v, &p, &r);
     CHECK(st == PC_UNSUPPORTED || st == PC_NO_DEVICE);
     CHECK(r == NULL);
+    /* Values whose distance from the mean overflows float: a clear error, not a crash. */
+    float huge[4] = {-3e38f, 3e38f, 3e38f, 3e38f};
+    pc_points hv = pc_points_f32(huge, 4, 1);
+    p.backend = PC_BACKEND_AUTO;
+    p.k = 2;
+    CHECK_STATUS(pc_kmeans(&hv, &p, &r), PC_INVALID_ARGUMENT);
+    CHECK(r == NULL);
     /* k = n: every point its own cluster, inertia 0. */
     p.backend = PC_BACKEND_AUTO;
     p.k = 3;

@@ -206,6 +206,21 @@ static void components_by_search(const float *m, size_t n, size_t dim, double r,
     free(queue);
 }
 
+/* merge_radius 0: exactly the identical modes form a cluster. */
+static void test_merge_identical(void)
+{
+    float m[] = {1, 2, 3, 4, 1, 2, 5, 5, 3, 4, 1, 2, -0.0f, 0, 0, 0};
+    pc_result *r = pc__result_new(8, 2);
+    CHECK(pc__merge_modes(m, 8, 2, 0.0, r) == PC_OK);
+    /* Rows: (1,2) x3, (3,4) x2, (5,5), (0,0) x2 (-0 equals 0). */
+    CHECK(r->k == 4);
+    CHECK(r->labels[0] == r->labels[2] && r->labels[2] == r->labels[5]);
+    CHECK(r->labels[1] == r->labels[4] && r->labels[1] != r->labels[0]);
+    CHECK(r->labels[6] == r->labels[7]);
+    CHECK(r->sizes[0] == 3);
+    pc_result_free(r);
+}
+
 static void test_merge_against_search(uint64_t seed)
 {
     for (size_t dim = 1; dim <= 6; dim++) {
@@ -385,6 +400,7 @@ int main(void)
     test_openmp_matches_sequential(seed);
     test_grid_matches_all_pairs(seed);
     test_merge_against_search(seed);
+    test_merge_identical();
     test_blobs_recovered(seed);
     test_views_of_other_types();
     test_bad_input();

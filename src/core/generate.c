@@ -147,6 +147,7 @@ static void model_set(const model_class *cls, size_t count, const pc_generate_pa
 
 pc_status pc_generate(const pc_generate_params *p, float *points, int32_t *labels)
 {
+    pc__clear_error();
     if (!p || !points)
         return pc__fail(PC_INVALID_ARGUMENT, "parameters or output array are NULL");
     if (p->n == 0)

@@ -101,7 +101,7 @@ pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim,
     }
     int32_t *shrunk = realloc(g->coords, (g->cells ? g->cells : 1) * dim * sizeof *shrunk);
     if (shrunk)
-        g->coords = shrunk;
+        g->coords = pc = shrunk; /* pc follows, so the error path below frees it once */
     g->start = pc__calloc(g->cells + 1, sizeof *g->start, "grid cell starts");
     if (!g->start)
         goto oom;

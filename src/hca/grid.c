@@ -142,7 +142,8 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        int32_t *mine = t == 0 || threads == 1 ? count : copies ? copies + (size_t)(t - 1) * total : NULL;
+        /* Without copies every thread counts with atomics, thread 0 too. */
+        int32_t *mine = threads == 1 ? count : !copies ? NULL : t == 0 ? count : copies + (size_t)(t - 1) * total;
         /* Neighbouring pixels often share a cell: counting runs in a register avoids an increment
          * that waits on the previous one through memory. */
         uint32_t run_idx = 0;
@@ -344,8 +345,8 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t 
         total *= (uint64_t)m;
     }
     bounding_box(g, p, stride);
-    /* Dense when the slot array fits the budget and linear indices fit the 32-bit scratch. */
-    g->dense = total <= UINT32_MAX && total * sizeof(int32_t) <= memory_budget;
+    /* Dense when the slot array fits the budget and linear indices fit the (signed) 32-bit scratch. */
+    g->dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= memory_budget;
     pc_status st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget)
                             : build_sparse(g, p, stride, scratch);
     /* Index offsets of the 3^d - 1 neighbours, for cells away from the grid's border. */

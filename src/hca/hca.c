@@ -37,9 +37,10 @@ static pc_status check(const pc_points *points, const pc_hca_params *p)
 /* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
  * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
  * grid's cell map is turned into a cluster map in place: its last use. */
-static void label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                         int32_t *labels, double *sums)
+static pc_status label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                              int32_t *labels, double *sums)
 {
+    int failed = 0;
     size_t dim = g->dim, stride = points->stride ? points->stride : 0;
     if (!stride)
         stride = dim * (points->dtype == PC_F64 ? 8 : points->dtype == PC_F32 ? 4 : points->dtype == PC_U16 ? 2 : 1);
@@ -56,10 +57,11 @@ static void label_points(pc__hca_grid *g, const pc_points *points, const int32_t
             small[c] = map[c] < 0 ? 255 : (uint8_t)map[c];
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
-#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
         double *mine = calloc(k * (dim + 1), sizeof *mine);
         uint64_t *isum = packed_u8 ? calloc(k * (dim + 1), sizeof *isum) : NULL;
+        failed |= !mine || (packed_u8 && !isum);
         float row[PC__HCA_MAX_DIM];
         const uint8_t *u8 = points->data;
         /* Images come in regions: sums run in registers while the cluster stays the same, and go to
@@ -105,6 +107,7 @@ static void label_points(pc__hca_grid *g, const pc_points *points, const int32_t
         free(isum);
     }
     free(small);
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums") : PC_OK;
 }
 
 pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
@@ -182,7 +185,8 @@ pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result
         r->component_densities[c] = g.density[gr.representative[c]];
         r->component_sizes[c] = gr.size[c];
     }
-    label_points(&g, points, cluster_of_cell, k, r->labels, sums);
+    if ((st = label_points(&g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK)
+        goto fail;
     r->k = k;
     for (size_t c = 0; c < k; c++) {
         double count = sums[c * (dim + 1) + dim];

@@ -14,17 +14,19 @@
 
 /* Assignment of every point and the per-cluster sums of the new centres (double, per thread, added
  * in thread order). */
-static void assign_and_sum(const float *x, size_t n, size_t dim, size_t k, const pc__km_centres *c, int threads,
-                           int32_t *labels, double *sums, int64_t *counts)
+static pc_status assign_and_sum(const float *x, size_t n, size_t dim, size_t k, const pc__km_centres *c, int threads,
+                                int32_t *labels, double *sums, int64_t *counts)
 {
+    int failed = 0;
     memset(sums, 0, k * dim * sizeof *sums);
     memset(counts, 0, k * sizeof *counts);
     long chunks = (long)((n + CHUNK - 1) / CHUNK);
     (void)threads;
-#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
         double *s = calloc(k * dim, sizeof *s);
         int64_t *cnt = calloc(k, sizeof *cnt);
+        failed |= !s || !cnt;
 #pragma omp for schedule(static)
         for (long ch = 0; ch < chunks; ch++) {
             size_t b = (size_t)ch * CHUNK, e = b + CHUNK < n ? b + CHUNK : n;
@@ -56,6 +58,7 @@ static void assign_and_sum(const float *x, size_t n, size_t dim, size_t k, const
         free(s);
         free(cnt);
     }
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "k-means: cannot allocate per-thread sums") : PC_OK;
 }
 
 typedef struct {
@@ -119,7 +122,9 @@ static pc_status cpu_step(void *ctx, const float *centres, double *sums, int64_t
     cpu_engine *e = ctx;
     pc__km_centres_set(&e->c, centres);
     memcpy(e->previous, e->labels, e->n * sizeof *e->labels);
-    assign_and_sum(e->x, e->n, e->dim, e->k, &e->c, e->threads, e->labels, sums, counts);
+    pc_status st = assign_and_sum(e->x, e->n, e->dim, e->k, &e->c, e->threads, e->labels, sums, counts);
+    if (st != PC_OK)
+        return st;
     size_t diff = 0;
     for (size_t i = 0; i < e->n; i++)
         diff += e->labels[i] != e->previous[i];

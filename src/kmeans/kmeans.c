@@ -134,8 +134,14 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
             mean[d] /= (double)n;
         for (size_t i = 0; i < n; i++) {
             pc__points_row_f32(points, i, row);
-            for (size_t d = 0; d < dim; d++)
+            for (size_t d = 0; d < dim; d++) {
                 owned[i * dim + d] = (float)(row[d] - mean[d]);
+                if (!isfinite(owned[i * dim + d])) {
+                    st = pc__fail(PC_INVALID_ARGUMENT, "point %zu, dimension %zu: %g is too far from the mean "
+                                  "for float32 arithmetic", i, d, (double)row[d]);
+                    goto fail;
+                }
+            }
         }
         x = owned;
     }
@@ -171,7 +177,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
             goto fail;
         t_init += t1 - t0;
         t_lloyd += pc__now() - t1;
-        if (inertia < r->inertia) { /* keep the best run */
+        if (run == 0 || inertia < r->inertia) { /* keep the best run */
             float *tc = r->centers;
             int32_t *tl = r->labels;
             r->centers = centres;

@@ -61,8 +61,8 @@ done:
     return st;
 }
 
-/* Fallback when no grid fits (merge_radius 0, or data spanning more cells than 32-bit coordinates
- * hold): all pairs, skipping pairs already joined. */
+/* Fallback when no grid fits (data spanning more cells than 32-bit coordinates hold): all pairs,
+ * skipping pairs already joined. */
 static void join_all_pairs(const float *modes, size_t n, size_t dim, double radius, pc__union_find *uf)
 {
     double r2 = radius * radius;
@@ -70,6 +70,43 @@ static void join_all_pairs(const float *modes, size_t n, size_t dim, double radi
         for (size_t j = i + 1; j < n; j++)
             if (pc__uf_find(uf, i) != pc__uf_find(uf, j) && within(modes + i * dim, modes + j * dim, dim, r2))
                 pc__uf_union(uf, i, j);
+}
+
+typedef struct {
+    const float *row;
+    size_t dim, index;
+} mode_ref;
+
+static int by_row(const void *a, const void *b)
+{
+    const mode_ref *x = a, *y = b;
+    for (size_t k = 0; k < x->dim; k++)
+        if (x->row[k] != y->row[k])
+            return x->row[k] < y->row[k] ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* merge_radius 0: only identical modes join; sorting the rows finds them in O(n log n). */
+static pc_status join_identical(const float *modes, size_t n, size_t dim, pc__union_find *uf)
+{
+    mode_ref *refs = pc__alloc(n, sizeof *refs, "mode order");
+    if (!refs)
+        return PC_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        refs[i].row = modes + i * dim;
+        refs[i].dim = dim;
+        refs[i].index = i;
+    }
+    qsort(refs, n, sizeof *refs, by_row);
+    for (size_t i = 1; i < n; i++) {
+        size_t k = 0;
+        while (k < dim && refs[i].row[k] == refs[i - 1].row[k])
+            k++;
+        if (k == dim)
+            pc__uf_union(uf, refs[i].index, refs[i - 1].index);
+    }
+    free(refs);
+    return PC_OK;
 }
 
 typedef struct {
@@ -90,7 +127,7 @@ pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radiu
     pc__union_find uf;
     if (pc__uf_init(&uf, n) != 0)
         return PC_OUT_OF_MEMORY;
-    pc_status st = radius > 0 ? join_by_grid(modes, n, dim, radius, &uf) : PC_UNSUPPORTED;
+    pc_status st = radius > 0 ? join_by_grid(modes, n, dim, radius, &uf) : join_identical(modes, n, dim, &uf);
     if (st == PC_UNSUPPORTED) {
         pc__clear_error();
         st = PC_OK;
