@@ -214,8 +214,14 @@ static void test_bad_input(void)
     CHECK_STATUS(pc_kmeans(&empty, &p, &r), PC_INVALID_ARGUMENT);
     p.backend = PC_BACKEND_CUDA;
     pc_status st = pc_kmeans(&v, &p, &r);
-    CHECK(st == PC_UNSUPPORTED || st == PC_NO_DEVICE);
-    CHECK(r == NULL);
+    if (pc_cuda_device_count() == 0) { /* CUDA asked where there is none: a clear error */
+        CHECK(st == PC_UNSUPPORTED || st == PC_NO_DEVICE);
+        CHECK(r == NULL);
+    } else {
+        CHECK(st == PC_OK && r && pc_result_backend(r) == PC_BACKEND_CUDA);
+        pc_result_free(r);
+        r = NULL;
+    }
     /* Values whose distance from the mean overflows float: a clear error, not a crash. */
     float huge[4] = {-3e38f, 3e38f, 3e38f, 3e38f};
     pc_points hv = pc_points_f32(huge, 4, 1);

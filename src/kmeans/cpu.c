@@ -156,11 +156,16 @@ static pc_status cpu_finish(void *ctx, const float *centres, int relabel, double
             pc__km_assign(x, b, end, &e->c, e->labels);
         }
     }
-    double total = 0;
+    /* Block sums added in order, so that n_init compares the same numbers at any thread count. */
+    double part[PC__KM_SUM_BLOCKS] = {0}, total = 0;
     const int32_t *labels = e->labels;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) reduction(+ : total)
-    for (long i = 0; i < (long)n; i++)
-        total += pc__km_dist2(x + (size_t)i * dim, centres + (size_t)labels[i] * dim, dim);
+    size_t per = (n + PC__KM_SUM_BLOCKS - 1) / PC__KM_SUM_BLOCKS;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long b = 0; b < PC__KM_SUM_BLOCKS; b++)
+        for (size_t i = (size_t)b * per; i < n && i < ((size_t)b + 1) * per; i++)
+            part[b] += pc__km_dist2(x + i * dim, centres + (size_t)labels[i] * dim, dim);
+    for (int b = 0; b < PC__KM_SUM_BLOCKS; b++)
+        total += part[b];
     *inertia = total;
     return PC_OK;
 }

@@ -54,13 +54,10 @@ static pc_status kmeanspp(const float *x, size_t n, size_t dim, const double *we
     }
     size_t first = (size_t)pc__rng_below(rng, n);
     memcpy(centres, x + first * dim, dim * sizeof *centres);
-    double pot = 0;
     (void)threads;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) reduction(+ : pot)
-    for (long i = 0; i < (long)n; i++) {
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long i = 0; i < (long)n; i++)
         closest[i] = (weight ? weight[i] : 1.0) * pc__km_dist2(x + (size_t)i * dim, centres, dim);
-        pot += closest[i];
-    }
     for (size_t c = 1; c < k; c++) {
         double run = 0;
         for (size_t i = 0; i < n; i++)
@@ -82,14 +79,21 @@ static pc_status kmeanspp(const float *x, size_t n, size_t dim, const double *we
          * more pass rather than trials x n doubles kept). */
         double pots[64] = {0};
         for (int t = 0; t < trials; t++) {
-            double p = 0;
+            /* Block sums added in order: the choice must not depend on the thread count. */
+            double part[PC__KM_SUM_BLOCKS] = {0};
             const float *cx = x + ids[t] * dim;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) reduction(+ : p)
-            for (long i = 0; i < (long)n; i++) {
-                double d = (weight ? weight[i] : 1.0) * pc__km_dist2(x + (size_t)i * dim, cx, dim);
-                p += d < closest[i] ? d : closest[i];
+            size_t per = (n + PC__KM_SUM_BLOCKS - 1) / PC__KM_SUM_BLOCKS;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+            for (long b = 0; b < PC__KM_SUM_BLOCKS; b++) {
+                double p = 0;
+                for (size_t i = (size_t)b * per; i < n && i < ((size_t)b + 1) * per; i++) {
+                    double d = (weight ? weight[i] : 1.0) * pc__km_dist2(x + i * dim, cx, dim);
+                    p += d < closest[i] ? d : closest[i];
+                }
+                part[b] = p;
             }
-            pots[t] = p;
+            for (int b = 0; b < PC__KM_SUM_BLOCKS; b++)
+                pots[t] += part[b];
         }
         int best = 0;
         for (int t = 1; t < trials; t++)
@@ -102,9 +106,7 @@ static pc_status kmeanspp(const float *x, size_t n, size_t dim, const double *we
             closest[i] = d < closest[i] ? d : closest[i];
         }
         memcpy(centres + c * dim, bx, dim * sizeof *centres);
-        pot = pots[best];
     }
-    (void)pot;
     free(closest);
     free(cumsum);
     return PC_OK;

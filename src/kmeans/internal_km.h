@@ -22,6 +22,10 @@ void pc__km_centres_free(pc__km_centres *c);
  * distance less |x|^2), ties to the lower index. */
 void pc__km_assign(const float *x, size_t begin, size_t end, const pc__km_centres *c, int32_t *labels);
 
+/* Blocks for sums that must not depend on the thread count: each block's partial sum is added in
+ * block order (an OpenMP reduction adds in whatever order threads finish). */
+#define PC__KM_SUM_BLOCKS 256
+
 /* Squared Euclidean distance in double. */
 double pc__km_dist2(const float *a, const float *b, size_t dim);
 
