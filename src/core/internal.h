@@ -27,6 +27,10 @@ void *pc__alloc_large(size_t n, size_t size, const char *what);
 
 double pc__now(void); /* monotonic seconds */
 
+/* Called by every thread of an OpenMP team (or outside one): adds each thread's src (NULL: nothing)
+ * into dst in thread order, so that the total does not depend on which thread finished first. */
+void pc__team_add_ordered(double *dst, const double *src, size_t count);
+
 /* Resolves AUTO and checks that the asked backend was built. work: pair evaluations expected,
  * used by AUTO to decide whether a GPU pays. */
 pc_status pc__choose_backend(pc_backend asked, double work, pc_backend *chosen);

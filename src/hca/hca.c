@@ -99,19 +99,7 @@ static pc_status label_points(pc__hca_grid *g, const pc_points *points, const in
         if (isum && mine)
             for (size_t q = 0; q < k * (dim + 1); q++)
                 mine[q] = (double)isum[q];
-        int team = 1;
-#ifdef _OPENMP
-        team = omp_get_num_threads();
-#endif
-        /* Iteration t is thread t's (schedule static, 1): sums added in thread order, the same
-         * every run. */
-#pragma omp for ordered schedule(static, 1)
-        for (int t = 0; t < team; t++) {
-#pragma omp ordered
-            if (mine)
-                for (size_t q = 0; q < k * (dim + 1); q++)
-                    sums[q] += mine[q];
-        }
+        pc__team_add_ordered(sums, mine, k * (dim + 1));
         free(mine);
         free(isum);
     }

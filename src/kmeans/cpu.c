@@ -6,58 +6,47 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define CHUNK 1024 /* points assigned, then summed, while they are in cache */
 
-/* Assignment of every point and the per-cluster sums of the new centres (double, per thread, added
- * in thread order). */
+/* Assignment of every point and the per-cluster sums of the new centres: each thread sums its chunks
+ * (coordinates, then the count, per cluster) in double, and the threads' sums are added in order. */
 static pc_status assign_and_sum(const float *x, size_t n, size_t dim, size_t k, const pc__km_centres *c, int threads,
                                 int32_t *labels, double *sums, int64_t *counts)
 {
     int failed = 0;
-    memset(sums, 0, k * dim * sizeof *sums);
-    memset(counts, 0, k * sizeof *counts);
+    size_t row = dim + 1;
+    double *total = pc__calloc(k * row, sizeof *total, "cluster sums");
+    if (!total)
+        return PC_OUT_OF_MEMORY;
     long chunks = (long)((n + CHUNK - 1) / CHUNK);
     (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
-        double *s = calloc(k * dim, sizeof *s);
-        int64_t *cnt = calloc(k, sizeof *cnt);
-        failed |= !s || !cnt;
+        double *s = calloc(k * row, sizeof *s);
+        failed |= !s;
 #pragma omp for schedule(static)
         for (long ch = 0; ch < chunks; ch++) {
             size_t b = (size_t)ch * CHUNK, e = b + CHUNK < n ? b + CHUNK : n;
             pc__km_assign(x, b, e, c, labels);
-            if (!s || !cnt)
+            if (!s)
                 continue;
             for (size_t i = b; i < e; i++) {
-                double *t = s + (size_t)labels[i] * dim;
+                double *t = s + (size_t)labels[i] * row;
                 for (size_t d = 0; d < dim; d++)
                     t[d] += x[i * dim + d];
-                cnt[labels[i]]++;
+                t[dim] += 1;
             }
         }
-        int team = 1;
-#ifdef _OPENMP
-        team = omp_get_num_threads();
-#endif
-        /* Iteration t is thread t's (schedule static, 1): sums added in thread order. */
-#pragma omp for ordered schedule(static, 1)
-        for (int t = 0; t < team; t++) {
-#pragma omp ordered
-            if (s && cnt) {
-                for (size_t q = 0; q < k * dim; q++)
-                    sums[q] += s[q];
-                for (size_t q = 0; q < k; q++)
-                    counts[q] += cnt[q];
-            }
-        }
+        pc__team_add_ordered(total, s, k * row);
         free(s);
-        free(cnt);
     }
+    for (size_t q = 0; q < k; q++) {
+        for (size_t d = 0; d < dim; d++)
+            sums[q * dim + d] = total[q * row + d];
+        counts[q] = (int64_t)total[q * row + dim];
+    }
+    free(total);
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "k-means: cannot allocate per-thread sums") : PC_OK;
 }
 
