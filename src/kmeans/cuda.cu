@@ -23,6 +23,24 @@ constexpr int POINTS = 4; // points per thread in the specialised kernels: one s
 // Floats a centre takes in shared memory: its coordinates, then |c|^2, padded to whole float4s.
 __host__ __device__ constexpr int padded(int d) { return (d + 1 + 3) / 4 * 4; }
 
+// The end of an assignment block: the count of changed labels, and the block's per-cluster sums
+// (entries floats) written to its row of `partial`.
+template <bool ACCUMULATE>
+__device__ __forceinline__ void finish_block(unsigned moved, unsigned long long *changed, const float *acc,
+                                             float *partial, int entries)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        moved += __shfl_down_sync(0xffffffffu, moved, off);
+    if ((threadIdx.x & 31) == 0 && moved)
+        atomicAdd(changed, (unsigned long long)moved);
+    if (ACCUMULATE) {
+        __syncthreads();
+        float *out = partial + (size_t)blockIdx.x * entries;
+        for (int q = threadIdx.x; q < entries; q += blockDim.x)
+            out[q] = acc[q];
+    }
+}
+
 // Specialised dimensions: POINTS points a thread against every centre, centres read as float4s
 // (broadcast: all threads read the same one), distance |c|^2 - 2 x.c, ties to the lower index.
 template <int D, bool ACCUMULATE>
@@ -104,16 +122,7 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
             }
         }
     }
-    for (int off = 16; off > 0; off >>= 1)
-        moved += __shfl_down_sync(0xffffffffu, moved, off);
-    if ((threadIdx.x & 31) == 0 && moved)
-        atomicAdd(changed, (unsigned long long)moved);
-    if (ACCUMULATE) {
-        __syncthreads();
-        float *out = partial + (size_t)blockIdx.x * k * (D + 1);
-        for (int q = threadIdx.x; q < k * (D + 1); q += blockDim.x)
-            out[q] = acc[q];
-    }
+    finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (D + 1));
 }
 
 // Any dimension: one point a thread, read from global memory, centres as dim floats then |c|^2.
@@ -158,16 +167,7 @@ __global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restri
             atomicAdd(&acc[arg * (dim + 1) + dim], 1.0f);
         }
     }
-    for (int off = 16; off > 0; off >>= 1)
-        moved += __shfl_down_sync(0xffffffffu, moved, off);
-    if ((threadIdx.x & 31) == 0 && moved)
-        atomicAdd(changed, (unsigned long long)moved);
-    if (ACCUMULATE) {
-        __syncthreads();
-        float *out = partial + (size_t)blockIdx.x * k * (dim + 1);
-        for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
-            out[q] = acc[q];
-    }
+    finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (dim + 1));
 }
 
 // Seed 002's second kernel: each block sums its points per cluster into its row of the
