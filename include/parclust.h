@@ -197,6 +197,34 @@ void pc_meanshift_params_init(pc_meanshift_params *params);
  * iterations; on failure *result is NULL and pc_last_error() says why. */
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result);
 
+/* ---------------------------------------------------------------- mean shift on images */
+
+/* Mean shift segmentation of an image in the joint spatial-range domain (ALGORITHMS.md section 4):
+ * each pixel is (row, col, band values); the kernel's support is spatial_bandwidth pixels in position
+ * and range_bandwidth band units in value. Pixels converging to modes closer than the bandwidths join
+ * one region when they are connected in the image; regions smaller than min_region_size pixels merge
+ * into their most similar neighbouring region. */
+typedef struct {
+    double spatial_bandwidth; /* hs, in pixels, > 0. Default 8 */
+    double range_bandwidth;   /* hr, in band units, > 0. Default 16 */
+    int64_t min_region_size;  /* pixels; smaller regions join a neighbour. Default 20; 0 = off */
+    double eps;               /* a pixel stops once a shift moves it by <= eps (in bandwidths). Default 0.01 */
+    int max_iter;             /* default 20; >= 1 */
+    pc_backend backend;       /* default PC_BACKEND_AUTO */
+    int threads;              /* OpenMP threads, 0 = OpenMP's default */
+    pc_progress_fn progress;  /* optional */
+    void *progress_user;
+} pc_meanshift_image_params;
+
+void pc_meanshift_image_params_init(pc_meanshift_image_params *params);
+
+/* Segments a width x height image whose pixels are the rows of `pixels` (row y * width + x, one value
+ * per band). valid: NULL, or width x height bytes where 0 marks a nodata pixel, which gets label -1 and
+ * takes no part. The result's labels are the regions (numbered by size, largest first), its centres the
+ * regions' mean band values, its modes where each pixel converged (band values). */
+pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t height, const uint8_t *valid,
+                             const pc_meanshift_image_params *params, pc_result **result);
+
 /* ---------------------------------------------------------------- k-means */
 
 typedef enum {
