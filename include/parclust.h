@@ -238,9 +238,12 @@ const char *pc_kmeans_init_name(pc_kmeans_init init); /* "kmeans++", "random", "
 
 /* How the CUDA backend runs an iteration (for comparing the seed's design with the default). */
 typedef enum {
-    PC_KMEANS_CUDA_FAST = 0, /* default: assignment and accumulation fused in one pass over the points */
-    PC_KMEANS_CUDA_SEED      /* seed 002: an assignment kernel, then per-block per-cluster sums, then a
+    PC_KMEANS_CUDA_FAST = 0, /* default: the best of the paths below by k x dim (GEMM for large k x dim,
+                                else assignment and accumulation fused in one pass over the points) */
+    PC_KMEANS_CUDA_SEED,     /* seed 002: an assignment kernel, then per-block per-cluster sums, then a
                                 final sum */
+    PC_KMEANS_CUDA_GEMM,     /* register-tiled distances (points x centres tiles, exact FP32), then sums */
+    PC_KMEANS_CUDA_DIRECT    /* a point per thread against every centre, then sums in a second pass */
 } pc_kmeans_cuda_variant;
 pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
 
@@ -283,8 +286,11 @@ typedef struct {
     int noise;            /* 1: points of too-small clusters get label -1. Default 0 */
     size_t memory_budget; /* bytes the dense grid arrays may take (m^d cells); beyond, only the
                              non-empty cells are stored. Default 512 MiB */
-    pc_backend backend;   /* default PC_BACKEND_AUTO */
+    pc_backend backend;   /* default PC_BACKEND_AUTO: CUDA when a device is present and n >= 2^20 */
     int threads;          /* OpenMP threads, 0 = OpenMP's default */
+    /* CUDA: bytes of GPU memory the backend may hold; 0 (default) = what is free, less 512 MiB. Host
+     * inputs larger than that are streamed through the GPU in pieces. */
+    size_t device_memory;
 } pc_hca_params;
 
 void pc_hca_params_init(pc_hca_params *params);
@@ -293,6 +299,27 @@ void pc_hca_params_init(pc_hca_params *params);
  * result has labels, cluster centres and sizes (clusters numbered by size, largest first), the
  * dendrogram, the components and per-stage timings. */
 pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result);
+
+/* A plan for a stream of inputs of one shape (video frames, tiles of one size): the backend is chosen
+ * once and, on the GPU, device buffers are kept from one run to the next instead of being allocated
+ * every time. Plans are not shared between threads; results are independent of the plan. */
+typedef struct pc_hca_plan pc_hca_plan;
+
+/* n, dim and dtype: the shape of the inputs to come (runs may have fewer rows, never more columns or
+ * another type). The params are copied. With the CUDA backend, the device memory for n rows is
+ * reserved here, so a card too small is reported now (PC_DEVICE_OUT_OF_MEMORY); inputs larger than
+ * the card are processed in pieces when they are on the host. */
+pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype,
+                             pc_hca_plan **plan);
+void pc_hca_plan_free(pc_hca_plan *plan); /* NULL-safe */
+pc_backend pc_hca_plan_backend(const pc_hca_plan *plan); /* the backend AUTO resolved to */
+/* Clusters points on the host, as pc_hca does. */
+pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result **result);
+/* CUDA plans only: points->data is device memory (cudaMalloc'd). device_labels: n int32 in device
+ * memory receiving the labels (the result then has no host labels), or NULL to have the labels copied
+ * into the result. Values are checked on the device (non-finite ones are refused). */
+pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
+                                 pc_result **result);
 
 /* ---------------------------------------------------------------- metrics */
 

@@ -107,83 +107,23 @@ static pc_status label_points(pc__hca_grid *g, const pc_points *points, const in
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums") : PC_OK;
 }
 
-pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
+pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *gr, const double *sums, size_t k)
 {
-    pc_status st = pc__begin(points, params, result);
-    if (st != PC_OK || (st = check(points, params)) != PC_OK)
-        return st;
-    pc_backend backend;
-    /* AUTO's measure of work: the points; the CPU backends are all there is for HCA today. */
-    if ((st = pc__choose_backend(params->backend, 0, &backend)) != PC_OK)
-        return st;
-    if (backend == PC_BACKEND_CUDA)
-        return pc__fail(PC_UNSUPPORTED, "HCA has no CUDA backend in this version");
-    int threads = 1;
-#ifdef _OPENMP
-    if (backend == PC_BACKEND_OPENMP)
-        threads = params->threads > 0 ? params->threads : omp_get_max_threads();
-#endif
-    size_t n = points->n, dim = points->dim;
-    int64_t min_size = params->min_cluster_size;
-    if (min_size < 0) {
-        min_size = (int64_t)ceil(0.001 * (double)n);
-        if (min_size < 2)
-            min_size = 2;
-    }
-    pc_result *r = pc__result_new(n, dim);
-    if (!r)
-        return PC_OUT_OF_MEMORY;
-    r->backend = backend;
-    pc__hca_grid g;
-    pc__hca_graph gr;
-    memset(&g, 0, sizeof g);
-    memset(&gr, 0, sizeof gr);
-    int32_t *cluster_of_cell = NULL;
-    double *sums = NULL;
-    size_t k = 0;
-    double t0 = pc__now();
-    r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
-    if (!r->labels) {
-        st = PC_OUT_OF_MEMORY;
-        goto fail;
-    }
-    if ((st = pc__hca_grid_build(&g, points, params->m, params->memory_budget, threads, r->labels)) != PC_OK)
-        goto fail;
-    double t1 = pc__now();
-    if ((st = pc__hca_graph_build(&g, &gr)) != PC_OK)
-        goto fail;
-    double t2 = pc__now();
-    if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK)
-        goto fail;
-    double t3 = pc__now();
-    cluster_of_cell = pc__alloc(g.cells, sizeof *cluster_of_cell, "HCA cell clusters");
-    if (!cluster_of_cell) {
-        st = PC_OUT_OF_MEMORY;
-        goto fail;
-    }
-    if ((st = pc__hca_cut(&g, &gr, r->dendrogram, params->clusters, params->threshold, min_size, params->noise,
-                          cluster_of_cell, &k)) != PC_OK)
-        goto fail;
-    double t4 = pc__now();
-    sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
+    size_t dim = g->dim;
     r->centers = pc__alloc(k, dim * sizeof *r->centers, "cluster centres");
     r->sizes = pc__alloc(k, sizeof *r->sizes, "cluster sizes");
-    r->components = gr.components;
-    r->cells = g.cells;
-    r->component_cells = pc__alloc(gr.components, sizeof(int64_t), "components");
-    r->component_densities = pc__alloc(gr.components, sizeof(int64_t), "components");
-    r->component_sizes = pc__alloc(gr.components, sizeof(int64_t), "components");
-    if (!sums || !r->centers || !r->sizes || !r->component_cells || !r->component_densities || !r->component_sizes) {
-        st = PC_OUT_OF_MEMORY;
-        goto fail;
+    r->components = gr->components;
+    r->cells = g->cells;
+    r->component_cells = pc__alloc(gr->components, sizeof(int64_t), "components");
+    r->component_densities = pc__alloc(gr->components, sizeof(int64_t), "components");
+    r->component_sizes = pc__alloc(gr->components, sizeof(int64_t), "components");
+    if (!r->centers || !r->sizes || !r->component_cells || !r->component_densities || !r->component_sizes)
+        return PC_OUT_OF_MEMORY;
+    for (size_t c = 0; c < gr->components; c++) {
+        r->component_cells[c] = (int64_t)g->key[gr->representative[c]];
+        r->component_densities[c] = g->density[gr->representative[c]];
+        r->component_sizes[c] = gr->size[c];
     }
-    for (size_t c = 0; c < gr.components; c++) {
-        r->component_cells[c] = (int64_t)g.key[gr.representative[c]];
-        r->component_densities[c] = g.density[gr.representative[c]];
-        r->component_sizes[c] = gr.size[c];
-    }
-    if ((st = label_points(&g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK)
-        goto fail;
     r->k = k;
     for (size_t c = 0; c < k; c++) {
         double count = sums[c * (dim + 1) + dim];
@@ -191,23 +131,207 @@ pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result
         for (size_t j = 0; j < dim; j++)
             r->centers[c * dim + j] = count > 0 ? (float)(sums[c * (dim + 1) + j] / count) : 0.0f;
     }
+    return PC_OK;
+}
+
+/* The sequential and OpenMP backends, stage by stage. */
+static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, int threads, int64_t min_size,
+                         pc_result *r)
+{
+    size_t n = points->n, dim = points->dim;
+    pc__hca_grid g;
+    pc__hca_graph gr;
+    memset(&g, 0, sizeof g);
+    memset(&gr, 0, sizeof gr);
+    int32_t *cluster_of_cell = NULL;
+    double *sums = NULL;
+    size_t k = 0;
+    pc_status st;
+    double t0 = pc__now();
+    r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
+    if (!r->labels) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    if ((st = pc__hca_grid_build(&g, points, params->m, params->memory_budget, threads, r->labels)) != PC_OK)
+        goto done;
+    double t1 = pc__now();
+    if ((st = pc__hca_graph_build(&g, &gr)) != PC_OK)
+        goto done;
+    double t2 = pc__now();
+    if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK)
+        goto done;
+    double t3 = pc__now();
+    cluster_of_cell = pc__alloc(g.cells, sizeof *cluster_of_cell, "HCA cell clusters");
+    if (!cluster_of_cell) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    if ((st = pc__hca_cut(&g, &gr, r->dendrogram, params->clusters, params->threshold, min_size, params->noise,
+                          cluster_of_cell, &k)) != PC_OK)
+        goto done;
+    double t4 = pc__now();
+    sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
+    if (!sums) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    if ((st = label_points(&g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK ||
+        (st = pc__hca_finish(r, &g, &gr, sums, k)) != PC_OK)
+        goto done;
     double t5 = pc__now();
     pc__result_add_stage(r, "grid", t1 - t0);
     pc__result_add_stage(r, "components", t2 - t1);
     pc__result_add_stage(r, "dendrogram", t3 - t2);
     pc__result_add_stage(r, "cut", t4 - t3);
     pc__result_add_stage(r, "label", t5 - t4);
+done:
     free(cluster_of_cell);
     free(sums);
     pc__hca_graph_free(&gr);
     pc__hca_grid_free(&g);
+    return st;
+}
+
+/* The default minimum cluster size: 0.1% of the points, at least 2. */
+static int64_t min_size_for(const pc_hca_params *p, size_t n)
+{
+    if (p->min_cluster_size >= 0)
+        return p->min_cluster_size;
+    int64_t m = (int64_t)ceil(0.001 * (double)n);
+    return m < 2 ? 2 : m;
+}
+
+struct pc_hca_plan {
+    pc_hca_params params;
+    size_t n, dim;
+    pc_dtype dtype;
+    pc_backend backend;
+    int threads;
+    pc__hca_gpu *gpu; /* CUDA: the device buffers kept between runs */
+};
+
+void pc_hca_plan_free(pc_hca_plan *plan)
+{
+    if (!plan)
+        return;
+    pc__hca_gpu_free(plan->gpu);
+    free(plan);
+}
+
+pc_backend pc_hca_plan_backend(const pc_hca_plan *plan) { return plan ? plan->backend : PC_BACKEND_AUTO; }
+
+pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype, pc_hca_plan **plan)
+{
+    if (!plan)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan pointer is NULL");
+    *plan = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    if (n == 0 || dim == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "an HCA plan needs n >= 1 and dim >= 1, got %zu x %zu", n, dim);
+    if (dtype != PC_F32 && dtype != PC_F64 && dtype != PC_U8 && dtype != PC_U16)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown point type %d", (int)dtype);
+    pc_points shape = {NULL, n, dim, 0, dtype};
+    pc_status st = check(&shape, params);
+    if (st != PC_OK)
+        return st;
+    pc_hca_plan *p = pc__calloc(1, sizeof *p, "HCA plan");
+    if (!p)
+        return PC_OUT_OF_MEMORY;
+    p->params = *params;
+    p->n = n;
+    p->dim = dim;
+    p->dtype = dtype;
+    /* AUTO's measure of work: the GPU pays from about a megapixel on. */
+    double work = n >= ((size_t)1 << 20) ? INFINITY : 0;
+    if ((st = pc__choose_backend(params->backend, work, &p->backend)) != PC_OK) {
+        free(p);
+        return st;
+    }
+    p->threads = 1;
+#ifdef _OPENMP
+    if (p->backend == PC_BACKEND_OPENMP)
+        p->threads = params->threads > 0 ? params->threads : omp_get_max_threads();
+#endif
+    if (p->backend == PC_BACKEND_CUDA && (st = pc__hca_gpu_new(params, n, dim, dtype, &p->gpu)) != PC_OK) {
+        free(p);
+        return st;
+    }
+    *plan = p;
+    return PC_OK;
+}
+
+/* A run's points against the plan's shape. */
+static pc_status check_shape(const pc_hca_plan *plan, const pc_points *points)
+{
+    if (points->dim != plan->dim || points->dtype != plan->dtype)
+        return pc__fail(PC_INVALID_ARGUMENT, "the plan was made for rows of %zu values of type %d, got %zu of type %d",
+                        plan->dim, (int)plan->dtype, points->dim, (int)points->dtype);
+    if (points->n > plan->n)
+        return pc__fail(PC_INVALID_ARGUMENT, "the plan was made for up to %zu rows, got %zu", plan->n, points->n);
+    return PC_OK;
+}
+
+static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device_input, int32_t *device_labels,
+                          pc_result **result)
+{
+    pc_result *r = pc__result_new(points->n, points->dim);
+    if (!r)
+        return PC_OUT_OF_MEMORY;
+    r->backend = plan->backend;
+    int64_t min_size = min_size_for(&plan->params, points->n);
+    pc_status st = plan->backend == PC_BACKEND_CUDA
+                       ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
+                       : run_cpu(points, &plan->params, plan->threads, min_size, r);
+    if (st != PC_OK) {
+        pc_result_free(r);
+        return st;
+    }
     *result = r;
     return PC_OK;
-fail:
-    free(cluster_of_cell);
-    free(sums);
-    pc__hca_graph_free(&gr);
-    pc__hca_grid_free(&g);
-    pc_result_free(r);
+}
+
+pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result **result)
+{
+    if (!plan)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan is NULL");
+    pc_status st = pc__begin(points, &plan->params, result);
+    if (st != PC_OK || (st = check_shape(plan, points)) != PC_OK)
+        return st;
+    return run_plan(plan, points, 0, NULL, result);
+}
+
+pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
+                                 pc_result **result)
+{
+    if (!result)
+        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
+    *result = NULL;
+    if (!plan || !points || !points->data)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan, points or their data is NULL");
+    pc__clear_error();
+    if (plan->backend != PC_BACKEND_CUDA)
+        return pc__fail(PC_INVALID_ARGUMENT, "device input needs a CUDA plan, this one runs on %s",
+                        pc_backend_name(plan->backend));
+    if (points->n == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "no points (n = 0)");
+    pc_status st = check_shape(plan, points);
+    if (st != PC_OK)
+        return st;
+    return run_plan(plan, points, 1, device_labels, result);
+}
+
+pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
+{
+    pc_status st = pc__begin(points, params, result);
+    if (st != PC_OK || (st = check(points, params)) != PC_OK)
+        return st;
+    pc_hca_plan *plan = NULL;
+    if ((st = pc_hca_plan_create(params, points->n, points->dim, points->dtype, &plan)) != PC_OK)
+        return st;
+    st = run_plan(plan, points, 0, NULL, result);
+    pc_hca_plan_free(plan);
     return st;
 }

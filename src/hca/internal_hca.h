@@ -56,4 +56,21 @@ pc_status pc__hca_dendrogram(const pc__hca_graph *graph, double **linkage);
 pc_status pc__hca_cut(const pc__hca_grid *g, const pc__hca_graph *graph, const double *linkage, size_t clusters,
                       double threshold, int64_t min_size, int noise, int32_t *cluster_of_cell, size_t *k);
 
+/* The result's components, cluster sizes and centres from the clusters' sums (k x (dim + 1): the
+ * sum of each dimension, then the count), once the labels are in place: shared by every backend. */
+pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *graph, const double *sums,
+                         size_t k);
+
+/* The CUDA backend (src/hca/cuda*.cu; a stub without CUDA). Device state lives in a pc__hca_gpu, kept
+ * by a plan from one run to the next. */
+typedef struct pc__hca_gpu pc__hca_gpu;
+/* Reserves device memory for inputs of up to n rows of dim values of dtype (in pieces when the card
+ * is too small for them at once). */
+pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype, pc__hca_gpu **gpu);
+void pc__hca_gpu_free(pc__hca_gpu *gpu);
+/* One run. device_input: points->data is device memory. device_labels: the labels stay there (else
+ * they go to r->labels on the host). */
+pc_status pc__hca_gpu_run(pc__hca_gpu *gpu, const pc_points *points, int device_input, int32_t *device_labels,
+                          const pc_hca_params *params, int64_t min_size, pc_result *r);
+
 #endif
