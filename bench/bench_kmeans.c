@@ -1,5 +1,5 @@
-/* k-means speed: one Lloyd iteration on the GPU for BENCHMARKS.md's km-large sizes (both CUDA
- * variants), and Lloyd on the CPU. Random init from seed 0, no early stop, inertia printed beside
+/* k-means speed: one Lloyd iteration on the GPU for BENCHMARKS.md's km-large sizes (every CUDA
+ * variant, after an untimed warm-up run), and Lloyd on the CPU. Random init from seed 0, no early stop, inertia printed beside
  * each time.
  *
  *   bench_kmeans gpu [--iterations 10]
@@ -105,13 +105,16 @@ int main(int argc, char **argv)
         printf("GPU: %s\n\n| N x D, k | variant | one iteration on the GPU (ms) | iterations | inertia |\n|---|---|---|---|---|\n",
                desc);
         const size_t sizes[][3] = {{10000000, 3, 100}, {1000000, 16, 1000}, {10000000, 16, 1000}};
+        const char *names[] = {"fast (default)", "seed 002", "GEMM", "direct, two passes"};
         for (int s = 0; s < 3; s++) {
             float *x = blobs(sizes[s][0], sizes[s][1], 50);
-            for (int v = 0; v < 2; v++) {
+            /* A warm-up run: clocks up, every kernel loaded. */
+            pc_result_free(run(x, sizes[s][0], sizes[s][1], sizes[s][2], 2, PC_BACKEND_CUDA, PC_KMEANS_CUDA_FAST));
+            for (int v = 0; v < 4; v++) {
                 pc_result *r = run(x, sizes[s][0], sizes[s][1], sizes[s][2], iterations, PC_BACKEND_CUDA,
                                    (pc_kmeans_cuda_variant)v);
                 printf("| %zuM x %zu, k = %zu | %s | %.3f | %d | %.6g |\n", sizes[s][0] / 1000000, sizes[s][1],
-                       sizes[s][2], v ? "seed 002" : "fast", 1e3 * stage(r, "lloyd-gpu") / pc_result_iterations(r),
+                       sizes[s][2], names[v], 1e3 * stage(r, "lloyd-gpu") / pc_result_iterations(r),
                        pc_result_iterations(r), pc_result_inertia(r));
                 fflush(stdout);
                 pc_result_free(r);

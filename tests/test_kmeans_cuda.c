@@ -1,5 +1,6 @@
-/* The CUDA backend of k-means against the sequential one from the same initial centres: both variants,
- * several dimensions and k, an empty cluster. Exits 77 (skipped) where there is no CUDA device. */
+/* The CUDA backend of k-means against the sequential one from the same initial centres: every variant
+ * (the default, the seed's kernels, the GEMM kernel, the direct kernel), several dimensions and k, both
+ * sides of the default's size thresholds, the GEMM kernel's tile edges, an empty cluster. Exits 77 (skipped) where there is no CUDA device. */
 #include "check.h"
 #include "test_util.h"
 
@@ -122,16 +123,36 @@ int main(void)
     uint64_t seed = test_seed("kmeans_cuda");
     int quick = getenv("PC_CUDA_TEST_QUICK") != NULL;
     const size_t dims[] = {1, 2, 3, 4, 5, 8, 16, 17};
-    for (int v = 0; v < 2; v++)
+    const pc_kmeans_cuda_variant variants[] = {PC_KMEANS_CUDA_FAST, PC_KMEANS_CUDA_SEED, PC_KMEANS_CUDA_GEMM,
+                                               PC_KMEANS_CUDA_DIRECT};
+    for (int v = 0; v < 4; v++)
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
             size_t k = d % 2 ? 100 : 13;
-            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 1, 0, (pc_kmeans_cuda_variant)v, seed + d, 0);
-            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 10, 0, (pc_kmeans_cuda_variant)v, seed + 50 + d, 0);
-            compare(quick ? 2000 : 20000, dims[d], k, 300, 1e-4, (pc_kmeans_cuda_variant)v, seed + 100 + d, 0);
+            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 1, 0, variants[v], seed + d, 0);
+            compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 10, 0, variants[v], seed + 50 + d, 0);
+            compare(quick ? 2000 : 20000, dims[d], k, 300, 1e-4, variants[v], seed + 100 + d, 0);
         }
-    compare(5000, 3, 20, 5, 0, PC_KMEANS_CUDA_FAST, seed + 7, 1);
-    if (!quick)
+    for (int v = 0; v < 4; v++)
+        compare(5000, 3, 20, 5, 0, variants[v], seed + 7, 1);
+    /* FAST's choices on both sides: the GEMM kernel from dim 5 and k 128 (8 x 127 direct and fused,
+     * 8 x 128 and 5 x 128 GEMM), sums fused up to 16 KiB (3 x 1000: 16,000 bytes fused; 4 x 1000:
+     * 20,000 in a second pass). */
+    const size_t fast_cases[][2] = {{8, 127}, {8, 128}, {5, 128}, {4, 127}, {3, 1000}, {4, 1000}};
+    for (size_t c = 0; c < sizeof fast_cases / sizeof fast_cases[0]; c++)
+        compare(quick ? 3001 : 40001, fast_cases[c][0], fast_cases[c][1], c % 2 ? 1 : 4, 0, PC_KMEANS_CUDA_FAST,
+                seed + 200 + c, 0);
+    /* The GEMM kernel at its tile edges: k just under, at and over a 128-centre tile and a 4-centre
+     * thread strip, dims not a multiple of the 4-float loads, points not a multiple of the 128-point tile
+     * (and fewer than one tile). */
+    const size_t gemm_cases[][3] = {{129, 7, 255}, {1000, 1, 129}, {2000, 31, 256}, {3333, 33, 130}, {100, 6, 3},
+                                    {257, 16, 1}};
+    for (size_t c = 0; c < sizeof gemm_cases / sizeof gemm_cases[0]; c++)
+        compare(gemm_cases[c][0] * (quick ? 1 : 5), gemm_cases[c][1], gemm_cases[c][2], c % 2 ? 1 : 3, 0,
+                PC_KMEANS_CUDA_GEMM, seed + 300 + c, 0);
+    if (!quick) {
         compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_FAST, seed + 8, 0);
+        compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_DIRECT, seed + 9, 0);
+    }
     /* Centres that do not fit in shared memory: a clear status, not a crash. */
     size_t n = 20000, dim = 64, k = 2000;
     float *x = test_blobs(n, dim, 5, 1, 5, seed, NULL);

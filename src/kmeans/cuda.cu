@@ -1,10 +1,15 @@
-// Lloyd's iterations on an NVIDIA GPU. The centres (and |c|^2) sit in shared memory; each thread takes
-// points in a grid-stride loop, finds the nearest centre as min over c of |c|^2 - 2 x.c, and (fast
-// variant) adds the point to its block's per-cluster sums in shared memory in the same pass. The seed's
-// variant (seed 002) assigns in one kernel and sums per block and cluster in a second. Per-block sums
-// are added over the blocks in a fixed order in double; the centre update and the stopping rules are
-// lloyd.c's, on the host, as for the CPU.
-#include "../cuda/common.cuh"
+// Lloyd's iterations on an NVIDIA GPU. Three ways to assign the points (the centre update and the
+// stopping rules are lloyd.c's, on the host, as for the CPU):
+//  - direct: centres (and |c|^2) in shared memory; each thread takes points in a grid-stride loop and
+//    finds the nearest centre as min over c of |c|^2 - 2 x.c; with few clusters it adds the point to
+//    its block's per-cluster sums in shared memory in the same pass (fused);
+//  - GEMM (cuda_gemm.cu): register-tiled points x centres, for large k x dim;
+//  - seed 002: the direct assignment, then a second kernel that sums per block and cluster.
+// Unfused paths sum in a second pass where a group of lanes takes one point's coordinates (coalesced
+// loads, consecutive shared addresses). Per-block sums (floats, added with shared-memory atomics, so
+// their order within a block varies between runs) are added over the blocks in a fixed order in
+// double.
+#include "cuda_km.cuh"
 
 #include <algorithm>
 #include <math.h>
@@ -191,16 +196,54 @@ __global__ void __launch_bounds__(BLOCK) block_sums_kernel(const float *__restri
         out[q] = acc[q];
 }
 
-// The final sum over the blocks, in block order, in double.
-__global__ void reduce_blocks(const float *partial, int blocks, int entries, double *sums)
+// The unfused paths' sums: a group of G lanes (a power of two >= dim + 1, at most 32) takes one point,
+// lane j its coordinates j, j + G, ..., and lane dim (lane 0 when dim >= 32) its count, so a warp
+// loads whole points and adds them at consecutive shared addresses.
+__global__ void __launch_bounds__(BLOCK) group_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
+                                                           int group, const int32_t *__restrict__ labels,
+                                                           float *partial)
 {
-    int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= entries)
-        return;
+    extern __shared__ float acc[];
+    const int entries = k * (dim + 1);
+    for (int q = threadIdx.x; q < entries; q += blockDim.x)
+        acc[q] = 0.0f;
+    __syncthreads();
+    const int per_warp = 32 / group, lane = threadIdx.x & 31, j0 = lane % group, counter = dim < group ? dim : 0;
+    const long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5;
+    const long stride = ((long)gridDim.x * blockDim.x >> 5) * per_warp;
+    for (long i = warp * per_warp + lane / group; i < n; i += stride) {
+        int c = labels[i];
+        float *a = acc + c * (dim + 1);
+        for (int j = j0; j < dim; j += group)
+            atomicAdd(a + j, x[i * dim + j]);
+        if (j0 == counter)
+            atomicAdd(a + dim, 1.0f);
+    }
+    __syncthreads();
+    float *out = partial + (size_t)blockIdx.x * entries;
+    for (int q = threadIdx.x; q < entries; q += blockDim.x)
+        out[q] = acc[q];
+}
+
+// The final sum over the blocks in a fixed order, in double: thread (r, e) of a block of 8 x 32 adds
+// rows r, r + 8, ... of entry e (a warp reads 32 consecutive entries of a row), then the 8 row sums
+// are added in row order.
+__global__ void __launch_bounds__(256) reduce_blocks(const float *partial, int blocks, int entries, double *sums)
+{
+    __shared__ double part[8][32];
+    const int e = threadIdx.x & 31, r = threadIdx.x >> 5, q = blockIdx.x * 32 + e;
     double s = 0.0;
-    for (int b = 0; b < blocks; b++)
-        s += partial[(size_t)b * entries + q];
-    sums[q] = s;
+    if (q < entries)
+        for (int b = r; b < blocks; b += 8)
+            s += partial[(size_t)b * entries + q];
+    part[r][e] = s;
+    __syncthreads();
+    if (r == 0 && q < entries) {
+        double t = 0.0;
+        for (int w = 0; w < 8; w++)
+            t += part[w][e];
+        sums[q] = t;
+    }
 }
 
 __global__ void inertia_kernel(const float *x, int n, int dim, const float *centres, const int32_t *labels,
@@ -228,12 +271,13 @@ __global__ void inertia_kernel(const float *x, int n, int dim, const float *cent
     }
 }
 
+enum class path { direct_fused, direct, seed, gemm };
+
 struct gpu_engine {
     size_t n = 0, dim = 0, k = 0;
-    pc_kmeans_cuda_variant variant = PC_KMEANS_CUDA_FAST;
-    int blocks = 0;
+    path how = path::direct_fused;
+    int assign_blocks = 0, sum_blocks = 0, group = 1;
     size_t smem_assign = 0, smem_sums = 0;
-    bool fused = false;
     pc__device_buffer<float> x, centres, partial;
     pc__device_buffer<int32_t> labels;
     pc__device_buffer<double> sums, inertia;
@@ -261,22 +305,39 @@ assign_fn pick(int dim, bool accumulate)
 #undef PC__PICK
 }
 
-// Shared memory of an assignment kernel: the centres (padded for the specialised kernels), and the
-// per-cluster sums when it accumulates.
+// Shared memory of a direct assignment kernel: the centres (padded for the specialised kernels), and
+// the per-cluster sums when it accumulates.
 size_t assign_smem(size_t k, size_t dim, bool accumulate)
 {
     size_t centres = specialised(dim) ? k * (size_t)padded((int)dim) : k * (dim + 1);
     return (centres + (accumulate ? k * (dim + 1) : 0)) * sizeof(float);
 }
 
-pc_status assign(gpu_engine &e, bool accumulate)
+// Assigns every point (and, fused, sums the clusters per block); labels only when !sums.
+pc_status assign(gpu_engine &e, bool sums)
 {
-    assign_fn fn = pick((int)e.dim, accumulate);
-    size_t smem = assign_smem(e.k, e.dim, accumulate);
-    PC_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), "k-means shared memory");
-    fn<<<e.blocks, BLOCK, smem>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr,
-                                  e.changed.ptr);
+    if (e.how == path::gemm)
+        return pc__km_gemm_assign(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.changed.ptr,
+                                  e.assign_blocks, e.smem_assign);
+    bool fused = sums && e.how == path::direct_fused;
+    fused ? pick((int)e.dim, true)<<<e.assign_blocks, BLOCK, e.smem_assign>>>(
+                e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr, e.changed.ptr)
+          : pick((int)e.dim, false)<<<e.assign_blocks, BLOCK, e.smem_assign>>>(
+                e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr, e.changed.ptr);
     PC_CUDA_LAUNCHED("k-means assignment kernel");
+    return PC_OK;
+}
+
+// The per-block sums of the unfused paths.
+pc_status block_sums(gpu_engine &e)
+{
+    if (e.how == path::seed)
+        block_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
+                                                                e.partial.ptr);
+    else
+        group_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.group,
+                                                                e.labels.ptr, e.partial.ptr);
+    PC_CUDA_LAUNCHED("k-means block sums kernel");
     return PC_OK;
 }
 
@@ -289,18 +350,14 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
     PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
     PC_CUDA_TRY(cudaMemset(e.changed.ptr, 0, sizeof(unsigned long long)), "cudaMemset");
     cudaEventRecord(t0);
-    pc_status st = assign(e, e.fused);
+    pc_status st = assign(e, true);
+    if (st == PC_OK && e.how != path::direct_fused)
+        st = block_sums(e);
     if (st != PC_OK)
         return st;
-    if (!e.fused) {
-        PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)e.smem_sums), "k-means shared memory");
-        block_sums_kernel<<<e.blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
-                                                            e.partial.ptr);
-        PC_CUDA_LAUNCHED("k-means block sums kernel");
-    }
     int entries = (int)(e.k * (e.dim + 1));
-    reduce_blocks<<<(entries + 255) / 256, 256>>>(e.partial.ptr, e.blocks, entries, e.sums.ptr);
+    int rows = e.how == path::direct_fused ? e.assign_blocks : e.sum_blocks;
+    reduce_blocks<<<(entries + 31) / 32, 256>>>(e.partial.ptr, rows, entries, e.sums.ptr);
     PC_CUDA_LAUNCHED("k-means reduction kernel");
     cudaEventRecord(t1);
     unsigned long long moved = 0;
@@ -336,15 +393,15 @@ pc_status gpu_finish(void *ctx, const float *centres, int relabel, double *inert
         if (st != PC_OK)
             return st;
     }
-    inertia_kernel<<<e.blocks, BLOCK>>>(e.x.ptr, (int)e.n, (int)e.dim, e.centres.ptr, e.labels.ptr, e.inertia.ptr);
+    inertia_kernel<<<e.assign_blocks, BLOCK>>>(e.x.ptr, (int)e.n, (int)e.dim, e.centres.ptr, e.labels.ptr, e.inertia.ptr);
     PC_CUDA_LAUNCHED("k-means inertia kernel");
-    double *part = (double *)pc__alloc((size_t)e.blocks, sizeof(double), "inertia");
+    double *part = (double *)pc__alloc((size_t)e.assign_blocks, sizeof(double), "inertia");
     if (!part)
         return PC_OUT_OF_MEMORY;
-    pc_status st = pc__cuda_status(cudaMemcpy(part, e.inertia.ptr, e.blocks * sizeof(double), cudaMemcpyDeviceToHost),
+    pc_status st = pc__cuda_status(cudaMemcpy(part, e.inertia.ptr, e.assign_blocks * sizeof(double), cudaMemcpyDeviceToHost),
                                    "inertia download");
     double total = 0;
-    for (int b = 0; b < e.blocks; b++)
+    for (int b = 0; b < e.assign_blocks; b++)
         total += part[b];
     free(part);
     *inertia = total;
@@ -363,29 +420,70 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     e.n = n;
     e.dim = dim;
     e.k = k;
-    e.variant = variant;
     int device = 0, sms = 0, max_smem = 0;
     PC_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "device query");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "device query");
-    /* Fused while the per-block sums are small; with large k x dim they take the shared memory that
-     * lets several blocks share an SM, and two passes are faster (measured on an H200: 10M x 16,
-     * k = 1000: 23.7 ms fused, 16.5 ms in two passes). */
-    e.fused = variant == PC_KMEANS_CUDA_FAST && k * (dim + 1) * sizeof(float) <= 16384;
-    e.smem_sums = k * (dim + 1) * sizeof(float);
-    e.smem_assign = e.fused ? assign_smem(k, dim, true) : std::max(assign_smem(k, dim, false), e.smem_sums);
-    if (e.smem_assign > (size_t)max_smem)
+    const size_t limit = (size_t)max_smem, sums_bytes = k * (dim + 1) * sizeof(float);
+    const size_t gemm_bytes = pc__km_gemm_smem(k, dim), direct_bytes = assign_smem(k, dim, false);
+    switch (variant) {
+    case PC_KMEANS_CUDA_SEED: e.how = path::seed; break;
+    case PC_KMEANS_CUDA_GEMM: e.how = path::gemm; break;
+    case PC_KMEANS_CUDA_DIRECT: e.how = path::direct; break;
+    default:
+        /* The register-tiled kernel wherever a centre tile is mostly real centres and a point's
+         * distance several FMAs (it pads k to 128s; below that the direct kernels do as well). Small
+         * per-block sums are added in the assignment pass; with large k x dim they would take the
+         * shared memory that lets several blocks share an SM, and two passes are faster (measured on
+         * an H200: 10M x 16, k = 1000: 23.7 ms fused, 16.5 ms in two passes). */
+        if (dim >= 5 && k >= 128 && gemm_bytes <= limit)
+            e.how = path::gemm;
+        else
+            e.how = sums_bytes <= 16384 ? path::direct_fused : path::direct;
+    }
+    e.smem_sums = e.how == path::direct_fused ? 0 : sums_bytes;
+    e.smem_assign = e.how == path::gemm ? gemm_bytes : direct_bytes + (e.how == path::direct_fused ? sums_bytes : 0);
+    if (e.smem_assign > limit || e.smem_sums > limit)
         return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres (or the per-cluster sums) in shared "
                                         "memory: %zu KiB exceed the %d KiB a block may use",
-                        e.smem_assign >> 10, max_smem >> 10);
+                        std::max(e.smem_assign, e.smem_sums) >> 10, max_smem >> 10);
     // Blocks resident at once: enough to fill the GPU, few enough that the per-block sums stay small.
-    int per_sm = std::max(1, std::min(4, (int)(228 * 1024 / std::max<size_t>(e.smem_assign, 1))));
-    e.blocks = (int)std::max<size_t>(1, std::min<size_t>((size_t)sms * per_sm, (n + BLOCK - 1) / BLOCK));
+    const size_t sm_bytes = 228 * 1024, point_blocks = (n + BLOCK - 1) / BLOCK;
+    int per_sm = std::max(1, std::min(4, (int)(sm_bytes / std::max<size_t>(e.smem_assign, 1))));
+    size_t assign_blocks = std::min((size_t)sms * per_sm, point_blocks);
+    if (e.how == path::gemm) {
+        pc_status gst = pc__km_gemm_setup(e.smem_assign, &per_sm);
+        if (gst != PC_OK)
+            return gst;
+        assign_blocks = std::min((size_t)sms * per_sm, (n + PC__KM_GEMM_TILE - 1) / PC__KM_GEMM_TILE);
+    } else {
+        for (int acc = 0; acc < 2; acc++)
+            PC_CUDA_TRY(cudaFuncSetAttribute(pick((int)dim, acc), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)e.smem_assign), "k-means shared memory");
+        // As many blocks as fit (registers, shared memory), up to 8 an SM: the per-block sums stay small.
+        PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick((int)dim, e.how == path::direct_fused),
+                                                                  BLOCK, e.smem_assign), "k-means occupancy");
+        per_sm = std::max(1, std::min(8, per_sm));
+        // Then as few as take the same number of grid-stride rounds, so that no block has one more.
+        const size_t per_round = (size_t)BLOCK * (specialised(dim) ? POINTS : 1);
+        const size_t rounds = (n + (size_t)sms * per_sm * per_round - 1) / ((size_t)sms * per_sm * per_round);
+        assign_blocks = (n + rounds * per_round - 1) / (rounds * per_round);
+    }
+    PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)e.smem_sums), "k-means shared memory");
+    PC_CUDA_TRY(cudaFuncSetAttribute(group_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)e.smem_sums), "k-means shared memory");
+    int per_sm_sums = std::max(1, std::min(4, (int)(sm_bytes / std::max<size_t>(e.smem_sums, 1))));
+    e.assign_blocks = (int)std::max<size_t>(1, assign_blocks);
+    e.sum_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * per_sm_sums, point_blocks));
+    for (e.group = 1; e.group < 32 && e.group < (int)dim + 1; e.group *= 2)
+        ;
+    const size_t rows = (size_t)std::max(e.assign_blocks, e.sum_blocks);
     pc_status st;
     if ((st = e.x.alloc(n * dim, "points")) != PC_OK || (st = e.centres.alloc(k * dim, "centres")) != PC_OK ||
-        (st = e.partial.alloc((size_t)e.blocks * k * (dim + 1), "per-block sums")) != PC_OK ||
+        (st = e.partial.alloc(rows * k * (dim + 1), "per-block sums")) != PC_OK ||
         (st = e.labels.alloc(n, "labels")) != PC_OK || (st = e.sums.alloc(k * (dim + 1), "sums")) != PC_OK ||
-        (st = e.inertia.alloc((size_t)e.blocks, "inertia")) != PC_OK || (st = e.changed.alloc(1, "counter")) != PC_OK)
+        (st = e.inertia.alloc((size_t)e.assign_blocks, "inertia")) != PC_OK || (st = e.changed.alloc(1, "counter")) != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemcpy(e.x.ptr, x, n * dim * sizeof(float), cudaMemcpyHostToDevice), "points upload");
     PC_CUDA_TRY(cudaMemset(e.labels.ptr, 0xff, n * sizeof(int32_t)), "cudaMemset"); // -1: every label changes first
