@@ -2,9 +2,12 @@
 # Installs from Debian's repositories what building (and, with "test", testing) parclust needs.
 # Does nothing for packages already present; uses sudo when not run as root.
 set -e
-packages="cmake gcc make libc6-dev"
+# libgdal-dev: the CLI's raster input/output (parclust segment on GeoTIFF, PNG, ...); optional to
+# the build, which works without it, but installed so that `make demo` and the tests have it.
+packages="cmake gcc make libc6-dev libgdal-dev"
 if [ "${1:-}" = "test" ]; then
-    packages="$packages python3 python3-numpy python3-scipy python3-sklearn"
+    # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL.
+    packages="$packages python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
 fi
 missing=""
 for p in $packages; do

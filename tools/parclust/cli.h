@@ -91,6 +91,8 @@ int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);
 int cmd_kmeans(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_generate_scene(int argc, char **argv); /* scene.c: parclust generate scene */
+int cmd_segment(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 

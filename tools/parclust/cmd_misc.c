@@ -17,6 +17,7 @@ static const char *const generate_help =
     "      grid       many small tight clusters on a lattice with spacing box\n"
     "      hca8       the HCA paper's 8 Gaussian classes in 3 groups, one overlapping (2D)\n"
     "      hca5       the HCA paper's 5 classes of different shape, size, density, 2 rings (2D)\n"
+    "      scene      a synthetic multispectral image (see 'parclust generate scene --help')\n"
     "\n"
     "  -o, --output OUT     points file (.csv/.txt/.tsv or .npy)\n"
     "  --labels OUT         true cluster of each point\n"
@@ -29,6 +30,9 @@ static const char *const generate_help =
 
 int cmd_generate(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the image generator has options of its own */
+        if (strcmp(argv[i], "scene") == 0)
+            return cmd_generate_scene(argc, argv);
     pc_generate_params p;
     pc_generate_params_init(&p);
     const char *kind = NULL, *out = NULL, *labels_out = NULL;

@@ -229,7 +229,9 @@ static void usage(FILE *out)
             "  meanshift INPUT   cluster points by mean shift\n"
             "  hca INPUT         grid-based hierarchical clustering (points or pixel rows)\n"
             "  kmeans INPUT -k K Lloyd's k-means (kmeans++, random, k-means|| or given centres)\n"
+            "  segment IMAGE     segment a raster (GeoTIFF, PNG, ... or .npy): labels as a GeoTIFF\n"
             "  generate KIND     write synthetic points (blobs, rings, agnolucci, bindi, grid, hca8, hca5)\n"
+            "                    or a synthetic multispectral scene (generate scene)\n"
             "  score             compare two labelings: ARI, NMI, matched accuracy\n"
             "  info              version, backends built, threads, GPUs\n"
             "\n"
@@ -248,7 +250,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } commands[] = {{"meanshift", cmd_meanshift}, {"hca", cmd_hca}, {"kmeans", cmd_kmeans}, {"generate", cmd_generate},
+    } commands[] = {{"meanshift", cmd_meanshift}, {"hca", cmd_hca}, {"kmeans", cmd_kmeans}, {"segment", cmd_segment}, {"generate", cmd_generate},
                     {"score", cmd_score},         {"info", cmd_info}};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)

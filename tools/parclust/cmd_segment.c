@@ -1,0 +1,444 @@
+/* parclust segment: an image in, a label raster out. The pixels of the chosen bands are held once
+ * (pixel-interleaved, uint8/uint16 read by the library in place); the valid ones are moved to the
+ * front of the same buffer and clustered; labels are expanded to the image row by row as they are
+ * written, so no full-size copy of the pixels or of the labels is ever made. */
+#include "cli.h"
+#include "points_io.h"
+#include "preview.h"
+#include "progress.h"
+#include "raster_io.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const help =
+    "usage: parclust segment IMAGE -o LABELS.tif [options]\n"
+    "\n"
+    "Segments an image by clustering its pixels' band values. IMAGE: any raster GDAL reads (GeoTIFF,\n"
+    "PNG, JPEG, ...; Byte, UInt16, Int16, Float32 bands, others read as float32), or a NumPy .npy array\n"
+    "of shape (H, W) or (H, W, B) of uint8, uint16 or float32. A pixel equal to a chosen band's nodata\n"
+    "value, or NaN, is nodata: it gets no cluster and label -1.\n"
+    "\n"
+    "  -o, --output OUT       labels: GeoTIFF (.tif: Int32, nodata -1, the input's georeferencing and\n"
+    "                         projection) or .npy (int32, shape (H, W)); clusters 0..k-1 by size\n"
+    "  --algorithm A          hca (default), kmeans or meanshift\n"
+    "  --bands LIST           bands to use, 1-based, e.g. 1,2,4 (default: all)\n"
+    "  --nodata V             nodata value of every band (default: each band's own, if any)\n"
+    "  --preview OUT.png      picture: every cluster in its mean colour (bands 1-3 of the chosen ones\n"
+    "                         as RGB, stretched; one band: grey), nodata black\n"
+    "  --palette              paint the preview in distinct colours instead of mean colours\n"
+    "  --preview-size N       longest side of the preview in pixels (default 2048; subsampled beyond)\n"
+    "  --truth LABELS         true labels (raster or .npy of the same size): prints matched accuracy,\n"
+    "                         ARI and NMI over the valid pixels\n"
+    "  --backend B, --threads T\n"
+    "\n"
+    "HCA (ALGORITHMS.md section 3): -m M (cells per dimension, default 32), -k/--clusters K or\n"
+    "  --threshold T (default 0.5), --min-cluster-size N (default 0.1% of the pixels), --noise\n"
+    "k-means: -k K (required), --init kmeans++|random|kmeans-par, --n-init N, --max-iter N, --tol T,\n"
+    "  --seed S\n"
+    "mean shift in the joint spatial-range domain (ALGORITHMS.md section 4): --spatial-bandwidth HS\n"
+    "  (pixels, default 8), --range-bandwidth HR (band units, default 16), --min-region-size N (pixels,\n"
+    "  default 20), --max-iter N (default 20), --eps E (default 0.01)\n";
+
+enum { ALG_HCA = 1, ALG_KMEANS = 2, ALG_MEANSHIFT = 4 };
+
+typedef struct {
+    const char *input, *output, *preview, *truth;
+    int algorithm, palette;
+    size_t preview_size;
+    int bands[PCLI_MAX_BANDS];
+    pcli_read_options read;
+    pc_hca_params hca;
+    pc_kmeans_params km;
+    pc_meanshift_image_params ms;
+    const char *only_for[8]; /* an option given that belongs to the algorithms in only_mask */
+    int only_mask[8], only_count;
+} seg_cli;
+
+static int parse_bands(const char *v, seg_cli *c)
+{
+    const char *s = v;
+    size_t n = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long b = strtol(s, &end, 10);
+        if (end == s || errno || b < 1 || b > 65535 || (*end && *end != ',')) {
+            cli_error("segment", "--bands '%s': expected band numbers from 1, separated by commas (1,2,4)", v);
+            return -1;
+        }
+        if (n == PCLI_MAX_BANDS) {
+            cli_error("segment", "--bands: at most %d bands", PCLI_MAX_BANDS);
+            return -1;
+        }
+        c->bands[n++] = (int)b;
+        s = *end ? end + 1 : end;
+    }
+    if (n == 0) {
+        cli_error("segment", "--bands: no band given");
+        return -1;
+    }
+    c->read.bands = c->bands;
+    c->read.nbands = n;
+    return 0;
+}
+
+static void only(seg_cli *c, const char *name, int mask)
+{
+    if (c->only_count < 8) {
+        c->only_for[c->only_count] = name;
+        c->only_mask[c->only_count++] = mask;
+    }
+}
+
+/* The options of the algorithms; 1 when the option was one of them (*bad set on a bad value). */
+static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
+{
+    long l;
+    double d;
+    *bad = 0;
+    if (cli_is(a, "-m") || cli_is(a, "--m")) {
+        only(c, "-m", ALG_HCA);
+        *bad = cli_int(a, 2, 65536, &l);
+        c->hca.m = (int)l;
+    } else if (cli_is(a, "-k") || cli_is(a, "--clusters")) {
+        only(c, "-k", ALG_HCA | ALG_KMEANS);
+        *bad = cli_int(a, 1, 1000000000, &l);
+        c->hca.clusters = c->km.k = (size_t)l;
+    } else if (cli_is(a, "--threshold")) {
+        only(c, "--threshold", ALG_HCA);
+        if (!(*bad = cli_double(a, &c->hca.threshold)) && !(c->hca.threshold >= 0 && c->hca.threshold <= 1)) {
+            cli_error(a->cmd, "--threshold must be in [0, 1], got %g", c->hca.threshold);
+            *bad = 1;
+        }
+    } else if (cli_is(a, "--min-cluster-size")) {
+        only(c, "--min-cluster-size", ALG_HCA);
+        *bad = cli_int(a, 0, 2000000000, &l);
+        c->hca.min_cluster_size = l;
+    } else if (cli_is(a, "--noise")) {
+        only(c, "--noise", ALG_HCA);
+        c->hca.noise = 1;
+    } else if (cli_is(a, "--init")) {
+        only(c, "--init", ALG_KMEANS);
+        const char *v = cli_value(a);
+        if (!v || pc_kmeans_init_parse(v, &c->km.init) != PC_OK || c->km.init == PC_INIT_GIVEN) {
+            if (v)
+                cli_error(a->cmd, "--init must be kmeans++, random or kmeans-par, got '%s'", v);
+            *bad = 1;
+        }
+    } else if (cli_is(a, "--n-init")) {
+        only(c, "--n-init", ALG_KMEANS);
+        *bad = cli_int(a, 1, 1000, &l);
+        c->km.n_init = (int)l;
+    } else if (cli_is(a, "--tol")) {
+        only(c, "--tol", ALG_KMEANS);
+        if (!(*bad = cli_double(a, &c->km.tol)) && !(c->km.tol >= 0)) {
+            cli_error(a->cmd, "--tol must be >= 0, got %g", c->km.tol);
+            *bad = 1;
+        }
+    } else if (cli_is(a, "--seed")) {
+        only(c, "--seed", ALG_KMEANS);
+        *bad = cli_int(a, 0, 0x7fffffffL, &l);
+        c->km.seed = (uint64_t)l;
+    } else if (cli_is(a, "--max-iter")) {
+        only(c, "--max-iter", ALG_KMEANS | ALG_MEANSHIFT);
+        *bad = cli_int(a, 1, 100000000, &l);
+        c->km.max_iter = c->ms.max_iter = (int)l;
+    } else if (cli_is(a, "--spatial-bandwidth") || cli_is(a, "--range-bandwidth") || cli_is(a, "--eps")) {
+        const char *name = cli_is(a, "--eps") ? "--eps" : cli_is(a, "--range-bandwidth") ? "--range-bandwidth"
+                                                                                            : "--spatial-bandwidth";
+        only(c, name, ALG_MEANSHIFT);
+        if (!(*bad = cli_double(a, &d)) && !(d > 0 && isfinite(d))) {
+            cli_error(a->cmd, "%s must be > 0, got %g", name, d);
+            *bad = 1;
+        }
+        *(name[2] == 'e' ? &c->ms.eps : name[2] == 'r' ? &c->ms.range_bandwidth : &c->ms.spatial_bandwidth) = d;
+    } else if (cli_is(a, "--min-region-size")) {
+        only(c, "--min-region-size", ALG_MEANSHIFT);
+        *bad = cli_int(a, 0, 2000000000, &l);
+        c->ms.min_region_size = l;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The outputs are renamed into place one after the other; a target that is a directory would fail
+ * only there, after the first was already in place, so it is refused before any work. */
+int cli_check_not_directory(const char *cmd, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error(cmd, "%s: is a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_output(const char *cmd, const char *path)
+{
+    if (cli_has_extension(path, ".tif") || cli_has_extension(path, ".tiff") || cli_has_extension(path, ".npy"))
+        return 0;
+    cli_error(cmd, "--output '%s': write labels as .tif/.tiff (GeoTIFF) or .npy", path);
+    return -1;
+}
+
+static int parse(int argc, char **argv, seg_cli *c)
+{
+    cli_args a;
+    cli_args_init(&a, "segment", argc, argv);
+    int bad = 0;
+    long l;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return 1;
+        } else if (cli_is(&a, "-o") || cli_is(&a, "--output")) {
+            if (!(c->output = cli_value(&a)) || check_output(a.cmd, c->output)) return -1;
+        } else if (cli_is(&a, "--algorithm")) {
+            const char *v = cli_value(&a);
+            if (!v) return -1;
+            c->algorithm = strcmp(v, "hca") == 0 ? ALG_HCA : strcmp(v, "kmeans") == 0 ? ALG_KMEANS
+                         : strcmp(v, "meanshift") == 0 ? ALG_MEANSHIFT : 0;
+            if (!c->algorithm) {
+                cli_error(a.cmd, "--algorithm must be hca, kmeans or meanshift, got '%s'", v);
+                return -1;
+            }
+        } else if (cli_is(&a, "--bands")) {
+            const char *v = cli_value(&a);
+            if (!v || parse_bands(v, c)) return -1;
+        } else if (cli_is(&a, "--nodata")) {
+            if (cli_double(&a, &c->read.nodata)) return -1;
+            c->read.has_nodata = 1;
+        } else if (cli_is(&a, "--preview")) {
+            if (!(c->preview = cli_value(&a))) return -1;
+            if (!cli_has_extension(c->preview, ".png")) {
+                cli_error(a.cmd, "--preview '%s': the preview is a .png", c->preview);
+                return -1;
+            }
+        } else if (cli_is(&a, "--palette")) {
+            c->palette = 1;
+        } else if (cli_is(&a, "--preview-size")) {
+            if (cli_int(&a, 1, 16384, &l)) return -1;
+            c->preview_size = (size_t)l;
+        } else if (cli_is(&a, "--truth")) {
+            if (!(c->truth = cli_value(&a))) return -1;
+        } else if (cli_is(&a, "--backend") || cli_is(&a, "--threads")) {
+            pc_backend backend = PC_BACKEND_AUTO;
+            int threads = 0;
+            cli_backend_option(&a, &backend, &threads, &bad);
+            if (bad) return -1;
+            if (cli_is(&a, "--backend"))
+                c->hca.backend = c->km.backend = c->ms.backend = backend;
+            else
+                c->hca.threads = c->km.threads = c->ms.threads = threads;
+        } else if (algorithm_option(&a, c, &bad)) {
+            if (bad) return -1;
+        } else if (a.name[0] != '-' && !c->input) {
+            c->input = a.name;
+        } else {
+            cli_unknown(&a);
+            return -1;
+        }
+    }
+    if (!c->input || !c->output) {
+        cli_error(a.cmd, "%s (see 'parclust segment --help')", c->input ? "no output file (-o LABELS.tif)" : "no image given");
+        return -1;
+    }
+    for (int i = 0; i < c->only_count; i++)
+        if (!(c->only_mask[i] & c->algorithm)) {
+            cli_error(a.cmd, "option %s does not apply to --algorithm %s", c->only_for[i],
+                      c->algorithm == ALG_HCA ? "hca" : c->algorithm == ALG_KMEANS ? "kmeans" : "meanshift");
+            return -1;
+        }
+    if (c->algorithm == ALG_KMEANS && c->km.k == 0) {
+        cli_error(a.cmd, "k-means needs the number of clusters: -k K");
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs the chosen algorithm on the image; the labels are compact (valid pixels only) except for mean
+ * shift, which sees the whole image with its validity mask. */
+static pc_status cluster(seg_cli *c, pcli_image *im, pc_result **r, int *compact, double *t_compact)
+{
+    *compact = c->algorithm != ALG_MEANSHIFT;
+    size_t n = *compact ? im->n_valid : im->width * im->height;
+    double t0 = cli_seconds();
+    if (*compact)
+        pcli_image_compact(im);
+    *t_compact = cli_seconds() - t0;
+    pc_points pts = im->type == PCLI_PIX_U8    ? pc_points_u8(im->pixels, n, im->bands)
+                    : im->type == PCLI_PIX_U16 ? pc_points_u16(im->pixels, n, im->bands)
+                                               : pc_points_f32(im->pixels, n, im->bands);
+    if (c->algorithm == ALG_HCA)
+        return pc_hca(&pts, &c->hca, r);
+    if (c->algorithm == ALG_KMEANS) {
+        if (c->km.k > im->n_valid) {
+            cli_error("segment", "%s: -k %zu is more than the %zu valid pixels", c->input, c->km.k, im->n_valid);
+            return PC_CANCELLED; /* reported already */
+        }
+        return pc_kmeans(&pts, &c->km, r);
+    }
+    uint8_t *mask = malloc(n);
+    if (!mask)
+        return PC_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        mask[i] = (uint8_t)pcli_image_is_valid(im, i);
+    pc_status st = pc_meanshift_image(&pts, im->width, im->height, mask, &c->ms, r);
+    free(mask);
+    return st;
+}
+
+static int score(const seg_cli *c, const pcli_image *im, const int32_t *labels, int compact, double *t)
+{
+    double t0 = cli_seconds();
+    int32_t *truth = NULL, *pred = NULL;
+    char err[512];
+    int rc = -1;
+    if (pcli_labels_read_valid(c->truth, im, &truth, err, sizeof err)) {
+        cli_error("segment", "--truth %s", err);
+        return -1;
+    }
+    const int32_t *p = labels;
+    if (!compact) {
+        pred = malloc(im->n_valid * sizeof *pred);
+        if (!pred) {
+            cli_error("segment", "out of memory for the scores");
+            goto done;
+        }
+        for (size_t i = 0, k = 0; i < im->width * im->height; i++)
+            if (pcli_image_is_valid(im, i))
+                pred[k++] = labels[i];
+        p = pred;
+    }
+    double acc, ari, nmi;
+    if (pc_matched_accuracy(truth, p, im->n_valid, &acc) || pc_adjusted_rand_index(truth, p, im->n_valid, &ari) ||
+        pc_normalized_mutual_info(truth, p, im->n_valid, &nmi)) {
+        cli_error("segment", "scores: %s", pc_last_error());
+        goto done;
+    }
+    printf("accuracy %.6f  ARI %.6f  NMI %.6f  (matched against %s over the %zu valid pixels)\n", acc, ari, nmi,
+           c->truth, im->n_valid);
+    rc = 0;
+done:
+    free(truth);
+    free(pred);
+    *t = cli_seconds() - t0;
+    return rc;
+}
+
+static int write_outputs(const seg_cli *c, const pcli_image *im, const pc_result *r, int compact, const float *centres)
+{
+    char err[512];
+    cli_outputs out = {0};
+    const char *path = NULL;
+    int failed = !(path = cli_outputs_stage(&out, "segment", c->output)) ||
+                 pcli_labels_write(path, im, pc_result_labels(r), compact, err, sizeof err) ||
+                 (c->preview && (!(path = cli_outputs_stage(&out, "segment", c->preview)) ||
+                                 pcli_preview_write(path, im, pc_result_labels(r), compact, centres,
+                                                    pc_result_cluster_count(r), c->palette, c->preview_size, err,
+                                                    sizeof err)));
+    return cli_outputs_finish(&out, "segment", failed, path, err);
+}
+
+static void print_clusters(const pcli_image *im, const pc_result *r, const float *centres)
+{
+    size_t k = pc_result_cluster_count(r), B = im->bands, shown = k < 20 ? k : 20;
+    const int64_t *sizes = pc_result_sizes(r);
+    for (size_t i = 0; i < shown; i++) {
+        printf("  cluster %zu: %lld pixels (%.2f%%), mean (", i, (long long)sizes[i],
+               100.0 * (double)sizes[i] / (double)im->n_valid);
+        for (size_t b = 0; b < B && b < 8; b++)
+            printf("%s%.4g", b ? ", " : "", centres[i * B + b]);
+        printf("%s)\n", B > 8 ? ", ..." : "");
+    }
+    if (k > shown)
+        printf("  ... %zu more clusters\n", k - shown);
+}
+
+int cmd_segment(int argc, char **argv)
+{
+    seg_cli c;
+    memset(&c, 0, sizeof c);
+    c.algorithm = ALG_HCA;
+    c.preview_size = 2048;
+    pc_hca_params_init(&c.hca);
+    pc_kmeans_params_init(&c.km);
+    pc_meanshift_image_params_init(&c.ms);
+    int rc = parse(argc, argv, &c);
+    if (rc)
+        return rc > 0 ? CLI_OK : CLI_USAGE;
+    if (!pcli_have_gdal() && (!cli_has_extension(c.input, ".npy") || !cli_has_extension(c.output, ".npy"))) {
+        cli_error("segment", "this parclust was built without raster support (GDAL): only .npy images and labels "
+                             "can be segmented");
+        return CLI_FAILED;
+    }
+    if (cli_check_writable("segment", "--output", c.output) || cli_check_writable("segment", "--preview", c.preview) ||
+        cli_check_not_directory("segment", c.output) || (c.preview && cli_check_not_directory("segment", c.preview)))
+        return CLI_FAILED;
+    char err[512];
+    pcli_image im;
+    pc_result *r = NULL;
+    float *centres = NULL;
+    double t0 = cli_seconds();
+    if (pcli_image_read(c.input, &c.read, &im, err, sizeof err)) {
+        cli_error("segment", "%s", err);
+        return CLI_FAILED;
+    }
+    double t_read = cli_seconds() - t0, t_compact = 0, t_score = 0;
+    size_t npix = im.width * im.height;
+    printf("segment: %s, %zu x %zu pixels, %zu band%s of %s (held as %s), %zu valid (%.2f%%)\n", c.input, im.width,
+           im.height, im.bands, im.bands == 1 ? "" : "s", im.source_type, pcli_pixtype_name(im.type), im.n_valid,
+           100.0 * (double)im.n_valid / (double)npix);
+    rc = CLI_FAILED;
+    int compact;
+    t0 = cli_seconds();
+    pc_status st = cluster(&c, &im, &r, &compact, &t_compact);
+    double t_cluster = cli_seconds() - t0 - t_compact;
+    if (st != PC_OK) {
+        if (st != PC_CANCELLED)
+            cli_error("segment", "%s: %s", c.input, pc_last_error()[0] ? pc_last_error() : pc_status_string(st));
+        goto done;
+    }
+    /* The labels and the validity bits are all the outputs need: the pixels go before writing. */
+    free(im.pixels);
+    im.pixels = NULL;
+    size_t k = pc_result_cluster_count(r), B = im.bands;
+    centres = malloc((k ? k : 1) * B * sizeof *centres);
+    if (!centres) {
+        cli_error("segment", "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < k * B; i++) /* in the file's units (int16 is held shifted) */
+        centres[i] = (float)(pc_result_centers(r)[i] - im.offset);
+    static const char *const names[] = {"", "hca", "kmeans", "", "meanshift"};
+    printf("%s: %zu clusters (%s backend)\n", names[c.algorithm], k, pc_backend_name(pc_result_backend(r)));
+    print_clusters(&im, r, centres);
+    if (c.truth && score(&c, &im, pc_result_labels(r), compact, &t_score))
+        goto done;
+    t0 = cli_seconds();
+    rc = write_outputs(&c, &im, r, compact, centres);
+    double t_write = cli_seconds() - t0;
+    if (rc == CLI_OK) {
+        printf("  time read     %9.4f s\n", t_read);
+        if (compact)
+            printf("  time compact  %9.4f s\n", t_compact);
+        printf("  time cluster  %9.4f s\n", t_cluster);
+        cli_print_stages(r);
+        if (c.truth)
+            printf("  time score    %9.4f s\n", t_score);
+        printf("  time write    %9.4f s\n", t_write);
+        printf("  time total    %9.4f s\n", t_read + t_compact + t_cluster + t_score + t_write);
+        printf("wrote %s%s%s\n", c.output, c.preview ? " and " : "", c.preview ? c.preview : "");
+    }
+done:
+    free(centres);
+    pc_result_free(r);
+    pcli_image_free(&im);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* The preview picture of `parclust segment`: each cluster painted in its mean colour. */
+#ifndef PCLI_PREVIEW_H
+#define PCLI_PREVIEW_H
+
+#include "raster_io.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Writes an RGB PNG of the label image to path (written in place: the caller stages it). Cluster c is
+ * painted in the colour of centers[c] (k x im->bands, band values as the library reports them): the
+ * first three bands as red, green and blue (one or two bands: grey from the first), each stretched
+ * linearly from the band's valid range (im->lo .. im->hi) to 0..255; nodata and unlabelled pixels
+ * black. palette = 1 paints a fixed palette of distinct colours instead. Images wider or taller than
+ * max_side are subsampled (nearest pixel) to fit. labels: per valid pixel (compact) or per pixel. */
+int pcli_preview_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
+                       const float *centers, size_t k, int palette, size_t max_side, char *err, size_t errsize);
+
+/* A PNG written row by row without holding the picture: stored (uncompressed) deflate blocks, so the
+ * size is known in advance and no compressor is needed. */
+typedef struct pcli_png pcli_png;
+int pcli_png_open(pcli_png **png, const char *path, size_t width, size_t height, char *err, size_t errsize);
+int pcli_png_row(pcli_png *png, const uint8_t *rgb); /* width x 3 bytes; 0 or -1 (write error) */
+int pcli_png_close(pcli_png *png, char *err, size_t errsize); /* checks and frees */
+
+#endif

@@ -1,0 +1,39 @@
+/* What raster_io.c (NumPy images, validity, compaction) and raster_gdal.c (GDAL) share. */
+#ifndef PCLI_RASTER_INTERNAL_H
+#define PCLI_RASTER_INTERNAL_H
+
+#include "raster_io.h"
+
+/* Per chosen band: whether it has a nodata value, and that value in the file's own type. */
+typedef struct {
+    int has[PCLI_MAX_BANDS];
+    double value[PCLI_MAX_BANDS];
+} pcli_nodata;
+
+/* Allocates im->pixels (height x width x bands of im->type) and im->valid; lo/hi reset. */
+int pcli__image_alloc(pcli_image *im, const char *path, char *err, size_t errsize);
+/* Marks the validity bits of rows y0 .. y0 + rows - 1 (already in im->pixels, in the held type, before
+ * any int16 shift) and widens lo/hi over their valid values. in_int16: the held uint16 bits are int16
+ * values (compare against nodata as such). */
+void pcli__mark_valid(pcli_image *im, size_t y0, size_t rows, const pcli_nodata *nd, int in_int16);
+/* After every row: the int16 shift, the count of valid pixels, and the error for none. */
+int pcli__image_finish(pcli_image *im, const char *path, int in_int16, char *err, size_t errsize);
+
+/* The GDAL side (raster_gdal.c); without GDAL each says so. */
+int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize);
+int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
+                            char *err, size_t errsize);
+int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
+                                 size_t errsize);
+int pcli__gdal_create(const char *path, const pcli_raster_spec *spec, void **handle, char *err, size_t errsize);
+int pcli__gdal_write_rows(void *handle, const pcli_raster_spec *spec, size_t y0, size_t rows, const void *data,
+                          char *err, size_t errsize, const char *path);
+int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path);
+
+/* Labels of one image row: compact labels consumed from *cursor for valid pixels, -1 elsewhere. */
+void pcli__expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
+                      int32_t *out);
+
+#define PCLI_NO_GDAL_MESSAGE "this parclust was built without raster support (GDAL); .npy images still work"
+
+#endif

@@ -1,0 +1,93 @@
+/* Images for `parclust segment` and `parclust generate scene`: rasters through GDAL (when the CLI is
+ * built with it) and NumPy (H, W) / (H, W, B) arrays (always). The pixels of the chosen bands are held
+ * once, pixel-interleaved, in the type the library reads in place (uint8, uint16) or float32. */
+#ifndef PCLI_RASTER_IO_H
+#define PCLI_RASTER_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCLI_MAX_BANDS 64
+
+typedef enum { PCLI_PIX_U8 = 0, PCLI_PIX_U16, PCLI_PIX_F32 } pcli_pixtype;
+
+size_t pcli_pixtype_size(pcli_pixtype t);
+const char *pcli_pixtype_name(pcli_pixtype t); /* "uint8", "uint16", "float32" */
+
+typedef struct {
+    size_t width, height, bands; /* bands: the bands read (the chosen ones, in the order asked) */
+    pcli_pixtype type;           /* how the pixels are held */
+    /* Value = held value - offset: int16 bands are held as uint16 shifted by 32768 (exact, and half
+     * the memory of float32); 0 otherwise. */
+    double offset;
+    void *pixels;                /* height x width x bands, pixel-interleaved, malloc'd */
+    /* One bit per pixel (row-major, bit i % 8 of byte i / 8): 1 = valid. A pixel is invalid when any
+     * chosen band holds its nodata value there, or NaN. */
+    uint8_t *valid;
+    size_t n_valid;
+    double lo[PCLI_MAX_BANDS], hi[PCLI_MAX_BANDS]; /* range of the valid values of each band */
+    char source_type[64];        /* what the file holds, e.g. "Int16 (held as uint16 + 32768)" */
+    /* Georeferencing (GDAL inputs), copied to the label raster. */
+    int has_geotransform;
+    double geotransform[6];
+    char *projection;            /* WKT, malloc'd; NULL when the input has none */
+    int is_npy;                  /* read from .npy: labels go to .npy */
+} pcli_image;
+
+static inline int pcli_image_is_valid(const pcli_image *im, size_t i) { return im->valid[i >> 3] >> (i & 7) & 1; }
+
+/* How the pixels should be read. */
+typedef struct {
+    const int *bands;   /* 1-based band numbers; NULL: all bands */
+    size_t nbands;
+    int has_nodata;     /* 1: `nodata` overrides the file's nodata value for every band */
+    double nodata;
+} pcli_read_options;
+
+/* 1 when this build can read and write rasters through GDAL. */
+int pcli_have_gdal(void);
+
+/* Reads path (.npy by extension, anything else through GDAL) into im. Errors (one line in err): the
+ * file cannot be opened or is not an image, a band number out of range, a band type that cannot be
+ * clustered, a read error (truncated file), no valid pixel at all, out of memory. */
+int pcli_image_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize);
+void pcli_image_free(pcli_image *im); /* NULL-safe; leaves an empty image */
+
+/* Moves the valid pixels, in order, to the front of im->pixels (in place, no copy of the image). */
+void pcli_image_compact(pcli_image *im);
+
+/* Writes the labels of the image's pixels to path: a GeoTIFF (Int32, nodata -1, the input's
+ * geotransform and projection, deflate) through GDAL, or .npy (int32, shape (H, W)) by extension.
+ * labels are per valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0).
+ * Invalid pixels get -1. path is written in place: the caller stages it (cli_outputs). */
+int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact, char *err,
+                      size_t errsize);
+
+/* Reads a label raster of the image's size (GeoTIFF band 1 or .npy (H, W) integers) and keeps the
+ * labels of the image's valid pixels, in order (n_valid, malloc'd). Its own nodata pixels read -1. */
+int pcli_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err, size_t errsize);
+
+/* A raster written row block by row block (the scene generator): GeoTIFF through GDAL, or .npy
+ * (H, W, B) / (H, W) when path ends in .npy. */
+typedef struct pcli_raster_writer pcli_raster_writer;
+typedef struct {
+    size_t width, height, bands;
+    int type;               /* 0 uint8, 1 uint16, 2 float32, 3 int32 */
+    int has_nodata;
+    double nodata;
+    const double *geotransform; /* 6 values or NULL */
+    int epsg;                   /* projection by EPSG code, 0 = none */
+} pcli_raster_spec;
+int pcli_raster_create(const char *path, const pcli_raster_spec *spec, pcli_raster_writer **w, char *err,
+                       size_t errsize);
+/* rows x width x bands values, pixel-interleaved, of the spec's type, for rows y0 .. y0 + rows - 1
+ * (blocks come in order). */
+int pcli_raster_write_rows(pcli_raster_writer *w, size_t y0, size_t rows, const void *data, char *err,
+                           size_t errsize);
+int pcli_raster_close(pcli_raster_writer *w, char *err, size_t errsize); /* flushes; frees w */
+void pcli_raster_abort(pcli_raster_writer *w); /* frees w; the caller removes the file */
+
+/* Error printed (parclust CMD: error: PATH: is a directory) and -1 when path is a directory. */
+int cli_check_not_directory(const char *cmd, const char *path);
+
+#endif /* PCLI_RASTER_IO_H */
