@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 #include "internal_km.h"
@@ -28,11 +29,19 @@ constexpr int POINTS = 4; // points per thread in the specialised kernels: one s
 // Floats a centre takes in shared memory: its coordinates, then |c|^2, padded to whole float4s.
 __host__ __device__ constexpr int padded(int d) { return (d + 1 + 3) / 4 * 4; }
 
+// Per-cluster sums are added as 64-bit fixed point, x * 2^s rounded to an integer (s from the data's
+// largest |x| and n, so that no sum can overflow): integer additions give the same total in any
+// order, so the sums, and the centres, do not depend on the order the atomics land in; the rounding
+// (|x|max n 2^-63 a point) is far below float's. Counts are added as plain integers.
+typedef unsigned long long fixed;
+
+__device__ __forceinline__ fixed to_fixed(float v, float scale) { return (fixed)__float2ll_rn(v * scale); }
+
 // The end of an assignment block: the count of changed labels, and the block's per-cluster sums
-// (entries floats) written to its row of `partial`.
+// (entries) written to its row of `partial`.
 template <bool ACCUMULATE>
-__device__ __forceinline__ void finish_block(unsigned moved, unsigned long long *changed, const float *acc,
-                                             float *partial, int entries)
+__device__ __forceinline__ void finish_block(unsigned moved, unsigned long long *changed, const fixed *acc,
+                                             fixed *partial, int entries)
 {
     for (int off = 16; off > 0; off >>= 1)
         moved += __shfl_down_sync(0xffffffffu, moved, off);
@@ -40,7 +49,7 @@ __device__ __forceinline__ void finish_block(unsigned moved, unsigned long long 
         atomicAdd(changed, (unsigned long long)moved);
     if (ACCUMULATE) {
         __syncthreads();
-        float *out = partial + (size_t)blockIdx.x * entries;
+        fixed *out = partial + (size_t)blockIdx.x * entries;
         for (int q = threadIdx.x; q < entries; q += blockDim.x)
             out[q] = acc[q];
     }
@@ -51,11 +60,12 @@ __device__ __forceinline__ void finish_block(unsigned moved, unsigned long long 
 template <int D, bool ACCUMULATE>
 __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__ x, int n, int dim, int k,
                                                        const float *__restrict__ centres, int32_t *labels,
-                                                       float *partial, unsigned long long *changed)
+                                                       fixed *partial, unsigned long long *changed, float scale)
 {
     extern __shared__ float4 smem4[];
     constexpr int DP = padded(D), V = DP / 4;
-    float *sc = reinterpret_cast<float *>(smem4), *acc = sc + (size_t)k * DP;
+    float *sc = reinterpret_cast<float *>(smem4);
+    fixed *acc = reinterpret_cast<fixed *>(sc + (size_t)k * DP);
     (void)dim;
     for (int c = threadIdx.x; c < k; c += blockDim.x) {
         float norm = 0.0f;
@@ -70,13 +80,13 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
     }
     if (ACCUMULATE)
         for (int q = threadIdx.x; q < k * (D + 1); q += blockDim.x)
-            acc[q] = 0.0f;
+            acc[q] = 0;
     __syncthreads();
     unsigned moved = 0;
     const long tile = (long)gridDim.x * blockDim.x * POINTS;
     for (long base = (long)blockIdx.x * blockDim.x * POINTS + threadIdx.x; base < n; base += tile) {
         float m2x[POINTS][D], best[POINTS];
-        int arg[POINTS];
+        int arg[POINTS], old[POINTS];
 #pragma unroll
         for (int p = 0; p < POINTS; p++) {
             long i = base + (long)p * blockDim.x;
@@ -84,6 +94,7 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
 #pragma unroll
             for (int j = 0; j < D; j++)
                 m2x[p][j] = -2.0f * x[ii * D + j];
+            old[p] = labels[ii]; // loaded now, used after the centre loop: its latency hides there
             best[p] = INFINITY;
             arg[p] = 0;
         }
@@ -117,27 +128,33 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
             long i = base + (long)p * blockDim.x;
             if (i >= n)
                 continue;
-            moved += labels[i] != arg[p];
-            labels[i] = arg[p];
+            moved += old[p] != arg[p];
+            if (old[p] != arg[p])
+                labels[i] = arg[p];
             if (ACCUMULATE) {
 #pragma unroll
                 for (int j = 0; j < D; j++)
-                    atomicAdd(&acc[arg[p] * (D + 1) + j], -0.5f * m2x[p][j]);
-                atomicAdd(&acc[arg[p] * (D + 1) + D], 1.0f);
+                    atomicAdd(&acc[arg[p] * (D + 1) + j], to_fixed(-0.5f * m2x[p][j], scale));
+                atomicAdd(&acc[arg[p] * (D + 1) + D], 1ull);
             }
         }
     }
     finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (D + 1));
 }
 
+// Floats before the sums in assign_any_kernel's shared memory: the centres and |c|^2, rounded up to
+// whole 8-byte words.
+__host__ __device__ constexpr size_t any_centres_floats(size_t k, size_t dim) { return (k * (dim + 1) + 1) / 2 * 2; }
+
 // Any dimension: one point a thread, read from global memory, centres as dim floats then |c|^2.
 template <bool ACCUMULATE>
 __global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restrict__ x, int n, int dim, int k,
                                                            const float *__restrict__ centres, int32_t *labels,
-                                                           float *partial, unsigned long long *changed)
+                                                           fixed *partial, unsigned long long *changed, float scale)
 {
-    extern __shared__ float smem[];
-    float *sc = smem, *sn = sc + (size_t)k * dim, *acc = sn + k;
+    extern __shared__ float4 smem4[];
+    float *sc = reinterpret_cast<float *>(smem4), *sn = sc + (size_t)k * dim;
+    fixed *acc = reinterpret_cast<fixed *>(sc + any_centres_floats(k, dim));
     for (int q = threadIdx.x; q < k * dim; q += blockDim.x)
         sc[q] = centres[q];
     for (int c = threadIdx.x; c < k; c += blockDim.x) {
@@ -148,7 +165,7 @@ __global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restri
     }
     if (ACCUMULATE)
         for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
-            acc[q] = 0.0f;
+            acc[q] = 0;
     __syncthreads();
     unsigned moved = 0;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
@@ -168,8 +185,8 @@ __global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restri
         labels[i] = arg;
         if (ACCUMULATE) {
             for (int j = 0; j < dim; j++)
-                atomicAdd(&acc[arg * (dim + 1) + j], xg[j]);
-            atomicAdd(&acc[arg * (dim + 1) + dim], 1.0f);
+                atomicAdd(&acc[arg * (dim + 1) + j], to_fixed(xg[j], scale));
+            atomicAdd(&acc[arg * (dim + 1) + dim], 1ull);
         }
     }
     finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (dim + 1));
@@ -196,36 +213,88 @@ __global__ void __launch_bounds__(BLOCK) block_sums_kernel(const float *__restri
         out[q] = acc[q];
 }
 
-// The unfused paths' sums: a group of G lanes (a power of two >= dim + 1, at most 32) takes one point,
-// lane j its coordinates j, j + G, ..., and lane dim (lane 0 when dim >= 32) its count, so a warp
-// loads whole points and adds them at consecutive shared addresses.
+// The unfused paths' sums: a warp takes 32 points at a time, their labels in one load; then a group
+// of G lanes (a power of two >= dim + 1, at most 32) takes one point, lane j its coordinate j (and
+// j + 32, ... when dim >= 32) and lane dim (lane 0 when dim >= 32) its count. All G of a lane's
+// coordinates are loaded before the first is added, so the loads overlap; a warp's loads cover whole
+// points and its atomics hit consecutive shared addresses.
+template <int G>
 __global__ void __launch_bounds__(BLOCK) group_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
-                                                           int group, const int32_t *__restrict__ labels,
-                                                           float *partial)
+                                                           const int32_t *__restrict__ labels, fixed *partial,
+                                                           float scale)
 {
-    extern __shared__ float acc[];
+    extern __shared__ fixed facc[];
     const int entries = k * (dim + 1);
     for (int q = threadIdx.x; q < entries; q += blockDim.x)
-        acc[q] = 0.0f;
+        facc[q] = 0;
     __syncthreads();
-    const int per_warp = 32 / group, lane = threadIdx.x & 31, j0 = lane % group, counter = dim < group ? dim : 0;
-    const long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5;
-    const long stride = ((long)gridDim.x * blockDim.x >> 5) * per_warp;
-    for (long i = warp * per_warp + lane / group; i < n; i += stride) {
-        int c = labels[i];
-        float *a = acc + c * (dim + 1);
-        for (int j = j0; j < dim; j += group)
-            atomicAdd(a + j, x[i * dim + j]);
-        if (j0 == counter)
-            atomicAdd(a + dim, 1.0f);
+    constexpr int PER = 32 / G; // points a warp takes at once
+    const int lane = threadIdx.x & 31, j0 = lane % G, sub = lane / G, counter = dim < G ? dim : 0;
+    const long warps = (long)gridDim.x * blockDim.x >> 5;
+    for (long base = ((blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5) * 32; base < n; base += warps * 32) {
+        const int mine = base + lane < n ? labels[base + lane] : -1;
+        float v[G];
+        int c[G];
+#pragma unroll
+        for (int r = 0; r < G; r++) {
+            const int p = r * PER + sub;
+            const long i = base + p;
+            c[r] = __shfl_sync(0xffffffffu, mine, p);
+            v[r] = i < n && j0 < dim ? x[i * dim + j0] : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < G; r++) {
+            if (c[r] < 0)
+                continue;
+            fixed *a = facc + c[r] * (dim + 1);
+            if (j0 < dim)
+                atomicAdd(a + j0, to_fixed(v[r], scale));
+            if (j0 == counter)
+                atomicAdd(a + dim, 1ull);
+            for (int j = j0 + 32; j < dim; j += 32) // dim > 32 only
+                atomicAdd(a + j, to_fixed(x[(base + r * PER + sub) * dim + j], scale));
+        }
     }
     __syncthreads();
-    float *out = partial + (size_t)blockIdx.x * entries;
+    fixed *out = partial + (size_t)blockIdx.x * entries;
     for (int q = threadIdx.x; q < entries; q += blockDim.x)
-        out[q] = acc[q];
+        out[q] = facc[q];
 }
 
-// The final sum over the blocks in a fixed order, in double: thread (r, e) of a block of 8 x 32 adds
+// The fixed-point sums over the blocks (exact integers, any order), then scaled: entry q is a
+// coordinate sum (times 1 / scale) or, every dim + 1, a count.
+__global__ void __launch_bounds__(256) reduce_fixed(const fixed *partial, int blocks, int entries, int dim,
+                                                    double unscale, double *sums)
+{
+    __shared__ fixed part[8][32];
+    const int e = threadIdx.x & 31, r = threadIdx.x >> 5, q = blockIdx.x * 32 + e;
+    fixed s = 0;
+    if (q < entries)
+        for (int b = r; b < blocks; b += 8)
+            s += partial[(size_t)b * entries + q];
+    part[r][e] = s;
+    __syncthreads();
+    if (r == 0 && q < entries) {
+        fixed t = 0;
+        for (int w = 0; w < 8; w++)
+            t += part[w][e];
+        sums[q] = q % (dim + 1) == dim ? (double)(long long)t : (double)(long long)t * unscale;
+    }
+}
+
+// The largest |x| (as float bits: for non-negative floats the integer order is the float order).
+__global__ void amax_kernel(const float *x, size_t count, unsigned *out)
+{
+    unsigned m = 0;
+    for (size_t q = blockIdx.x * (size_t)blockDim.x + threadIdx.x; q < count; q += (size_t)gridDim.x * blockDim.x)
+        m = max(m, __float_as_uint(fabsf(x[q])));
+    for (int off = 16; off > 0; off >>= 1)
+        m = max(m, __shfl_down_sync(0xffffffffu, m, off));
+    if ((threadIdx.x & 31) == 0)
+        atomicMax(out, m);
+}
+
+// Seed 002's final sum over its float per-block sums, in a fixed order, in double: thread (r, e) of a block of 8 x 32 adds
 // rows r, r + 8, ... of entry e (a warp reads 32 consecutive entries of a row), then the 8 row sums
 // are added in row order.
 __global__ void __launch_bounds__(256) reduce_blocks(const float *partial, int blocks, int entries, double *sums)
@@ -278,7 +347,9 @@ struct gpu_engine {
     path how = path::direct_fused;
     int assign_blocks = 0, sum_blocks = 0, group = 1;
     size_t smem_assign = 0, smem_sums = 0;
-    pc__device_buffer<float> x, centres, partial;
+    float scale = 1.0f; // fixed-point sums: x * scale
+    pc__device_buffer<float> x, centres, partial_float; // per-block sums: the seed's floats, or fixed
+    pc__device_buffer<fixed> partial;
     pc__device_buffer<int32_t> labels;
     pc__device_buffer<double> sums, inertia;
     pc__device_buffer<unsigned long long> changed;
@@ -286,7 +357,20 @@ struct gpu_engine {
     double gpu_seconds = 0.0;
 };
 
-typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, float *, unsigned long long *);
+typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, fixed *, unsigned long long *,
+                          float);
+typedef void (*sums_fn)(const float *, int, int, int, const int32_t *, fixed *, float);
+
+sums_fn pick_sums(int group)
+{
+    switch (group) {
+    case 2: return group_sums_kernel<2>;
+    case 4: return group_sums_kernel<4>;
+    case 8: return group_sums_kernel<8>;
+    case 16: return group_sums_kernel<16>;
+    default: return group_sums_kernel<32>;
+    }
+}
 
 bool specialised(size_t dim) { return dim <= 4 || dim == 8 || dim == 16; }
 
@@ -309,8 +393,8 @@ assign_fn pick(int dim, bool accumulate)
 // the per-cluster sums when it accumulates.
 size_t assign_smem(size_t k, size_t dim, bool accumulate)
 {
-    size_t centres = specialised(dim) ? k * (size_t)padded((int)dim) : k * (dim + 1);
-    return (centres + (accumulate ? k * (dim + 1) : 0)) * sizeof(float);
+    size_t centres = specialised(dim) ? k * (size_t)padded((int)dim) : any_centres_floats(k, dim);
+    return centres * sizeof(float) + (accumulate ? k * (dim + 1) * sizeof(fixed) : 0);
 }
 
 // Assigns every point (and, fused, sums the clusters per block); labels only when !sums.
@@ -321,9 +405,11 @@ pc_status assign(gpu_engine &e, bool sums)
                                   e.assign_blocks, e.smem_assign);
     bool fused = sums && e.how == path::direct_fused;
     fused ? pick((int)e.dim, true)<<<e.assign_blocks, BLOCK, e.smem_assign>>>(
-                e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr, e.changed.ptr)
+                e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr, e.changed.ptr,
+                e.scale)
           : pick((int)e.dim, false)<<<e.assign_blocks, BLOCK, e.smem_assign>>>(
-                e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr, e.changed.ptr);
+                e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.partial.ptr, e.changed.ptr,
+                e.scale);
     PC_CUDA_LAUNCHED("k-means assignment kernel");
     return PC_OK;
 }
@@ -333,10 +419,10 @@ pc_status block_sums(gpu_engine &e)
 {
     if (e.how == path::seed)
         block_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
-                                                                e.partial.ptr);
+                                                                e.partial_float.ptr);
     else
-        group_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.group,
-                                                                e.labels.ptr, e.partial.ptr);
+        pick_sums(e.group)<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
+                                                                 e.partial.ptr, e.scale);
     PC_CUDA_LAUNCHED("k-means block sums kernel");
     return PC_OK;
 }
@@ -357,7 +443,11 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         return st;
     int entries = (int)(e.k * (e.dim + 1));
     int rows = e.how == path::direct_fused ? e.assign_blocks : e.sum_blocks;
-    reduce_blocks<<<(entries + 31) / 32, 256>>>(e.partial.ptr, rows, entries, e.sums.ptr);
+    if (e.how == path::seed)
+        reduce_blocks<<<(entries + 31) / 32, 256>>>(e.partial_float.ptr, rows, entries, e.sums.ptr);
+    else
+        reduce_fixed<<<(entries + 31) / 32, 256>>>(e.partial.ptr, rows, entries, (int)e.dim, 1.0 / e.scale,
+                                                   e.sums.ptr);
     PC_CUDA_LAUNCHED("k-means reduction kernel");
     cudaEventRecord(t1);
     unsigned long long moved = 0;
@@ -424,8 +514,7 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     PC_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "device query");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "device query");
-    const size_t limit = (size_t)max_smem, sums_bytes = k * (dim + 1) * sizeof(float);
-    const size_t gemm_bytes = pc__km_gemm_smem(k, dim), direct_bytes = assign_smem(k, dim, false);
+    const size_t limit = (size_t)max_smem, entries = k * (dim + 1), gemm_bytes = pc__km_gemm_smem(k, dim);
     switch (variant) {
     case PC_KMEANS_CUDA_SEED: e.how = path::seed; break;
     case PC_KMEANS_CUDA_GEMM: e.how = path::gemm; break;
@@ -439,10 +528,10 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         if (dim >= 5 && k >= 128 && gemm_bytes <= limit)
             e.how = path::gemm;
         else
-            e.how = sums_bytes <= 16384 ? path::direct_fused : path::direct;
+            e.how = entries <= 4096 ? path::direct_fused : path::direct;
     }
-    e.smem_sums = e.how == path::direct_fused ? 0 : sums_bytes;
-    e.smem_assign = e.how == path::gemm ? gemm_bytes : direct_bytes + (e.how == path::direct_fused ? sums_bytes : 0);
+    e.smem_sums = e.how == path::direct_fused ? 0 : entries * (e.how == path::seed ? sizeof(float) : sizeof(fixed));
+    e.smem_assign = e.how == path::gemm ? gemm_bytes : assign_smem(k, dim, e.how == path::direct_fused);
     if (e.smem_assign > limit || e.smem_sums > limit)
         return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres (or the per-cluster sums) in shared "
                                         "memory: %zu KiB exceed the %d KiB a block may use",
@@ -471,21 +560,38 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     }
     PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)e.smem_sums), "k-means shared memory");
-    PC_CUDA_TRY(cudaFuncSetAttribute(group_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    for (e.group = 2; e.group < 32 && e.group < (int)dim + 1; e.group *= 2)
+        ;
+    PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(e.group), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)e.smem_sums), "k-means shared memory");
     int per_sm_sums = std::max(1, std::min(4, (int)(sm_bytes / std::max<size_t>(e.smem_sums, 1))));
     e.assign_blocks = (int)std::max<size_t>(1, assign_blocks);
     e.sum_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * per_sm_sums, point_blocks));
-    for (e.group = 1; e.group < 32 && e.group < (int)dim + 1; e.group *= 2)
-        ;
     const size_t rows = (size_t)std::max(e.assign_blocks, e.sum_blocks);
     pc_status st;
     if ((st = e.x.alloc(n * dim, "points")) != PC_OK || (st = e.centres.alloc(k * dim, "centres")) != PC_OK ||
-        (st = e.partial.alloc(rows * k * (dim + 1), "per-block sums")) != PC_OK ||
+        (st = (e.how == path::seed ? e.partial_float.alloc(rows * entries, "per-block sums")
+                                   : e.partial.alloc(rows * entries, "per-block sums"))) != PC_OK ||
         (st = e.labels.alloc(n, "labels")) != PC_OK || (st = e.sums.alloc(k * (dim + 1), "sums")) != PC_OK ||
         (st = e.inertia.alloc((size_t)e.assign_blocks, "inertia")) != PC_OK || (st = e.changed.alloc(1, "counter")) != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemcpy(e.x.ptr, x, n * dim * sizeof(float), cudaMemcpyHostToDevice), "points upload");
+    {
+        /* The fixed-point scale 2^s: |x| * 2^s * n < 2^62, so that no sum (of a block or of all of
+         * them) overflows; s within float's exponents. */
+        PC_CUDA_TRY(cudaMemset(e.changed.ptr, 0, sizeof(unsigned long long)), "cudaMemset");
+        amax_kernel<<<sms * 4, 256>>>(e.x.ptr, n * dim, reinterpret_cast<unsigned *>(e.changed.ptr));
+        PC_CUDA_LAUNCHED("k-means range kernel");
+        unsigned long long bits = 0;
+        PC_CUDA_TRY(cudaMemcpy(&bits, e.changed.ptr, sizeof bits, cudaMemcpyDeviceToHost), "range download");
+        unsigned b32 = (unsigned)bits; // the low word on a little-endian host and device
+        float amax;
+        memcpy(&amax, &b32, sizeof amax);
+        int ex = 0, en = 0;
+        frexpf(amax > 0 ? amax : 1.0f, &ex); // amax < 2^ex
+        frexp((double)n, &en);               // n < 2^en
+        e.scale = ldexpf(1.0f, std::max(-126, std::min(126, 62 - ex - en)));
+    }
     PC_CUDA_TRY(cudaMemset(e.labels.ptr, 0xff, n * sizeof(int32_t)), "cudaMemset"); // -1: every label changes first
     e.host_sums = (double *)pc__alloc(k * (dim + 1), sizeof(double), "sums");
     if (!e.host_sums)

@@ -5,8 +5,8 @@
 // The arithmetic stays exact FP32: d = |c|^2 + sum_j x_j (-2 c_j) in dimension order, one fmaf a term,
 // bit for bit what the direct kernels compute (-2 x_j c_j is the same product with the factor on
 // either side). Each thread keeps the running minimum of its 8 points over its centres; the 16
-// threads that share points then agree on the lowest (distance, index), so ties go to the lower
-// index as everywhere else. The next point tile is copied into shared memory asynchronously while
+// threads that share points (8 lanes of each of two warps) then agree on the lowest (distance,
+// index), so ties go to the lower index as everywhere else. The next point tile is copied into shared memory asynchronously while
 // the current one is used.
 #include "cuda_km.cuh"
 
@@ -15,7 +15,7 @@
 
 namespace {
 
-constexpr int T = PC__KM_GEMM_THREADS, TILE = PC__KM_GEMM_TILE, HALF = TILE / 2;
+constexpr int T = PC__KM_GEMM_THREADS, TILE = PC__KM_GEMM_TILE;
 
 // Copies point tile `tile` (128 points, zeros past n) into xs transposed: xs[j * 128 + p].
 __device__ __forceinline__ void load_tile(float *xs, const float *__restrict__ x, long n, int dim, long tile)
@@ -39,8 +39,10 @@ __device__ __forceinline__ void take(float4 v, float *r)
     r[3] = v.w;
 }
 
-// Thread (tx, ty) of the block's 16 x 16 holds points ty*4 + {0..3} and 64 + ty*4 + {0..3} of the
-// point tile, and centres tx*4 + {0..3} and 64 + tx*4 + {0..3} of each centre tile.
+// Warp w of the 8 covers 32 points (row wr = w / 2) x 64 centres (column wc = w % 2) of the block
+// tile, its lanes 4 x 8: lane (lr, lc) holds points wr*32 + lr*4 + {0..3} and + 16, and centres
+// wc*64 + lc*4 + {0..3} and + 32, so that a warp's loads of one dimension cover 32 points and 64
+// centres (384 bytes: few shared-memory wavefronts for 2048 FMAs).
 __global__ void __launch_bounds__(T, 2) gemm_assign_kernel(const float *__restrict__ x, int n, int dim, int k,
                                                            int kpad, const float *__restrict__ centres,
                                                            int32_t *__restrict__ labels,
@@ -61,7 +63,11 @@ __global__ void __launch_bounds__(T, 2) gemm_assign_kernel(const float *__restri
         cn[c] = c < k ? norm : INFINITY;
     }
     const long tiles = ((long)n + TILE - 1) / TILE;
-    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    __shared__ float other_best[TILE]; // column 1's candidates, for column 0 to compare
+    __shared__ int other_arg[TILE];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wr = warp >> 1, wc = warp & 1;
+    const int lr = lane >> 3, lc = lane & 7;
+    const int prow = wr * 32 + lr * 4, pcol = wc * 64 + lc * 4; // first point, first centre (+ c0)
     long t = blockIdx.x;
     if (t < tiles)
         load_tile(xs, x, n, dim, t);
@@ -80,12 +86,12 @@ __global__ void __launch_bounds__(T, 2) gemm_assign_kernel(const float *__restri
             arg[p] = 0;
         }
         for (int c0 = 0; c0 < kpad; c0 += TILE) {
-            const int ca0 = c0 + tx * 4, cb0 = c0 + HALF + tx * 4;
+            const int ca0 = c0 + pcol, cb0 = ca0 + 32;
             float acc[8][8], xv[8], cv[8], nv[8];
             take(*reinterpret_cast<const float4 *>(cn + ca0), nv);
             take(*reinterpret_cast<const float4 *>(cn + cb0), nv + 4);
-            take(*reinterpret_cast<const float4 *>(xt + ty * 4), xv);
-            take(*reinterpret_cast<const float4 *>(xt + HALF + ty * 4), xv + 4);
+            take(*reinterpret_cast<const float4 *>(xt + prow), xv);
+            take(*reinterpret_cast<const float4 *>(xt + prow + 16), xv + 4);
             take(*reinterpret_cast<const float4 *>(cs + ca0), cv);
             take(*reinterpret_cast<const float4 *>(cs + cb0), cv + 4);
 #pragma unroll
@@ -96,8 +102,8 @@ __global__ void __launch_bounds__(T, 2) gemm_assign_kernel(const float *__restri
 #pragma unroll 4
             for (int j = 1; j < dim; j++) {
                 const float *xj = xt + j * TILE, *cj = cs + (size_t)j * kpad;
-                take(*reinterpret_cast<const float4 *>(xj + ty * 4), xv);
-                take(*reinterpret_cast<const float4 *>(xj + HALF + ty * 4), xv + 4);
+                take(*reinterpret_cast<const float4 *>(xj + prow), xv);
+                take(*reinterpret_cast<const float4 *>(xj + prow + 16), xv + 4);
                 take(*reinterpret_cast<const float4 *>(cj + ca0), cv);
                 take(*reinterpret_cast<const float4 *>(cj + cb0), cv + 4);
 #pragma unroll
@@ -116,10 +122,9 @@ __global__ void __launch_bounds__(T, 2) gemm_assign_kernel(const float *__restri
                         arg[p] = (c < 4 ? ca0 : cb0 - 4) + c;
                     }
         }
-        // The 16 threads of a point row (lanes differing in their low 4 bits) agree on the lowest
-        // (distance, index).
+        // The 8 lanes of a point row agree on the lowest (distance, index) of their 64 centres ...
 #pragma unroll
-        for (int off = 8; off > 0; off >>= 1)
+        for (int off = 4; off > 0; off >>= 1)
 #pragma unroll
             for (int p = 0; p < 8; p++) {
                 float od = __shfl_xor_sync(0xffffffffu, best[p], off);
@@ -129,13 +134,26 @@ __global__ void __launch_bounds__(T, 2) gemm_assign_kernel(const float *__restri
                     arg[p] = oi;
                 }
             }
-        // Thread tx < 8 writes point tx of its row.
+        // ... then lane lc takes point lc of the row, and column 1 hands it to column 0.
+        float mine_best = best[0];
         int mine = arg[0];
 #pragma unroll
-        for (int p = 1; p < 8; p++)
-            mine = tx == p ? arg[p] : mine;
-        if (tx < 8) {
-            long i = t * TILE + (tx < 4 ? ty * 4 + tx : HALF + ty * 4 + tx - 4);
+        for (int p = 1; p < 8; p++) {
+            mine_best = lc == p ? best[p] : mine_best;
+            mine = lc == p ? arg[p] : mine;
+        }
+        const int point = prow + (lc < 4 ? lc : 16 + lc - 4);
+        if (wc == 1) {
+            other_best[point] = mine_best;
+            other_arg[point] = mine;
+        }
+        __syncthreads();
+        if (wc == 0) {
+            float od = other_best[point];
+            int oi = other_arg[point];
+            if (od < mine_best || (od == mine_best && oi < mine))
+                mine = oi;
+            long i = t * TILE + point;
             if (i < n) {
                 moved += labels[i] != mine;
                 labels[i] = mine;
