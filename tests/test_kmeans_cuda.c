@@ -149,6 +149,33 @@ int main(void)
     for (size_t c = 0; c < sizeof gemm_cases / sizeof gemm_cases[0]; c++)
         compare(gemm_cases[c][0] * (quick ? 1 : 5), gemm_cases[c][1], gemm_cases[c][2], c % 2 ? 1 : 3, 0,
                 PC_KMEANS_CUDA_GEMM, seed + 300 + c, 0);
+    /* Fixed-point sums: the same run twice gives the same centres, bit for bit. */
+    for (int v = 0; v < 4; v++) {
+        if (variants[v] == PC_KMEANS_CUDA_SEED)
+            continue; /* the seed's float atomics land in any order */
+        size_t rn = quick ? 20000 : 200000, rd = v == 2 ? 16 : 3, rk = v == 2 ? 300 : 100;
+        float *rx = test_blobs(rn, rd, 40, 2.0, 10, seed + 400 + v, NULL);
+        pc_kmeans_params rp;
+        pc_kmeans_params_init(&rp);
+        rp.k = rk;
+        rp.init = PC_INIT_RANDOM;
+        rp.max_iter = 5;
+        rp.tol = 0;
+        rp.backend = PC_BACKEND_CUDA;
+        rp.cuda_variant = variants[v];
+        pc_points rv = pc_points_f32(rx, rn, rd);
+        pc_result *r1 = NULL, *r2 = NULL;
+        CHECK_STATUS(pc_kmeans(&rv, &rp, &r1), PC_OK);
+        CHECK_STATUS(pc_kmeans(&rv, &rp, &r2), PC_OK);
+        if (r1 && r2)
+            CHECK_MSG(memcmp(pc_result_centers(r1), pc_result_centers(r2), rk * rd * sizeof(float)) == 0 &&
+                          pc_result_inertia(r1) == pc_result_inertia(r2),
+                      "variant %d: two runs differ (inertia %.17g vs %.17g)", v, pc_result_inertia(r1),
+                      pc_result_inertia(r2));
+        pc_result_free(r1);
+        pc_result_free(r2);
+        free(rx);
+    }
     if (!quick) {
         compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_FAST, seed + 8, 0);
         compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_DIRECT, seed + 9, 0);
