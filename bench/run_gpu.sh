@@ -23,7 +23,7 @@ tail -3 "$OUT/ctest.log"
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for t in $PROGRAMS; do
     for tool in memcheck racecheck; do
-        PC_CUDA_TEST_QUICK=1 PC_TEST_SEED=1 $CS --tool $tool --error-exitcode 9 $B/tests/test_${t}_cuda \
+        PC_CUDA_TEST_QUICK=1 PC_TEST_SEED=1 timeout ${PC_SANITIZER_TIMEOUT:-600} $CS --tool $tool --error-exitcode 9 $B/tests/test_${t}_cuda \
             >"$OUT/sanitizer-$t-$tool.log" 2>&1
         echo "compute-sanitizer $tool on $t: exit $? ($(tail -1 "$OUT/sanitizer-$t-$tool.log"))"
     done
