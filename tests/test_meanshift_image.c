@@ -23,11 +23,13 @@ static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x
 /* ------------------------------------------------------------------ the direct computation */
 
 /* One shift of the flat disk x ball kernel from (yr, yc, m), summed over every pixel of the image in
- * double. *ambiguous is set when some pixel's squared range distance is within tol * hr^2 of hr^2,
- * where float and double could decide differently (0: integer values, which float sums exactly). Returns the pixel count in the window. */
+ * double. *ambiguous is set when some pixel's squared range distance is within tol_r * hr^2 of hr^2,
+ * or its squared spatial distance within tol_s * hs^2 of hs^2, where the filter's float tests and
+ * these double ones could decide differently (0: exact, as for integer values and positions, which
+ * float computes exactly). Returns the pixel count in the window. */
 static double direct_shift(const double *v, const uint8_t *ok, size_t w, size_t h, size_t bands, double hs,
                            double hr, double yr, double yc, const double *m, double *out_r, double *out_c,
-                           double *out_m, double tol, int *ambiguous)
+                           double *out_m, double tol_r, double tol_s, int *ambiguous)
 {
     double count = 0, sr = 0, sc = 0, sm[16] = {0};
     for (size_t r = 0; r < h; r++) {
@@ -36,6 +38,8 @@ static double direct_shift(const double *v, const uint8_t *ok, size_t w, size_t 
             if (ok && !ok[j])
                 continue;
             double ds = ((double)r - yr) * ((double)r - yr) + ((double)c - yc) * ((double)c - yc);
+            if (fabs(ds - hs * hs) < tol_s * hs * hs)
+                *ambiguous = 1;
             if (ds > hs * hs)
                 continue;
             double d2 = 0;
@@ -43,9 +47,7 @@ static double direct_shift(const double *v, const uint8_t *ok, size_t w, size_t 
                 double d = v[j * bands + b] - m[b];
                 d2 += d * d;
             }
-            /* The filter decides the disk by this same double expression; only the range test runs
-             * in float (d2 within a few 1e-7 of its value). */
-            if (fabs(d2 - hr * hr) < tol * hr * hr)
+            if (fabs(d2 - hr * hr) < tol_r * hr * hr)
                 *ambiguous = 1;
             if (d2 > hr * hr)
                 continue;
@@ -133,7 +135,7 @@ static void test_one_step_against_direct(uint64_t seed)
             int amb = 0;
             double r = 0, c = 0, m[16] = {0};
             double cnt = direct_shift(vd, ok, w, h, bands, cases[t].hs, cases[t].hr, (double)(i / w),
-                                      (double)(i % w), vd + i * bands, &r, &c, m, t == 0 ? 0 : 1e-5, &amb);
+                                      (double)(i % w), vd + i * bands, &r, &c, m, t == 0 ? 0 : 1e-5, 0, &amb);
             CHECK(cnt >= 1);
             if (amb)
                 continue;
@@ -194,7 +196,7 @@ static void test_modes_are_fixed_points(uint64_t seed)
         valid++;
         double m[3] = {modes[i * 3], modes[i * 3 + 1], modes[i * 3 + 2]}, r = 0, c = 0, nm[3] = {0};
         int amb = 0;
-        if (direct_shift(vd, ok, w, h, bands, hs, hr, pos[2 * i], pos[2 * i + 1], m, &r, &c, nm, 1e-5, &amb) < 1 || amb)
+        if (direct_shift(vd, ok, w, h, bands, hs, hr, pos[2 * i], pos[2 * i + 1], m, &r, &c, nm, 1e-5, 1e-5, &amb) < 1 || amb)
             continue;
         checked++;
         double d2 = ((r - pos[2 * i]) * (r - pos[2 * i]) + (c - pos[2 * i + 1]) * (c - pos[2 * i + 1])) / (hs * hs);

@@ -27,20 +27,24 @@
 typedef float vfloat __attribute__((vector_size(LANES * sizeof(float))));
 typedef int32_t vint __attribute__((vector_size(LANES * sizeof(float))));
 
+#define FLUSH_CHUNKS 128 /* float lanes carry at most 128 pixels each before moving into doubles */
+
 typedef struct {
     const pc__msi_image *im;
-    double hs2;  /* hs^2 */
-    float hr2;   /* hr^2, the range test runs in float like the data */
+    float hs2f;  /* hs^2 for the disk test, which runs in float like the lanes */
+    float hr2;   /* hr^2 */
     double ihr2; /* 1 / hr^2 and 1 / hs^2 measure a shift in bandwidths */
     double ihs2;
     double eps2;
-    double hs;
     int max_iter;
+    long k_max;       /* rows farther than this from the centre's nearest row hold no pixel of the disk */
+    const long *half; /* per such distance k: the half-width of columns to visit (see pc__msi_filter) */
 } filter_setup;
 
-/* Window sums of one shift. */
+/* Window sums of one shift: pixels counted, their offsets from the window's reference row ri and
+ * column ci, their band values. */
 typedef struct {
-    double count, sum_row, sum_col;
+    double count, sum_dr, sum_dc;
     double *sum_v; /* bands */
 } window_sums;
 
@@ -51,123 +55,97 @@ PC__INLINE vfloat load_lanes(const float *p)
     return v;
 }
 
-/* Adds the pixels start .. start + len - 1 of one row (plane offsets) that lie within hr of m in
- * range. The flat kernel makes every weight 0 or 1: masks select what is added (a masked lane adds
- * +0, a NaN of an invalid pixel never passes the test). Returns the count; *sum_j gets the sum of the
- * offsets j of the counted pixels. bands is a constant after inlining, so the band loops unroll. */
-PC__INLINE double row_sums_fast(const float *planes, size_t plane_stride, size_t bands, size_t start, size_t len,
-                                const float *m, float hr2, double *sum_j, double *sum_v)
-{
-    const vfloat zero = {0}, one = zero + 1.0f, lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    const vfloat limit = zero + (float)len;
-    vfloat acc[MAX_FAST_BANDS] = {{0}}, cnt = {0}, sj = {0};
-    for (size_t j = 0; j < len; j += LANES) {
-        vfloat idx = lane + (float)j;
-        vfloat x[MAX_FAST_BANDS], d2 = {0};
-        for (size_t b = 0; b < bands; b++) {
-            x[b] = load_lanes(planes + b * plane_stride + start + j);
-            vfloat t = x[b] - m[b];
-            d2 += t * t;
-        }
-        vint in = (d2 <= hr2) & (idx < limit);
-        cnt += (vfloat)((vint)one & in);
-        sj += (vfloat)((vint)idx & in);
-        for (size_t b = 0; b < bands; b++)
-            acc[b] += (vfloat)((vint)x[b] & in);
-    }
-    double c = 0, s = 0;
-    for (int l = 0; l < LANES; l++) {
-        c += cnt[l];
-        s += sj[l];
-    }
-    for (size_t b = 0; b < bands; b++) {
-        double v = 0;
-        for (int l = 0; l < LANES; l++)
-            v += acc[b][l];
-        sum_v[b] += v;
-    }
-    *sum_j = s;
-    return c;
-}
-
-/* Any number of bands: plain scalar code (many-band images are rare; this keeps them exact). */
-static double row_sums_any(const float *planes, size_t plane_stride, size_t bands, size_t start, size_t len,
-                           const float *m, float hr2, double *sum_j, double *sum_v)
-{
-    double c = 0, s = 0;
-    for (size_t j = 0; j < len; j++) {
-        float d2 = 0;
-        for (size_t b = 0; b < bands; b++) {
-            float t = planes[b * plane_stride + start + j] - m[b];
-            d2 += t * t;
-        }
-        if (d2 <= hr2) {
-            c += 1;
-            s += (double)j;
-            for (size_t b = 0; b < bands; b++)
-                sum_v[b] += planes[b * plane_stride + start + j];
-        }
-    }
-    *sum_j = s;
-    return c;
-}
-
-/* The columns lo..hi of row r inside the disk of radius hs around (yr, yc): from sqrt, then nudged
- * so that exactly the columns with dr^2 + dc^2 <= hs^2 (in double) are in, as a direct test would
- * decide. Returns 0 when the row has none within the image. */
-static int disk_columns(const filter_setup *f, double yr, double yc, long r, long *lo, long *hi)
-{
-    double dr = (double)r - yr, rem = f->hs2 - dr * dr;
-    if (rem < 0)
-        return 0;
-    double s = sqrt(rem);
-    long a = (long)ceil(yc - s), b = (long)floor(yc + s);
-#define PC__IN_DISK(c) (((double)(c) - yc) * ((double)(c) - yc) + dr * dr <= f->hs2)
-    while (PC__IN_DISK(a - 1))
-        a--;
-    while (a <= b && !PC__IN_DISK(a))
-        a++;
-    while (PC__IN_DISK(b + 1))
-        b++;
-    while (b >= a && !PC__IN_DISK(b))
-        b--;
-#undef PC__IN_DISK
-    long w = (long)f->im->width;
-    if (a < 0)
-        a = 0;
-    if (b > w - 1)
-        b = w - 1;
-    *lo = a;
-    *hi = b;
-    return a <= b;
-}
-
-PC__INLINE double window(const filter_setup *f, size_t bands, int fast, double yr, double yc, const float *m,
-                         window_sums *ws)
+/* The sums of the flat kernel around (yr, yc, m): pixels with (r - yr)^2 + (c - yc)^2 <= hs^2 and
+ * |v - m|^2 <= hr^2. Rows are visited over a conservative span of columns (from a table, no sqrt
+ * per row) and the exact disk test runs in the lanes, together with the range test; masks select
+ * what is added (a masked lane adds +0; the NaN of an invalid pixel never passes). Offsets are small
+ * integers, so their float sums are exact; band sums move to doubles every FLUSH_CHUNKS vectors.
+ * bands is a constant after inlining, so the band loops unroll. */
+PC__INLINE void window_lanes(const filter_setup *f, size_t bands, long ri, long ci, float fr, float fc,
+                             const float *m, window_sums *ws)
 {
     const pc__msi_image *im = f->im;
-    long h = (long)im->height;
-    long r0 = (long)ceil(yr - f->hs), r1 = (long)floor(yr + f->hs);
-    if (r0 < 0)
-        r0 = 0;
-    if (r1 > h - 1)
-        r1 = h - 1;
-    ws->count = ws->sum_row = ws->sum_col = 0;
-    for (size_t b = 0; b < bands; b++)
-        ws->sum_v[b] = 0;
-    float hr2 = f->hr2;
+    const long w = (long)im->width, h = (long)im->height;
+    const vfloat zero = {0}, one = zero + 1.0f, lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const float hs2 = f->hs2f, hr2 = f->hr2;
+    vfloat acc[MAX_FAST_BANDS] = {{0}}, cnt = {0}, sr = {0}, sc = {0};
+    long r0 = ri - f->k_max < 0 ? 0 : ri - f->k_max, r1 = ri + f->k_max > h - 1 ? h - 1 : ri + f->k_max;
+    long pending = 0;
     for (long r = r0; r <= r1; r++) {
-        long lo, hi;
-        if (!disk_columns(f, yr, yc, r, &lo, &hi))
+        long span = f->half[r > ri ? r - ri : ri - r];
+        long lo = ci - span < 0 ? 0 : ci - span, hi = ci + span + 1 > w - 1 ? w - 1 : ci + span + 1;
+        if (lo > hi)
             continue;
-        size_t start = (size_t)r * im->width + (size_t)lo, len = (size_t)(hi - lo + 1);
-        double sj, c = fast ? row_sums_fast(im->planes, im->plane_stride, bands, start, len, m, hr2, &sj, ws->sum_v)
-                            : row_sums_any(im->planes, im->plane_stride, bands, start, len, m, hr2, &sj, ws->sum_v);
-        ws->count += c;
-        ws->sum_row += c * (double)r;
-        ws->sum_col += c * (double)lo + sj; /* integers below 2^53: exact */
+        float off_r = (float)(r - ri), dr = off_r - fr, dr2 = dr * dr;
+        const float last = (float)(hi - ci);
+        const vfloat first = lane + (float)(lo - ci);
+        const float *row = im->planes + (size_t)r * im->width + (size_t)lo;
+        long len = hi - lo + 1;
+        for (long j = 0; j < len; j += LANES) {
+            vfloat off_c = first + (float)j, dc = off_c - fc;
+            vint in = ((dc * dc + dr2) <= hs2) & (off_c <= last);
+            vfloat x[MAX_FAST_BANDS], d2 = {0};
+            for (size_t b = 0; b < bands; b++) {
+                x[b] = load_lanes(row + b * im->plane_stride + j);
+                vfloat t = x[b] - m[b];
+                d2 += t * t;
+            }
+            in &= d2 <= hr2;
+            cnt += (vfloat)((vint)one & in);
+            sr += (vfloat)((vint)(zero + off_r) & in);
+            sc += (vfloat)((vint)off_c & in);
+            for (size_t b = 0; b < bands; b++)
+                acc[b] += (vfloat)((vint)x[b] & in);
+        }
+        pending += (len + LANES - 1) / LANES;
+        if (pending >= FLUSH_CHUNKS || r == r1) {
+            for (int l = 0; l < LANES; l++) {
+                ws->count += cnt[l];
+                ws->sum_dr += sr[l];
+                ws->sum_dc += sc[l];
+                for (size_t b = 0; b < bands; b++)
+                    ws->sum_v[b] += acc[b][l];
+            }
+            cnt = sr = sc = zero;
+            for (size_t b = 0; b < bands; b++)
+                acc[b] = zero;
+            pending = 0;
+        }
     }
-    return ws->count;
+}
+
+/* Any number of bands: the same visit and the same float tests, one pixel at a time (many-band
+ * images are rare; this keeps them simple). */
+static void window_scalar(const filter_setup *f, long ri, long ci, float fr, float fc, const float *m,
+                          window_sums *ws)
+{
+    const pc__msi_image *im = f->im;
+    const long w = (long)im->width, h = (long)im->height;
+    size_t bands = im->bands;
+    long r0 = ri - f->k_max < 0 ? 0 : ri - f->k_max, r1 = ri + f->k_max > h - 1 ? h - 1 : ri + f->k_max;
+    for (long r = r0; r <= r1; r++) {
+        long span = f->half[r > ri ? r - ri : ri - r];
+        long lo = ci - span < 0 ? 0 : ci - span, hi = ci + span + 1 > w - 1 ? w - 1 : ci + span + 1;
+        float off_r = (float)(r - ri), dr = off_r - fr, dr2 = dr * dr;
+        for (long c = lo; c <= hi; c++) {
+            float off_c = (float)(c - ci), dc = off_c - fc;
+            if (!(dc * dc + dr2 <= f->hs2f))
+                continue;
+            const float *px = im->planes + (size_t)r * im->width + (size_t)c;
+            float d2 = 0;
+            for (size_t b = 0; b < bands; b++) {
+                float t = px[b * im->plane_stride] - m[b];
+                d2 += t * t;
+            }
+            if (!(d2 <= f->hr2))
+                continue;
+            ws->count += 1;
+            ws->sum_dr += off_r;
+            ws->sum_dc += off_c;
+            for (size_t b = 0; b < bands; b++)
+                ws->sum_v[b] += px[b * im->plane_stride];
+        }
+    }
 }
 
 /* Climbs from pixel i to its mode; returns the shifts taken. m, sums: bands floats / doubles of
@@ -180,14 +158,24 @@ PC__INLINE int climb_bands(const filter_setup *f, size_t bands, int fast, size_t
     double yr = (double)(i / im->width), yc = (double)(i % im->width);
     for (size_t b = 0; b < bands; b++)
         m[b] = im->planes[b * im->plane_stride + i];
-    window_sums ws = {0, 0, 0, sums};
     int it = 0;
     while (it < f->max_iter) {
-        double count = window(f, bands, fast, yr, yc, m, &ws);
+        /* The window's reference row is the nearest to the centre, its reference column the one
+         * at or left of it: the table of spans assumes exactly that. */
+        long ri = (long)floor(yr + 0.5), ci = (long)floor(yc);
+        float fr = (float)(yr - (double)ri), fc = (float)(yc - (double)ci);
+        window_sums ws = {0, 0, 0, sums};
+        for (size_t b = 0; b < bands; b++)
+            sums[b] = 0;
+        if (fast)
+            window_lanes(f, bands, ri, ci, fr, fc, m, &ws);
+        else
+            window_scalar(f, ri, ci, fr, fc, m, &ws);
         it++;
+        double count = ws.count;
         if (!(count > 0))
             break;
-        double nr = ws.sum_row / count, nc = ws.sum_col / count;
+        double nr = (double)ri + ws.sum_dr / count, nc = (double)ci + ws.sum_dc / count;
         double dv2 = 0;
         for (size_t b = 0; b < bands; b++) {
             float v = (float)(sums[b] / count);
@@ -256,15 +244,27 @@ static int thread_index(void)
 pc_status pc__msi_filter(const pc__msi_image *im, const pc__msi_filter_params *p, float *modes, double *positions,
                          int *iterations)
 {
+    /* Rows k away from the centre's nearest row are at least k - 1/2 from the centre, so the disk
+     * spans at most sqrt(hs^2 - (k - 1/2)^2) columns either side of it, and the centre lies in
+     * [ci, ci + 1): columns ci - half[k] .. ci + half[k] + 1 hold every pixel of the disk. */
+    long k_max = (long)floor(p->hs + 0.5);
+    long *half = pc__alloc((size_t)k_max + 1, sizeof *half, "disk spans");
+    if (!half)
+        return PC_OUT_OF_MEMORY;
+    for (long k = 0; k <= k_max; k++) {
+        double d = k == 0 ? 0 : (double)k - 0.5;
+        half[k] = (long)floor(sqrt(fmax(0, p->hs * p->hs - d * d)));
+    }
     filter_setup f;
     f.im = im;
-    f.hs = p->hs;
-    f.hs2 = p->hs * p->hs;
+    f.hs2f = (float)(p->hs * p->hs);
     f.hr2 = (float)(p->hr * p->hr);
-    f.ihs2 = 1.0 / f.hs2;
+    f.ihs2 = 1.0 / (p->hs * p->hs);
     f.ihr2 = 1.0 / (p->hr * p->hr);
     f.eps2 = p->eps * p->eps;
     f.max_iter = p->max_iter;
+    f.k_max = k_max;
+    f.half = half;
 
     size_t n = im->width * im->height, bands = im->bands;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
@@ -309,6 +309,7 @@ pc_status pc__msi_filter(const pc__msi_image *im, const pc__msi_filter_params *p
         free(m);
         free(sums);
     }
+    free(half);
     if (failed)
         return pc__fail(PC_OUT_OF_MEMORY, "cannot allocate per-thread scratch for image mean shift");
     if (cancelled)

@@ -1,0 +1,176 @@
+/* Image mean shift speed on a synthetic photo-like RGB scene: Voronoi regions of random colours under
+ * a smooth shading, with Gaussian noise, segmented with sequential and OpenMP backends; medians of
+ * several runs, per-stage times, iterations and region counts. --raw writes the image (packed RGB,
+ * row-major) so peers (bench/meanshift_image_peers.py) can run on the same pixels.
+ *
+ *   bench_meanshift_image [--size 1024x1024] [--hs 8] [--hr 16] [--min 20] [--repeats 3]
+ *                         [--max-iter 20] [--threads 1,2] [--raw FILE]
+ */
+#include "parclust.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double uniform(uint64_t *s) { return (double)(next(s) >> 11) * 0x1.0p-53; }
+
+/* 300 Voronoi cells of random colours, a shading ramp of +-20% across the image, noise sigma 5. */
+static uint8_t *scene(size_t w, size_t h, uint64_t seed)
+{
+    enum { CELLS = 300 };
+    uint64_t s = seed | 1;
+    double cx[CELLS], cy[CELLS], col[CELLS][3];
+    for (int k = 0; k < CELLS; k++) {
+        cx[k] = uniform(&s) * (double)w;
+        cy[k] = uniform(&s) * (double)h;
+        for (int b = 0; b < 3; b++)
+            col[k][b] = 20 + 215 * uniform(&s);
+    }
+    uint8_t *img = malloc(w * h * 3);
+    if (!img)
+        return NULL;
+    for (size_t r = 0; r < h; r++) {
+        for (size_t c = 0; c < w; c++) {
+            int best = 0;
+            double bd = INFINITY;
+            for (int k = 0; k < CELLS; k++) {
+                double d = ((double)c - cx[k]) * ((double)c - cx[k]) + ((double)r - cy[k]) * ((double)r - cy[k]);
+                if (d < bd)
+                    bd = d, best = k;
+            }
+            double shade = 0.8 + 0.4 * ((double)r / (double)h + (double)c / (double)w) / 2;
+            for (int b = 0; b < 3; b++) {
+                /* Box-Muller */
+                double g = sqrt(-2 * log(1 - uniform(&s))) * cos(6.283185307179586 * uniform(&s));
+                double v = col[best][b] * shade + 5 * g;
+                img[(r * w + c) * 3 + b] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : lround(v));
+            }
+        }
+    }
+    return img;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    size_t w = 1024, h = 1024;
+    double hs = 8, hr = 16;
+    long long min_size = 20;
+    int repeats = 3, max_iter = 0;
+    const char *threads_list = "1,2", *raw = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--size") && sscanf(argv[i + 1], "%zux%zu", &w, &h) == 2)
+            continue;
+        if (!strcmp(argv[i], "--hs"))
+            hs = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--hr"))
+            hr = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--min"))
+            min_size = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max-iter"))
+            max_iter = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--repeats"))
+            repeats = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads_list = argv[i + 1];
+        else if (!strcmp(argv[i], "--raw"))
+            raw = argv[i + 1];
+        else {
+            fprintf(stderr, "unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (repeats < 1 || repeats > 50 || w == 0 || h == 0) {
+        fprintf(stderr, "bad --repeats or --size\n");
+        return 2;
+    }
+    uint8_t *img = scene(w, h, 2026);
+    if (!img) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    if (raw) {
+        FILE *f = fopen(raw, "wb");
+        if (!f || fwrite(img, 1, w * h * 3, f) != w * h * 3 || fclose(f) != 0) {
+            fprintf(stderr, "cannot write %s\n", raw);
+            return 1;
+        }
+    }
+    pc_points view = pc_points_u8(img, w * h, 3);
+    printf("| backend | threads | image | hs | hr | min | time (s) | filter | fuse | prune | iterations | regions |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    char list[256];
+    snprintf(list, sizeof list, "seq,%s", threads_list);
+    int32_t *ref = NULL;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        pc_meanshift_image_params p;
+        pc_meanshift_image_params_init(&p);
+        p.spatial_bandwidth = hs;
+        p.range_bandwidth = hr;
+        p.min_region_size = min_size;
+        if (max_iter > 0)
+            p.max_iter = max_iter;
+        p.backend = strcmp(tok, "seq") ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+        p.threads = strcmp(tok, "seq") ? atoi(tok) : 0;
+        double times[50], stage[50][4];
+        pc_result *r = NULL;
+        for (int k = 0; k < repeats; k++) {
+            pc_result_free(r);
+            double t0 = now();
+            if (pc_meanshift_image(&view, w, h, NULL, &p, &r) != PC_OK) {
+                fprintf(stderr, "pc_meanshift_image: %s\n", pc_last_error());
+                return 1;
+            }
+            times[k] = now() - t0;
+            for (size_t g = 0; g < 4 && g < pc_result_stage_count(r); g++)
+                pc_result_stage(r, g, NULL, &stage[k][g]);
+        }
+        double sorted[50];
+        memcpy(sorted, times, sizeof(double) * (size_t)repeats);
+        qsort(sorted, (size_t)repeats, sizeof(double), cmp_double);
+        double med = sorted[repeats / 2];
+        int mk = 0;
+        for (int k = 0; k < repeats; k++)
+            if (times[k] == med)
+                mk = k;
+        printf("| %s | %s | %zux%zu RGB u8 | %g | %g | %lld | %.3f | %.3f | %.3f | %.3f | %d | %zu |\n",
+               p.backend == PC_BACKEND_SEQUENTIAL ? "seq" : "openmp", p.backend == PC_BACKEND_SEQUENTIAL ? "1" : tok, w, h,
+               hs, hr, min_size, med, stage[mk][1], stage[mk][2], stage[mk][3], pc_result_iterations(r),
+               pc_result_cluster_count(r));
+        /* Speed is never bought with another answer: every backend must give the sequential labels. */
+        if (!ref) {
+            ref = malloc(w * h * sizeof *ref);
+            memcpy(ref, pc_result_labels(r), w * h * sizeof *ref);
+        } else if (memcmp(ref, pc_result_labels(r), w * h * sizeof *ref) != 0) {
+            fprintf(stderr, "labels differ from the sequential run\n");
+            return 1;
+        }
+        pc_result_free(r);
+    }
+    free(ref);
+    free(img);
+    return 0;
+}
