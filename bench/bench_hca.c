@@ -1,8 +1,10 @@
 /* HCA speed on synthetic images (BENCHMARKS.md hca-rgb and hca-4band): uint8 pixels in blocky regions
  * of a few spectral classes plus noise, clustered at m = 32 with 1 and all threads; per-stage times,
- * medians of 3 runs, and the peak memory beyond the image and its labels.
+ * medians of 3 runs, and the peak memory beyond the image and its labels. With --gpu, the CUDA backend
+ * through a plan instead: the image already on the GPU (labels left there), with its host-to-device
+ * copy from pageable and from pinned memory, and from host to host labels (pc_hca_plan_run).
  *
- *   bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3]
+ *   bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3] [--gpu]
  */
 #include "parclust.h"
 
@@ -12,6 +14,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#ifdef PC_BENCH_HAVE_CUDART
+#include <cuda_runtime.h>
+#endif
 
 static double now(void)
 {
@@ -62,11 +67,119 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+#ifdef PC_BENCH_HAVE_CUDART
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return x[n / 2];
+}
+
+static double stage_ms(const pc_result *r, const char *want)
+{
+    for (size_t s = 0; s < pc_result_stage_count(r); s++) {
+        const char *name;
+        double sec;
+        pc_result_stage(r, s, &name, &sec);
+        if (!strcmp(name, want))
+            return 1e3 * sec;
+    }
+    return 0;
+}
+
+#define GPU_STAGES 7
+static const char *gpu_stage[GPU_STAGES] = {"copy to GPU", "grid", "components", "dendrogram", "cut", "label",
+                                            "copy to host"};
+
+/* Runs f `repeats` times after one warm-up; medians of the wall time and of each stage. */
+static int gpu_rows(const char *tok, size_t bands, pc_hca_plan *plan, const uint8_t *img, const void *copy_from,
+                    uint8_t *d_img, int32_t *d_labels, size_t pixels, int repeats, const char *how)
+{
+    double wall[16], stage[GPU_STAGES][16];
+    size_t k = 0, comps = 0, cells = 0;
+    for (int r = -1; r < repeats; r++) {
+        pc_result *res = NULL;
+        pc_status st;
+        double t0 = now();
+        if (d_img) {
+            if (copy_from && cudaMemcpy(d_img, copy_from, pixels * bands, cudaMemcpyHostToDevice) != cudaSuccess)
+                return 1;
+            pc_points v = pc_points_u8(d_img, pixels, bands);
+            st = pc_hca_plan_run_device(plan, &v, d_labels, &res);
+        } else {
+            pc_points v = pc_points_u8(img, pixels, bands);
+            st = pc_hca_plan_run(plan, &v, &res);
+        }
+        double t1 = now();
+        if (st != PC_OK) {
+            fprintf(stderr, "hca (cuda) failed: %s\n", pc_last_error());
+            return 1;
+        }
+        if (r >= 0) {
+            wall[r] = t1 - t0;
+            for (int s = 0; s < GPU_STAGES; s++)
+                stage[s][r] = stage_ms(res, gpu_stage[s]);
+        }
+        k = pc_result_cluster_count(res);
+        comps = pc_result_component_count(res);
+        cells = pc_result_cell_count(res);
+        pc_result_free(res);
+    }
+    printf("| %s Mpix x %zu bands | %s | %.2f |", tok, bands, how, 1e3 * median(wall, repeats));
+    for (int s = 0; s < GPU_STAGES; s++)
+        printf(" %.2f |", median(stage[s], repeats));
+    printf(" %zu | %zu | %zu |\n", cells, comps, k);
+    fflush(stdout);
+    return 0;
+}
+
+static int bench_gpu(const char *tok, const uint8_t *img, size_t pixels, size_t bands, int repeats)
+{
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = 32;
+    p.backend = PC_BACKEND_CUDA;
+    pc_hca_plan *plan = NULL;
+    double t0 = now();
+    if (pc_hca_plan_create(&p, pixels, bands, PC_U8, &plan) != PC_OK) {
+        fprintf(stderr, "plan failed: %s\n", pc_last_error());
+        return 1;
+    }
+    double plan_ms = 1e3 * (now() - t0);
+    uint8_t *d_img = NULL, *pinned = NULL;
+    int32_t *d_labels = NULL;
+    if (cudaMalloc((void **)&d_img, pixels * bands) != cudaSuccess ||
+        cudaMalloc((void **)&d_labels, pixels * sizeof(int32_t)) != cudaSuccess ||
+        cudaMallocHost((void **)&pinned, pixels * bands) != cudaSuccess) {
+        fprintf(stderr, "GPU benchmark: cannot allocate %s Mpix\n", tok);
+        return 1;
+    }
+    memcpy(pinned, img, pixels * bands);
+    cudaMemcpy(d_img, img, pixels * bands, cudaMemcpyHostToDevice);
+    int bad = gpu_rows(tok, bands, plan, img, NULL, d_img, d_labels, pixels, repeats, "on the GPU") ||
+              gpu_rows(tok, bands, plan, img, pinned, d_img, d_labels, pixels, repeats, "+ copy from pinned") ||
+              gpu_rows(tok, bands, plan, img, img, d_img, d_labels, pixels, repeats, "+ copy from pageable") ||
+              gpu_rows(tok, bands, plan, img, NULL, NULL, NULL, pixels, repeats, "host in, host labels");
+    printf("(plan for %s Mpix made in %.1f ms)\n", tok, plan_ms);
+    cudaFree(d_img);
+    cudaFree(d_labels);
+    cudaFreeHost(pinned);
+    pc_hca_plan_free(plan);
+    return bad;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     const char *sizes = "5,12.4,115";
     size_t bands = 3;
-    int repeats = 3;
+    int repeats = 3, gpu = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--gpu") == 0) {
+            gpu = 1;
+            memmove(argv + i, argv + i + 1, (size_t)(argc - i - 1) * sizeof *argv);
+            argc--;
+            break;
+        }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--mpix") == 0)
             sizes = argv[i + 1];
@@ -76,8 +189,27 @@ int main(int argc, char **argv)
             repeats = atoi(argv[i + 1]);
     }
     if (repeats < 1 || repeats > 15 || bands < 1 || bands > 8) {
-        fprintf(stderr, "usage: bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3]\n");
+        fprintf(stderr, "usage: bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3] [--gpu]\n");
         return 2;
+    }
+    if (gpu) {
+#ifdef PC_BENCH_HAVE_CUDART
+        printf("| image | input | wall (ms) | copy to GPU | grid | components | dendrogram | cut | label | copy to host | cells | components | clusters |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        char *gl = strdup(sizes);
+        for (char *tok = strtok(gl, ","); tok; tok = strtok(NULL, ",")) {
+            size_t pixels = (size_t)(atof(tok) * 1e6);
+            uint8_t *img = scene(pixels, bands, 12345);
+            if (!img || bench_gpu(tok, img, pixels, bands, repeats))
+                return 1;
+            free(img);
+        }
+        free(gl);
+        return 0;
+#else
+        fprintf(stderr, "bench_hca: built without CUDA\n");
+        return 1;
+#endif
     }
     printf("| image | threads | total (ms) | grid | components | dendrogram | cut | label | cells | components | clusters | extra memory (MiB) |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");

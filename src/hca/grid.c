@@ -23,8 +23,8 @@ static double value_at(const unsigned char *row, pc_dtype t, size_t j)
     }
 }
 
-/* ALGORITHMS.md section 3 step 1, computed the same way for every type (and by the tests). */
-static int cell_coordinate(double x, double lo, double hi, int m)
+/* ALGORITHMS.md section 3 step 1, computed the same way for every type, by the GPU's tables too. */
+int pc__hca_cell_coordinate(double x, double lo, double hi, int m)
 {
     if (hi <= lo)
         return 0;
@@ -130,7 +130,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
         for (size_t j = 0; j < dim; j++)
             for (size_t v = 0; v < values; v++)
                 table[j * values + v] =
-                    (uint32_t)((uint64_t)cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
+                    (uint32_t)((uint64_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
     }
     int threads = g->threads;
     int32_t *copies = NULL;
@@ -163,7 +163,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
                 }
             else
                 for (size_t j = 0; j < dim; j++)
-                    idx += (uint32_t)((uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
+                    idx += (uint32_t)((uint64_t)pc__hca_cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
                                       g->stride[j]);
             cell_of[i] = idx;
             if (!mine) {
@@ -273,7 +273,7 @@ static pc_status build_sparse(pc__hca_grid *g, const pc_points *p, size_t stride
         const unsigned char *row = base + i * stride;
         uint64_t key = 0;
         for (size_t j = 0; j < g->dim; j++)
-            key += (uint64_t)cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) * g->stride[j];
+            key += (uint64_t)pc__hca_cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) * g->stride[j];
         size_t s = hash_key(key) & t.mask;
         while (t.ids[s] >= 0 && t.keys[s] != key)
             s = (s + 1) & t.mask;

@@ -22,6 +22,9 @@ typedef struct {
     size_t deltas;
 } pc__hca_grid;
 
+/* Cell coordinate of value x in a dimension spanning [lo, hi] cut into m cells (step 1). */
+int pc__hca_cell_coordinate(double x, double lo, double hi, int m);
+
 /* Bounding box, cell of every point (kept in `scratch`, n entries, meant to be the labels array),
  * densities. Dense arrays when m^dim int32 slots fit memory_budget. */
 pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *points, int m, size_t memory_budget, int threads,

@@ -1,0 +1,32 @@
+#!/bin/sh
+# HCA on the GPU machine: builds the library, its GPU test and benchmark for sm_90, runs the test
+# (ctest -L cuda -R hca), compute-sanitizer memcheck and racecheck on a quick run of it, then the
+# benchmarks: the six images on the GPU (bench_hca --gpu) and on all CPU cores beside them.
+# Logs go to $OUT (or ./gpu-logs). usage: sh bench/run_gpu_hca.sh [--no-bench]
+set -u
+OUT=${OUT:-gpu-logs}
+mkdir -p "$OUT"
+B=build-gpu
+{
+    nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
+    cmake -S . -B $B -DPARCLUST_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DPARCLUST_WERROR=ON \
+        -DCMAKE_CUDA_COMPILER=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) >/dev/null &&
+        cmake --build $B -j 16 --target test_hca_cuda bench_hca 2>&1 | grep -E "error|warning" ; true
+} >"$OUT/build-hca.log" 2>&1
+cat "$OUT/build-hca.log"
+(cd $B && ctest -L cuda -R hca --output-on-failure --timeout 240) >"$OUT/ctest-hca.log" 2>&1
+tail -40 "$OUT/ctest-hca.log"
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+    PC_CUDA_TEST_QUICK=1 PC_TEST_SEED=1 $CS --tool $tool --error-exitcode 9 $B/tests/test_hca_cuda \
+        >"$OUT/sanitizer-hca-$tool.log" 2>&1
+    echo "compute-sanitizer $tool on hca: exit $? ($(tail -1 "$OUT/sanitizer-hca-$tool.log"))"
+done
+[ "${1:-}" = "--no-bench" ] && exit 0
+{
+    $B/bench/bench_hca --gpu --mpix 5,12.4,115 --bands 3 --repeats 5
+    $B/bench/bench_hca --gpu --mpix 4,24,100 --bands 4 --repeats 5
+    $B/bench/bench_hca --mpix 5,12.4,115 --bands 3 --repeats 1
+    $B/bench/bench_hca --mpix 4,24,100 --bands 4 --repeats 1
+} >"$OUT/bench-hca.log" 2>&1
+cat "$OUT/bench-hca.log"

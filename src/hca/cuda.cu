@@ -1,0 +1,423 @@
+// The CUDA backend of HCA: the six stages of the paper's GPU section in order, with the device
+// buffers of a plan kept between runs. The dendrogram's rows and the cut are made on the host by the
+// CPU backend's own functions from what the GPU computed (the components and their minimum spanning
+// forest: a few thousand numbers), so both backends give the same dendrogram and labels. Host inputs
+// too large for the card go through it in pieces (read three times: box, histogram, labels).
+#include "cuda_hca.cuh"
+
+#include <math.h>
+#include <new>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+constexpr size_t MIN_PIECE_ROWS = 4096;
+constexpr size_t DEVICE_RESERVE = (size_t)512 << 20; // cells, edges and sort scratch
+
+size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
+
+// The rows [off, off + count) as the kernels read them: in place for device input, else copied into
+// the plan's buffer (unless they are there already: a resident input is copied once per run).
+struct row_source {
+    pc__hca_gpu &s;
+    const pc_points &points;
+    int device_input;
+    size_t stride;
+    size_t loaded_off = 0, loaded_count = 0;
+    double copy_seconds = 0;
+
+    pc_status rows(size_t off, size_t count, pc__hca_rows *out)
+    {
+        const unsigned char *src = (const unsigned char *)points.data + off * stride;
+        *out = {src, count, stride, (int)s.dim, s.dtype};
+        if (device_input)
+            return PC_OK;
+        out->data = s.data.ptr;
+        out->stride = s.rowbytes;
+        if (loaded_count == count && loaded_off == off)
+            return PC_OK;
+        double t0 = pc__now();
+        PC_CUDA_TRY(cudaMemcpy2DAsync(s.data.ptr, s.rowbytes, src, stride, s.rowbytes, count, cudaMemcpyHostToDevice,
+                                      s.stream),
+                    "HCA: copying the points to the GPU");
+        PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA: copying the points to the GPU");
+        copy_seconds += pc__now() - t0;
+        loaded_off = off;
+        loaded_count = count;
+        return PC_OK;
+    }
+};
+
+// What the host needs of the GPU's cells and components to make the dendrogram and the cut.
+struct host_model {
+    pc__hca_grid grid;
+    pc__hca_graph graph;
+    host_model()
+    {
+        memset(&grid, 0, sizeof grid);
+        memset(&graph, 0, sizeof graph);
+    }
+    ~host_model()
+    {
+        pc__hca_grid_free(&grid);
+        pc__hca_graph_free(&graph);
+    }
+};
+
+template <typename T> pc_status to_host(T *dst, const T *src, size_t n, cudaStream_t stream, const char *what)
+{
+    if (n)
+        PC_CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToHost, stream), what);
+    return PC_OK;
+}
+
+pc_status fetch_model(pc__hca_gpu &s, size_t cells, size_t components, size_t forest, host_model &h)
+{
+    pc__hca_grid &g = h.grid;
+    pc__hca_graph &gr = h.graph;
+    g.n = s.n;
+    g.dim = s.dim;
+    g.m = s.m;
+    g.threads = 1;
+    for (size_t j = 0; j < s.dim; j++) {
+        g.lo[j] = s.bin.lo[j];
+        g.hi[j] = s.bin.hi[j];
+        g.stride[j] = s.bin.stride[j];
+    }
+    g.cells = cells;
+    g.key = (uint64_t *)pc__alloc(cells, sizeof(uint64_t), "HCA cells");
+    g.density = (int64_t *)pc__alloc(cells, sizeof(int64_t), "HCA cells");
+    gr.components = components;
+    gr.component_of_cell = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA components");
+    gr.representative = (size_t *)pc__alloc(components, sizeof(size_t), "HCA components");
+    gr.size = (int64_t *)pc__alloc(components, sizeof(int64_t), "HCA components");
+    gr.edges = forest;
+    gr.edge_a = (int32_t *)pc__alloc(forest, sizeof(int32_t), "HCA forest");
+    gr.edge_b = (int32_t *)pc__alloc(forest, sizeof(int32_t), "HCA forest");
+    gr.edge_h = (double *)pc__alloc(forest, sizeof(double), "HCA forest");
+    int32_t *density = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA cells");
+    int32_t *representative = (int32_t *)pc__alloc(components, sizeof(int32_t), "HCA components");
+    uint64_t *ab = (uint64_t *)pc__alloc(forest, sizeof(uint64_t), "HCA forest");
+    pc_status st = PC_OUT_OF_MEMORY;
+    if (g.key && g.density && gr.component_of_cell && gr.representative && gr.size && gr.edge_a && gr.edge_b &&
+        gr.edge_h && density && representative && ab) {
+        st = to_host(g.key, s.key.ptr, cells, s.stream, "HCA cells to the host");
+        if (st == PC_OK)
+            st = to_host(density, s.density.ptr, cells, s.stream, "HCA cells to the host");
+        if (st == PC_OK)
+            st = to_host(gr.component_of_cell, s.comp.ptr, cells, s.stream, "HCA components to the host");
+        if (st == PC_OK)
+            st = to_host(representative, s.representative.ptr, components, s.stream, "HCA components to the host");
+        if (st == PC_OK)
+            st = to_host((unsigned long long *)gr.size, s.component_size.ptr, components, s.stream,
+                         "HCA components to the host");
+        if (st == PC_OK)
+            st = to_host(ab, s.mst_ab.ptr, forest, s.stream, "HCA forest to the host");
+        if (st == PC_OK)
+            st = to_host(gr.edge_h, s.mst_h.ptr, forest, s.stream, "HCA forest to the host");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA model to the host");
+    }
+    if (st == PC_OK) {
+        for (size_t c = 0; c < cells; c++)
+            g.density[c] = density[c];
+        for (size_t c = 0; c < components; c++)
+            gr.representative[c] = (size_t)representative[c];
+        for (size_t e = 0; e < forest; e++) {
+            gr.edge_a[e] = (int32_t)(ab[e] >> 32);
+            gr.edge_b[e] = (int32_t)(ab[e] & 0xffffffffu);
+        }
+    }
+    free(density);
+    free(representative);
+    free(ab);
+    return st;
+}
+
+// Step 1's tables for integer bands: the cell coordinate of every value, by the CPU's rule.
+pc_status upload_tables(pc__hca_gpu &s)
+{
+    size_t values = s.dtype == PC_U8 ? 256 : s.dtype == PC_U16 ? 65536 : 0;
+    s.bin.table = nullptr;
+    if (!values)
+        return PC_OK;
+    uint16_t *table = (uint16_t *)pc__alloc(s.dim * values, sizeof(uint16_t), "HCA cell tables");
+    if (!table)
+        return PC_OUT_OF_MEMORY;
+    for (size_t j = 0; j < s.dim; j++)
+        for (size_t v = 0; v < values; v++)
+            table[j * values + v] = (uint16_t)pc__hca_cell_coordinate((double)v, s.bin.lo[j], s.bin.hi[j], s.m);
+    pc_status st = pc__cuda_status(cudaMemcpyAsync(s.table.ptr, table, s.dim * values * sizeof(uint16_t),
+                                                   cudaMemcpyHostToDevice, s.stream),
+                                   "HCA cell tables");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA cell tables");
+    free(table);
+    s.bin.table = s.table.ptr;
+    return st;
+}
+
+// Bounding box over all rows (pieces fold into the same words), then the binning.
+pc_status bounding_box(pc__hca_gpu &s, row_source &src, size_t n, int device_input, const pc__hca_point_pass &pass)
+{
+    unsigned long long *w = s.scalars.ptr, host[2 * PC__HCA_MAX_DIM + 1];
+    PC_CUDA_TRY(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s.stream), "HCA bounding box");
+    PC_CUDA_TRY(cudaMemsetAsync(w + PC__HCA_MAX_DIM, 0, (PC__HCA_MAX_DIM + 1) * sizeof *w, s.stream),
+                "HCA bounding box");
+    for (size_t off = 0; off < n; off += s.piece_rows) {
+        pc__hca_rows rows;
+        size_t count = n - off < s.piece_rows ? n - off : s.piece_rows;
+        pc_status st = src.rows(off, count, &rows);
+        if (st != PC_OK || (st = pc__hca_cuda_bounds(rows, w, w + PC__HCA_MAX_DIM, w + 2 * PC__HCA_MAX_DIM, pass)) != PC_OK)
+            return st;
+    }
+    PC_CUDA_TRY(cudaMemcpyAsync(host, w, sizeof host, cudaMemcpyDeviceToHost, s.stream), "HCA bounding box");
+    PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA bounding box");
+    if (host[2 * PC__HCA_MAX_DIM])
+        return pc__fail(PC_INVALID_ARGUMENT, "%llu non-finite value(s) (NaN or infinity) in the %s points",
+                        host[2 * PC__HCA_MAX_DIM], device_input ? "device" : "host");
+    for (size_t j = 0; j < s.dim; j++) {
+        unsigned long long lo = pc__hca_unorder_bits(host[j]), hi = pc__hca_unorder_bits(host[PC__HCA_MAX_DIM + j]);
+        memcpy(&s.bin.lo[j], &lo, sizeof lo);
+        memcpy(&s.bin.hi[j], &hi, sizeof hi);
+    }
+    return upload_tables(s);
+}
+
+pc_status histogram(pc__hca_gpu &s, row_source &src, size_t n, const pc__hca_point_pass &pass)
+{
+    if (s.dense)
+        PC_CUDA_TRY(cudaMemsetAsync(s.slot.ptr, 0, s.total * sizeof(int32_t), s.stream), "HCA grid");
+    else {
+        PC_CUDA_TRY(cudaMemsetAsync(s.hash_key.ptr, 0xff, (s.hash_mask + 1) * sizeof(uint64_t), s.stream), "HCA grid");
+        PC_CUDA_TRY(cudaMemsetAsync(s.hash_val.ptr, 0, (s.hash_mask + 1) * sizeof(int32_t), s.stream), "HCA grid");
+    }
+    for (size_t off = 0; off < n; off += s.piece_rows) {
+        pc__hca_rows rows;
+        size_t count = n - off < s.piece_rows ? n - off : s.piece_rows;
+        pc_status st = src.rows(off, count, &rows);
+        if (st != PC_OK || (st = pc__hca_cuda_histogram(rows, s.bin, pc__hca_view(s), s.total, pass)) != PC_OK)
+            return st;
+    }
+    return PC_OK;
+}
+
+// Every row's cluster, into device_labels or (piece by piece) the host's labels; the clusters' sums
+// into sums (k x (dim + 1) doubles).
+pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluster_of_cell, size_t cells, size_t k,
+                int32_t *device_labels, int32_t *host_labels, double *sums, const pc__hca_point_pass &pass,
+                double *copy_back_seconds)
+{
+    pc_status st;
+    size_t words = k * (s.dim + 1);
+    if ((st = pc__hca_grow(s.cluster, cells, "HCA cell clusters")) != PC_OK ||
+        (st = pc__hca_grow(s.sums, words, "HCA cluster sums")) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemcpyAsync(s.cluster.ptr, cluster_of_cell, cells * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                s.stream),
+                "HCA cell clusters");
+    PC_CUDA_TRY(cudaMemsetAsync(s.sums.ptr, 0, words * sizeof(unsigned long long), s.stream), "HCA cluster sums");
+    pc__hca_scale scale;
+    for (size_t j = 0; j < PC__HCA_MAX_DIM; j++)
+        scale.factor[j] = j < s.dim && s.bin.hi[j] > s.bin.lo[j] ? ldexp(1.0, 30) / (s.bin.hi[j] - s.bin.lo[j]) : 0;
+    *copy_back_seconds = 0;
+    for (size_t off = 0; off < n; off += s.piece_rows) {
+        pc__hca_rows rows;
+        size_t count = n - off < s.piece_rows ? n - off : s.piece_rows;
+        int32_t *out = device_labels ? device_labels + off : s.labels.ptr;
+        if ((st = src.rows(off, count, &rows)) != PC_OK ||
+            (st = pc__hca_cuda_label(rows, s.bin, pc__hca_view(s), s.cluster.ptr, out, k, s.sums.ptr, scale, pass)) !=
+                PC_OK)
+            return st;
+        if (!device_labels) {
+            PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA label kernel");
+            double t0 = pc__now();
+            PC_CUDA_TRY(cudaMemcpyAsync(host_labels + off, s.labels.ptr, count * sizeof(int32_t),
+                                        cudaMemcpyDeviceToHost, s.stream),
+                        "HCA: copying the labels to the host");
+            PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA: copying the labels to the host");
+            *copy_back_seconds += pc__now() - t0;
+        }
+    }
+    unsigned long long *raw = (unsigned long long *)pc__alloc(words ? words : 1, sizeof *raw, "HCA cluster sums");
+    if (!raw)
+        return PC_OUT_OF_MEMORY;
+    st = to_host(raw, s.sums.ptr, words, s.stream, "HCA cluster sums");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA label kernel");
+    for (size_t c = 0; st == PC_OK && c < k; c++) {
+        double count = (double)raw[c * (s.dim + 1) + s.dim];
+        sums[c * (s.dim + 1) + s.dim] = count;
+        for (size_t j = 0; j < s.dim; j++) {
+            double q = (double)raw[c * (s.dim + 1) + j];
+            int integer = s.dtype == PC_U8 || s.dtype == PC_U16;
+            sums[c * (s.dim + 1) + j] =
+                integer ? q : s.bin.lo[j] * count + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
+        }
+    }
+    free(raw);
+    return st;
+}
+
+} // namespace
+
+pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype, pc__hca_gpu **out)
+{
+    *out = nullptr;
+    pc__hca_gpu *s = new (std::nothrow) pc__hca_gpu();
+    if (!s)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the GPU state");
+    s->n = n;
+    s->dim = dim;
+    s->dtype = dtype;
+    s->elem = element_size(dtype);
+    s->rowbytes = dim * s->elem;
+    s->m = params->m;
+    s->bin.dim = (int)dim;
+    s->bin.m = params->m;
+    uint64_t total = 1;
+    bool fits_64 = true;
+    for (size_t j = dim; j-- > 0;) {
+        s->bin.stride[j] = total;
+        if (total > UINT64_MAX / (uint64_t)params->m / 2)
+            fits_64 = false;
+        total *= (uint64_t)params->m;
+    }
+    pc_status st = PC_OK;
+    if (!fits_64)
+        st = pc__fail(PC_INVALID_ARGUMENT, "m^d = %d^%zu cells do not fit in 64-bit indices", params->m, dim);
+    s->total = total;
+    s->dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= params->memory_budget;
+    int device = 0;
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaGetDevice(&device), "HCA: choosing the GPU");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, device),
+                             "HCA: querying the GPU");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "HCA: creating a stream");
+    size_t free_bytes = 0, total_bytes = 0;
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "HCA: querying GPU memory");
+    if (st != PC_OK) {
+        pc__hca_gpu_free(s);
+        return st;
+    }
+    // The grid: dense counters, or a hash with room for twice the cells there can be.
+    uint64_t hash_capacity = 1024;
+    while (!s->dense && hash_capacity < 2 * (uint64_t)n)
+        hash_capacity *= 2;
+    size_t grid_bytes = s->dense ? (size_t)total * 4 : (size_t)hash_capacity * 12;
+    size_t table_bytes = dim * (dtype == PC_U8 ? 256 : dtype == PC_U16 ? 65536 : 1) * 2;
+    size_t budget = params->device_memory ? params->device_memory
+                                          : (free_bytes > DEVICE_RESERVE ? free_bytes - DEVICE_RESERVE : 0);
+    size_t fixed = grid_bytes + table_bytes, per_row = s->rowbytes + sizeof(int32_t);
+    size_t rows_fit = budget > fixed ? (budget - fixed) / per_row : 0;
+    s->piece_rows = rows_fit >= n ? n : rows_fit / 32 * 32;
+    if (s->piece_rows < n && s->piece_rows < MIN_PIECE_ROWS) {
+        pc__hca_gpu_free(s);
+        return pc__fail(PC_DEVICE_OUT_OF_MEMORY,
+                        "HCA on the GPU needs %zu MiB for its grid and a piece of %zu rows; %zu MiB may be used "
+                        "(%zu MiB free)",
+                        (fixed + MIN_PIECE_ROWS * per_row) >> 20, MIN_PIECE_ROWS, budget >> 20, free_bytes >> 20);
+    }
+    if (s->dense)
+        st = s->slot.alloc((size_t)total, "HCA grid");
+    else {
+        s->hash_mask = hash_capacity - 1;
+        st = s->hash_key.alloc((size_t)hash_capacity, "HCA cell hash");
+        if (st == PC_OK)
+            st = s->hash_val.alloc((size_t)hash_capacity, "HCA cell hash");
+    }
+    if (st == PC_OK)
+        st = s->table.alloc(table_bytes / 2, "HCA cell tables");
+    if (st == PC_OK)
+        st = s->scalars.alloc(2 * PC__HCA_MAX_DIM + 2, "HCA counters");
+    if (st == PC_OK)
+        st = s->data.alloc(s->piece_rows * s->rowbytes, "HCA points");
+    if (st == PC_OK)
+        st = s->labels.alloc(s->piece_rows, "HCA labels");
+    if (st != PC_OK) {
+        pc__hca_gpu_free(s);
+        return st;
+    }
+    *out = s;
+    return PC_OK;
+}
+
+void pc__hca_gpu_free(pc__hca_gpu *s)
+{
+    if (!s)
+        return;
+    if (s->stream) {
+        cudaStreamSynchronize(s->stream);
+        cudaStreamDestroy(s->stream);
+    }
+    delete s;
+    cudaGetLastError();
+}
+
+pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_input, int32_t *device_labels,
+                          const pc_hca_params *params, int64_t min_size, pc_result *r)
+{
+    size_t n = points->n, stride = points->stride ? points->stride : s->rowbytes;
+    if (device_input && (((uintptr_t)points->data | stride) % s->elem != 0 || (uintptr_t)device_labels % 4 != 0))
+        return pc__fail(PC_INVALID_ARGUMENT, "device points and labels must be aligned to their element size");
+    if (!device_labels) {
+        r->labels = (int32_t *)pc__alloc_large(n, sizeof(int32_t), "labels");
+        if (!r->labels)
+            return PC_OUT_OF_MEMORY;
+    }
+    if (device_input && !device_labels && s->piece_rows < n)
+        return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA on the GPU: no room for %zu labels beside device input", n);
+    row_source src{*s, *points, device_input, stride};
+    pc__hca_point_pass pass{s->sms, s->stream};
+    size_t cells = 0, components = 0, edges = 0, forest = 0, k = 0;
+    host_model model;
+    int32_t *cluster_of_cell = nullptr;
+    double *sums = nullptr, copy_back = 0;
+    pc_status st;
+    double t0 = pc__now();
+    if ((st = bounding_box(*s, src, n, device_input, pass)) != PC_OK || (st = histogram(*s, src, n, pass)) != PC_OK ||
+        (st = pc__hca_cuda_cells(*s, &cells)) != PC_OK)
+        return st;
+    double t1 = pc__now(), copy_in_grid = src.copy_seconds;
+    if ((st = pc__hca_cuda_components(*s, cells, &components)) != PC_OK ||
+        (st = pc__hca_cuda_edges(*s, cells, components, &edges)) != PC_OK)
+        return st;
+    double t2 = pc__now();
+    if ((st = pc__hca_cuda_spanning_forest(*s, components, edges, &forest)) != PC_OK ||
+        (st = fetch_model(*s, cells, components, forest, model)) != PC_OK ||
+        (st = pc__hca_dendrogram(&model.graph, &r->dendrogram)) != PC_OK)
+        return st;
+    double t3 = pc__now();
+    cluster_of_cell = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA cell clusters");
+    if (!cluster_of_cell)
+        return PC_OUT_OF_MEMORY;
+    st = pc__hca_cut(&model.grid, &model.graph, r->dendrogram, params->clusters, params->threshold, min_size,
+                     params->noise, cluster_of_cell, &k);
+    double t4 = pc__now();
+    if (st == PC_OK) {
+        sums = (double *)pc__calloc(k * (s->dim + 1) + 1, sizeof(double), "cluster sums");
+        st = sums ? label(*s, src, n, cluster_of_cell, cells, k, device_labels, r->labels, sums, pass, &copy_back)
+                  : PC_OUT_OF_MEMORY;
+    }
+    if (st == PC_OK)
+        st = pc__hca_finish(r, &model.grid, &model.graph, sums, k);
+    free(cluster_of_cell);
+    free(sums);
+    if (st != PC_OK)
+        return st;
+    double t5 = pc__now();
+    // The copies, made inside the grid and label stages (pieces), are reported on their own.
+    double copy_in_label = src.copy_seconds - copy_in_grid;
+    pc__result_add_stage(r, "copy to GPU", src.copy_seconds);
+    pc__result_add_stage(r, "grid", t1 - t0 - copy_in_grid);
+    pc__result_add_stage(r, "components", t2 - t1);
+    pc__result_add_stage(r, "dendrogram", t3 - t2);
+    pc__result_add_stage(r, "cut", t4 - t3);
+    pc__result_add_stage(r, "label", t5 - t4 - copy_in_label - copy_back);
+    pc__result_add_stage(r, "copy to host", copy_back);
+    return PC_OK;
+}

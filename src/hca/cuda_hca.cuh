@@ -1,0 +1,169 @@
+// What the HCA CUDA files share: the grid as the device sees it (a dense slot array or a hash of the
+// non-empty cells), how a row becomes a cell key exactly as on the CPU, and the launchers of the passes
+// over the points (cuda_points.cu) and over the cells (cuda_cells.cu) that cuda.cu puts in order.
+#ifndef PC_HCA_CUDA_HCA_CUH
+#define PC_HCA_CUDA_HCA_CUH
+
+#include "../cuda/common.cuh"
+
+extern "C" {
+#include "internal_hca.h"
+}
+
+#include <stdint.h>
+
+#define PC__HCA_EMPTY_KEY 0xffffffffffffffffull
+
+// Rows as the kernels read them: `rows` rows of `dim` values of `dtype`, `stride` bytes apart, in device
+// memory (aligned to the element size).
+struct pc__hca_rows {
+    const unsigned char *data;
+    size_t rows, stride;
+    int dim;
+    pc_dtype dtype;
+};
+
+// Row -> cell key. Integer bands go through a table of the cell coordinate of every value (dim x 256
+// or dim x 65536, filled on the host by the CPU's own rule); floats use the rule itself in double.
+struct pc__hca_binning {
+    int dim, m;
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    uint64_t stride[PC__HCA_MAX_DIM];
+    const uint16_t *table; // integer types: coordinate of value v in band j at [j * values + v]
+};
+
+// The grid: dense (slot[key], m^dim entries) or sparse (open-addressing hash of the keys).
+struct pc__hca_dgrid {
+    int dense;
+    int32_t *slot;      // dense: counts while the histogram runs, then the cell of a key or -1
+    uint64_t *hash_key; // sparse: PC__HCA_EMPTY_KEY where free
+    int32_t *hash_val;  // sparse: counts while the histogram runs, then the cell of the key
+    uint64_t hash_mask;
+};
+
+__device__ __forceinline__ uint64_t pc__hca_mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+// The non-empty cell of a key, or -1.
+__device__ __forceinline__ int32_t pc__hca_find_cell(const pc__hca_dgrid &g, uint64_t key)
+{
+    if (g.dense)
+        return g.slot[key];
+    uint64_t s = pc__hca_mix(key) & g.hash_mask;
+    for (;;) {
+        uint64_t k = g.hash_key[s];
+        if (k == key)
+            return g.hash_val[s];
+        if (k == PC__HCA_EMPTY_KEY)
+            return -1;
+        s = (s + 1) & g.hash_mask;
+    }
+}
+
+// ALGORITHMS.md section 3 step 1, the same double arithmetic as src/hca/grid.c.
+__device__ __forceinline__ int pc__hca_coordinate(double x, double lo, double hi, int m)
+{
+    if (hi <= lo)
+        return 0;
+    double c = floor((x - lo) / (hi - lo) * m);
+    return c >= m - 1 ? m - 1 : c < 0 ? 0 : (int)c;
+}
+
+// Passes over the points (cuda_points.cu). Every launcher returns a status (launch errors included).
+struct pc__hca_point_pass {
+    int sms;
+    cudaStream_t stream;
+};
+
+// Float inputs are summed exactly (and so in any order alike) as integers: (x - lo) x factor, rounded,
+// with factor = 2^30 / (hi - lo), which keeps 2^31 rows within 64 bits.
+struct pc__hca_scale {
+    double factor[PC__HCA_MAX_DIM];
+};
+
+// Bounding box: per dimension the order-preserving bits of min and max (folded in with atomics, so
+// pieces accumulate), and a count of non-finite values.
+pc_status pc__hca_cuda_bounds(const pc__hca_rows &rows, unsigned long long *lo_bits, unsigned long long *hi_bits,
+                              unsigned long long *non_finite, const pc__hca_point_pass &pass);
+// Adds the rows' points to the cell counts (dense slot[] or the sparse hash).
+pc_status pc__hca_cuda_histogram(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
+                                 uint64_t total_cells, const pc__hca_point_pass &pass);
+// labels[i] = cluster of the row's cell; sums (k x (dim + 1), integers: band values, or for floats
+// fixed-point offsets from lo scaled by `scale`, then the count) accumulated with atomics.
+pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
+                             const int32_t *cluster_of_cell, int32_t *labels, size_t k, unsigned long long *sums,
+                             const pc__hca_scale &scale, const pc__hca_point_pass &pass);
+
+// The device state of one plan: buffers grow to the largest run seen and are kept.
+struct pc__hca_gpu {
+    size_t n, dim, rowbytes, elem;
+    pc_dtype dtype;
+    int m, sms;
+    cudaStream_t stream;
+    size_t piece_rows;     // rows the device holds at once (n when the input fits)
+    int dense;
+    uint64_t total;        // m^dim
+    pc__hca_binning bin;
+    pc__device_buffer<unsigned char> data;
+    pc__device_buffer<int32_t> labels;
+    pc__device_buffer<int32_t> slot, hash_val;
+    pc__device_buffer<uint64_t> hash_key;
+    uint64_t hash_mask;    // hash capacity - 1 (a power of two)
+    pc__device_buffer<uint16_t> table;
+    pc__device_buffer<unsigned long long> scalars; // bounds (2 x 8), non-finite count, edge count
+    // Cells (non-empty, by increasing key) and components.
+    pc__device_buffer<uint64_t> key, key_unsorted;
+    pc__device_buffer<int32_t> density, density_unsorted, link, root, comp, comp_of_root, representative, cluster;
+    pc__device_buffer<unsigned long long> component_size;
+    // Edges between adjacent components, the minimum spanning forest.
+    pc__device_buffer<uint64_t> edge_key, edge_ab, edge_ab_sorted, mst_ab;
+    pc__device_buffer<int32_t> edge_value, parent, best, hook;
+    pc__device_buffer<double> edge_h, edge_h_sorted, mst_h;
+    pc__device_buffer<uint8_t> in_mst;
+    uint64_t edge_mask;
+    // Scratch of the compactions and sorts; the clusters' sums.
+    pc__device_buffer<int32_t> tiles;
+    pc__device_buffer<unsigned char> temp;
+    pc__device_buffer<unsigned long long> sums;
+};
+
+// Grows a buffer to at least n elements (a quarter more, so slowly growing inputs do not reallocate
+// every run); its contents are not kept.
+template <typename T> pc_status pc__hca_grow(pc__device_buffer<T> &b, size_t n, const char *what)
+{
+    return b.count >= n && b.ptr ? PC_OK : b.alloc(n + n / 4, what);
+}
+
+__host__ __device__ inline pc__hca_dgrid pc__hca_view(const pc__hca_gpu &s)
+{
+    pc__hca_dgrid g;
+    g.dense = s.dense;
+    g.slot = s.slot.ptr;
+    g.hash_key = s.hash_key.ptr;
+    g.hash_val = s.hash_val.ptr;
+    g.hash_mask = s.hash_mask;
+    return g;
+}
+
+// Passes over the cells (cuda_cells.cu), in order; each leaves its counts on the host.
+pc_status pc__hca_cuda_cells(pc__hca_gpu &s, size_t *cells);
+pc_status pc__hca_cuda_components(pc__hca_gpu &s, size_t cells, size_t *components);
+pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, size_t *edges);
+pc_status pc__hca_cuda_spanning_forest(pc__hca_gpu &s, size_t components, size_t edges, size_t *forest_edges);
+
+// Order-preserving bits of a double (and back), for atomicMin / atomicMax on unsigned 64-bit words.
+__host__ __device__ __forceinline__ unsigned long long pc__hca_order_bits(unsigned long long u)
+{
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+__host__ __device__ __forceinline__ unsigned long long pc__hca_unorder_bits(unsigned long long u)
+{
+    return (u >> 63) ? (u & 0x7fffffffffffffffull) : ~u;
+}
+
+#endif

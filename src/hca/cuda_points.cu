@@ -1,0 +1,368 @@
+// The HCA passes over the points on the GPU: bounding box, histogram of cells, labelling with the
+// clusters' sums. Each block takes one contiguous stretch of rows (image regions keep neighbouring
+// pixels in one cell, one cluster); each warp reads 32 consecutive rows at a time, finds the runs of
+// equal cells or clusters among them with a ballot, and one lane per run does the atomic, so that a
+// uniform region costs one atomic per warp instead of 32 on the same counter.
+#include "cuda_hca.cuh"
+
+#include <math.h>
+
+namespace {
+
+constexpr unsigned FULL = 0xffffffffu;
+constexpr int BLOCK = 1024;
+constexpr int TABLE_BYTES = PC__HCA_MAX_DIM * 256 * 2; // uint8 coordinate tables, in shared memory
+constexpr uint32_t SMEM_DIRECT_BINS = 32768;           // m^d up to this: one shared counter per cell
+constexpr uint32_t SMEM_HASH_SLOTS = 16384;            // beyond: a shared hash, spilling to global
+constexpr uint32_t EMPTY32 = 0xffffffffu;
+constexpr size_t SUMS_SMEM_LIMIT = 64 << 10;
+
+template <typename T> struct integer_band { static constexpr int values = 0; };
+template <> struct integer_band<uint8_t> { static constexpr int values = 256; };
+template <> struct integer_band<uint16_t> { static constexpr int values = 65536; };
+
+template <typename T, int DIM>
+__device__ __forceinline__ uint64_t row_key(const unsigned char *row, const pc__hca_binning &bin, const uint16_t *table,
+                                            int dim)
+{
+    const T *v = reinterpret_cast<const T *>(row);
+    uint64_t key = 0;
+#pragma unroll
+    for (int j = 0; j < (DIM ? DIM : PC__HCA_MAX_DIM); j++) {
+        if (!DIM && j >= dim)
+            break;
+        int c;
+        if constexpr (integer_band<T>::values != 0)
+            c = table[j * integer_band<T>::values + v[j]];
+        else
+            c = pc__hca_coordinate((double)v[j], bin.lo[j], bin.hi[j], bin.m);
+        key += (uint64_t)c * bin.stride[j];
+    }
+    return key;
+}
+
+// uint8 tables go to shared memory (at most 4 KiB); uint16 ones stay in global memory (1 MiB).
+template <typename T> __device__ const uint16_t *stage_table(const pc__hca_binning &bin, uint16_t *shared)
+{
+    if constexpr (integer_band<T>::values != 256) {
+        return bin.table;
+    } else {
+        for (int i = threadIdx.x; i < bin.dim * 256; i += blockDim.x)
+            shared[i] = bin.table[i];
+        return shared;
+    }
+}
+
+// The stretch of rows of this block, a multiple of 32 long.
+__device__ __forceinline__ void block_stretch(size_t rows, size_t *start, size_t *end)
+{
+    size_t per_block = ((rows + gridDim.x - 1) / gridDim.x + 31) & ~(size_t)31;
+    *start = (size_t)blockIdx.x * per_block;
+    *end = *start + per_block < rows ? *start + per_block : rows;
+}
+
+// Where the run of lane `lane` ends (the next head, or the end of the valid lanes).
+__device__ __forceinline__ int run_end(unsigned heads, int lane, int valid_lanes)
+{
+    unsigned later = heads & ~((2u << lane) - 1u);
+    return later ? __ffs(later) - 1 : valid_lanes;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(BLOCK) bounds_kernel(pc__hca_rows rows, unsigned long long *lo_bits,
+                                                       unsigned long long *hi_bits, unsigned long long *non_finite)
+{
+    __shared__ unsigned long long lo_s[PC__HCA_MAX_DIM], hi_s[PC__HCA_MAX_DIM];
+    __shared__ unsigned long long bad_s;
+    if (threadIdx.x < PC__HCA_MAX_DIM) {
+        lo_s[threadIdx.x] = ~0ull;
+        hi_s[threadIdx.x] = 0;
+    }
+    if (threadIdx.x == 0)
+        bad_s = 0;
+    __syncthreads();
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    for (int j = 0; j < PC__HCA_MAX_DIM; j++) {
+        lo[j] = INFINITY;
+        hi[j] = -INFINITY;
+    }
+    unsigned long long bad = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows.rows; i += (size_t)gridDim.x * blockDim.x) {
+        const T *v = reinterpret_cast<const T *>(rows.data + i * rows.stride);
+        for (int j = 0; j < rows.dim; j++) {
+            double x = (double)v[j];
+            if (!isfinite(x)) {
+                bad++;
+                continue;
+            }
+            lo[j] = fmin(lo[j], x);
+            hi[j] = fmax(hi[j], x);
+        }
+    }
+    for (int j = 0; j < rows.dim; j++) {
+        if (lo[j] <= hi[j]) {
+            atomicMin(&lo_s[j], pc__hca_order_bits((unsigned long long)__double_as_longlong(lo[j])));
+            atomicMax(&hi_s[j], pc__hca_order_bits((unsigned long long)__double_as_longlong(hi[j])));
+        }
+    }
+    if (bad)
+        atomicAdd(&bad_s, bad);
+    __syncthreads();
+    if (threadIdx.x < rows.dim) {
+        atomicMin(&lo_bits[threadIdx.x], lo_s[threadIdx.x]);
+        atomicMax(&hi_bits[threadIdx.x], hi_s[threadIdx.x]);
+    }
+    if (threadIdx.x == 0 && bad_s)
+        atomicAdd(non_finite, bad_s);
+}
+
+enum { DIRECT = 0, SHARED_HASH = 1, GLOBAL_HASH = 2 };
+
+template <int MODE>
+__device__ __forceinline__ void count_run(uint64_t key, uint32_t len, uint32_t *shared, const pc__hca_dgrid &grid)
+{
+    if (MODE == DIRECT) {
+        atomicAdd(&shared[key], len);
+    } else if (MODE == SHARED_HASH) {
+        uint32_t *keys = shared, *counts = shared + SMEM_HASH_SLOTS;
+        uint32_t k32 = (uint32_t)key, s = (uint32_t)pc__hca_mix(key) & (SMEM_HASH_SLOTS - 1);
+        for (int probe = 0; probe < 32; probe++) {
+            uint32_t old = atomicCAS(&keys[s], EMPTY32, k32);
+            if (old == EMPTY32 || old == k32) {
+                atomicAdd(&counts[s], len);
+                return;
+            }
+            s = (s + 1) & (SMEM_HASH_SLOTS - 1);
+        }
+        atomicAdd(&grid.slot[key], (int32_t)len); // this block has met too many cells: count in place
+    } else {
+        uint64_t s = pc__hca_mix(key) & grid.hash_mask;
+        for (;;) {
+            unsigned long long old = atomicCAS((unsigned long long *)&grid.hash_key[s], PC__HCA_EMPTY_KEY, key);
+            if (old == PC__HCA_EMPTY_KEY || old == key) {
+                atomicAdd(&grid.hash_val[s], (int32_t)len);
+                return;
+            }
+            s = (s + 1) & grid.hash_mask;
+        }
+    }
+}
+
+template <typename T, int DIM, int MODE>
+__global__ void __launch_bounds__(BLOCK) histogram_kernel(pc__hca_rows rows, pc__hca_binning bin, pc__hca_dgrid grid,
+                                                          uint32_t direct_bins)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const uint16_t *table = stage_table<T>(bin, reinterpret_cast<uint16_t *>(smem));
+    uint32_t *shared = reinterpret_cast<uint32_t *>(smem + TABLE_BYTES);
+    uint32_t shared_words = MODE == DIRECT ? direct_bins : MODE == SHARED_HASH ? 2 * SMEM_HASH_SLOTS : 0;
+    for (uint32_t i = threadIdx.x; i < shared_words; i += blockDim.x)
+        shared[i] = MODE == SHARED_HASH && i < SMEM_HASH_SLOTS ? EMPTY32 : 0;
+    __syncthreads();
+    size_t start, end;
+    block_stretch(rows.rows, &start, &end);
+    int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (size_t base = start + (threadIdx.x >> 5) * 32; base < end; base += (size_t)warps * 32) {
+        size_t i = base + lane;
+        bool valid = i < end;
+        uint64_t key = valid ? row_key<T, DIM>(rows.data + i * rows.stride, bin, table, rows.dim) : PC__HCA_EMPTY_KEY;
+        uint64_t prev = __shfl_up_sync(FULL, key, 1);
+        bool head = valid && (lane == 0 || prev != key);
+        unsigned heads = __ballot_sync(FULL, head);
+        if (head) {
+            int valid_lanes = end - base < 32 ? (int)(end - base) : 32;
+            count_run<MODE>(key, (uint32_t)(run_end(heads, lane, valid_lanes) - lane), shared, grid);
+        }
+    }
+    __syncthreads();
+    if (MODE == DIRECT) {
+        for (uint32_t c = threadIdx.x; c < direct_bins; c += blockDim.x)
+            if (shared[c])
+                atomicAdd(&grid.slot[c], (int32_t)shared[c]);
+    } else if (MODE == SHARED_HASH) {
+        for (uint32_t s = threadIdx.x; s < SMEM_HASH_SLOTS; s += blockDim.x)
+            if (shared[s] != EMPTY32)
+                atomicAdd(&grid.slot[shared[s]], (int32_t)shared[SMEM_HASH_SLOTS + s]);
+    }
+}
+
+template <typename T, int DIM>
+__global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca_binning bin, pc__hca_dgrid grid,
+                                                      const int32_t *cluster_of_cell, int32_t *labels, int k,
+                                                      unsigned long long *sums, int shared_sums, pc__hca_scale scale)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const uint16_t *table = stage_table<T>(bin, reinterpret_cast<uint16_t *>(smem));
+    const int dim = DIM ? DIM : rows.dim;
+    unsigned long long *acc = sums;
+    if (shared_sums) {
+        acc = reinterpret_cast<unsigned long long *>(smem + TABLE_BYTES);
+        for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
+            acc[q] = 0;
+    }
+    __syncthreads();
+    size_t start, end;
+    block_stretch(rows.rows, &start, &end);
+    int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (size_t base = start + (threadIdx.x >> 5) * 32; base < end; base += (size_t)warps * 32) {
+        size_t i = base + lane;
+        bool valid = i < end;
+        int32_t cluster = -1;
+        unsigned long long value[PC__HCA_MAX_DIM];
+        for (int j = 0; j < PC__HCA_MAX_DIM; j++)
+            value[j] = 0;
+        if (valid) {
+            const unsigned char *row = rows.data + i * rows.stride;
+            cluster = cluster_of_cell[pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim))];
+            labels[i] = cluster;
+            const T *v = reinterpret_cast<const T *>(row);
+#pragma unroll
+            for (int j = 0; j < (DIM ? DIM : PC__HCA_MAX_DIM); j++) {
+                if (!DIM && j >= dim)
+                    break;
+                if constexpr (integer_band<T>::values != 0)
+                    value[j] = v[j];
+                else
+                    value[j] = (unsigned long long)llrint(((double)v[j] - bin.lo[j]) * scale.factor[j]);
+            }
+        }
+        int prev = __shfl_up_sync(FULL, cluster, 1);
+        bool head = valid && (lane == 0 || prev != cluster);
+        unsigned heads = __ballot_sync(FULL, head);
+        int valid_lanes = end - base < 32 ? (int)(end - base) : 32;
+        int stop = run_end(heads, lane, valid_lanes);
+        // Segmented sums: after the step of width w, lane i holds the sum over [i, min(i + 2w, stop)).
+#pragma unroll
+        for (int j = 0; j < (DIM ? DIM : PC__HCA_MAX_DIM); j++) {
+            if (!DIM && j >= dim)
+                break;
+            for (int w = 1; w < 32; w <<= 1) {
+                unsigned long long other = __shfl_down_sync(FULL, value[j], w);
+                if (lane + w < stop)
+                    value[j] += other;
+            }
+        }
+        if (head && cluster >= 0) {
+            unsigned long long *s = acc + (size_t)cluster * (dim + 1);
+            for (int j = 0; j < dim; j++)
+                atomicAdd(&s[j], value[j]);
+            atomicAdd(&s[dim], (unsigned long long)(stop - lane));
+        }
+    }
+    if (shared_sums) {
+        __syncthreads();
+        for (int q = threadIdx.x; q < k * (dim + 1); q += blockDim.x)
+            if (acc[q])
+                atomicAdd(&sums[q], acc[q]);
+    }
+}
+
+// Blocks to launch: as many as fit on the GPU at once, given the shared memory.
+template <typename K> pc_status fill_gpu(K kernel, size_t smem, const pc__hca_point_pass &pass, int *blocks)
+{
+    PC_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                "HCA shared memory");
+    int per_sm = 0;
+    PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, smem), "HCA occupancy");
+    *blocks = (per_sm > 0 ? per_sm : 1) * pass.sms;
+    return PC_OK;
+}
+
+// Calls f.template operator()<T, DIM>() for the rows' type, with DIM = 3 or 4 specialised (RGB and
+// 4-band imagery) and 0 (any dimension) otherwise.
+template <typename F> pc_status dispatch(const pc__hca_rows &rows, F &&f)
+{
+#define PC__HCA_DIMS(T)                                                                                        \
+    return rows.dim == 3 ? f.template operator()<T, 3>() : rows.dim == 4 ? f.template operator()<T, 4>() \
+                                                                          : f.template operator()<T, 0>()
+    switch (rows.dtype) {
+    case PC_U8: PC__HCA_DIMS(uint8_t);
+    case PC_U16: PC__HCA_DIMS(uint16_t);
+    case PC_F32: PC__HCA_DIMS(float);
+    default: PC__HCA_DIMS(double);
+    }
+#undef PC__HCA_DIMS
+}
+
+struct histogram_launch {
+    const pc__hca_rows &rows;
+    const pc__hca_binning &bin;
+    const pc__hca_dgrid &grid;
+    uint64_t total;
+    const pc__hca_point_pass &pass;
+    template <typename T, int DIM> pc_status operator()() const
+    {
+        int mode = !grid.dense ? GLOBAL_HASH : total <= SMEM_DIRECT_BINS ? DIRECT : SHARED_HASH;
+        auto kernel = mode == DIRECT        ? histogram_kernel<T, DIM, DIRECT>
+                      : mode == SHARED_HASH ? histogram_kernel<T, DIM, SHARED_HASH>
+                                            : histogram_kernel<T, DIM, GLOBAL_HASH>;
+        size_t smem = TABLE_BYTES + (mode == DIRECT        ? total * 4
+                                     : mode == SHARED_HASH ? (size_t)SMEM_HASH_SLOTS * 8
+                                                           : 0);
+        int blocks;
+        pc_status st = fill_gpu(kernel, smem, pass, &blocks);
+        if (st != PC_OK)
+            return st;
+        kernel<<<blocks, BLOCK, smem, pass.stream>>>(rows, bin, grid, (uint32_t)(mode == DIRECT ? total : 0));
+        PC_CUDA_LAUNCHED("HCA histogram kernel");
+        return PC_OK;
+    }
+};
+
+struct label_launch {
+    const pc__hca_rows &rows;
+    const pc__hca_binning &bin;
+    const pc__hca_dgrid &grid;
+    const int32_t *cluster_of_cell;
+    int32_t *labels;
+    size_t k;
+    unsigned long long *sums;
+    const pc__hca_scale &scale;
+    const pc__hca_point_pass &pass;
+    template <typename T, int DIM> pc_status operator()() const
+    {
+        size_t sum_bytes = k * (size_t)(rows.dim + 1) * sizeof(unsigned long long);
+        int shared_sums = sum_bytes <= SUMS_SMEM_LIMIT;
+        size_t smem = TABLE_BYTES + (shared_sums ? sum_bytes : 0);
+        auto kernel = label_kernel<T, DIM>;
+        int blocks;
+        pc_status st = fill_gpu(kernel, smem, pass, &blocks);
+        if (st != PC_OK)
+            return st;
+        kernel<<<blocks, BLOCK, smem, pass.stream>>>(rows, bin, grid, cluster_of_cell, labels, (int)k, sums,
+                                                     shared_sums, scale);
+        PC_CUDA_LAUNCHED("HCA label kernel");
+        return PC_OK;
+    }
+};
+
+} // namespace
+
+pc_status pc__hca_cuda_bounds(const pc__hca_rows &rows, unsigned long long *lo_bits, unsigned long long *hi_bits,
+                              unsigned long long *non_finite, const pc__hca_point_pass &pass)
+{
+    int blocks = 2 * pass.sms;
+    switch (rows.dtype) {
+    case PC_U8: bounds_kernel<uint8_t><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
+    case PC_U16: bounds_kernel<uint16_t><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
+    case PC_F32: bounds_kernel<float><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
+    default: bounds_kernel<double><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
+    }
+    PC_CUDA_LAUNCHED("HCA bounding box kernel");
+    return PC_OK;
+}
+
+pc_status pc__hca_cuda_histogram(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
+                                 uint64_t total_cells, const pc__hca_point_pass &pass)
+{
+    histogram_launch f{rows, bin, grid, total_cells, pass};
+    return dispatch(rows, f);
+}
+
+pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
+                             const int32_t *cluster_of_cell, int32_t *labels, size_t k, unsigned long long *sums,
+                             const pc__hca_scale &scale, const pc__hca_point_pass &pass)
+{
+    label_launch f{rows, bin, grid, cluster_of_cell, labels, k, sums, scale, pass};
+    return dispatch(rows, f);
+}

@@ -1,0 +1,359 @@
+/* The CUDA backend of HCA against the sequential one: identical labels, dendrogram, components and
+ * cluster sizes (centres within float rounding for float inputs, identical for integer pixels) on
+ * generated points and images of every type, the three grid paths (shared counters, shared hash, sparse
+ * hash), many components, inputs streamed in pieces, plans reused, input already on the device, and
+ * errors. Exits 77 (skipped) where there is no CUDA device. */
+#include "check.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef PC_TEST_HAVE_CUDART
+#include <cuda_runtime.h>
+#endif
+
+static int quick;
+
+static int same_arrays(const void *a, const void *b, size_t bytes) { return (!a && !b) || (a && b && !memcmp(a, b, bytes)); }
+
+/* Everything but the centres identical; centres within rel of each other. */
+static void check_same(const pc_result *ref, const pc_result *gpu, double rel, const char *what)
+{
+    CHECK_MSG(ref && gpu, "%s: a run failed: %s", what, pc_last_error());
+    if (!ref || !gpu)
+        return;
+    size_t n = pc_result_n(ref), k = pc_result_cluster_count(ref), dim = pc_result_dim(ref), comps;
+    CHECK_MSG(pc_result_backend(gpu) == PC_BACKEND_CUDA, "%s: ran on %s", what, pc_backend_name(pc_result_backend(gpu)));
+    CHECK_MSG(k == pc_result_cluster_count(gpu), "%s: %zu clusters on the CPU, %zu on the GPU", what, k,
+              pc_result_cluster_count(gpu));
+    CHECK_MSG(pc_result_cell_count(ref) == pc_result_cell_count(gpu), "%s: cells %zu vs %zu", what,
+              pc_result_cell_count(ref), pc_result_cell_count(gpu));
+    comps = pc_result_component_count(ref);
+    CHECK_MSG(comps == pc_result_component_count(gpu), "%s: components %zu vs %zu", what, comps,
+              pc_result_component_count(gpu));
+    if (k != pc_result_cluster_count(gpu) || comps != pc_result_component_count(gpu))
+        return;
+    size_t diff = 0;
+    const int32_t *a = pc_result_labels(ref), *b = pc_result_labels(gpu);
+    for (size_t i = 0; i < n; i++)
+        diff += a[i] != b[i];
+    CHECK_MSG(diff == 0, "%s: %zu of %zu labels differ", what, diff, n);
+    size_t ra, rb;
+    const double *za = pc_result_dendrogram(ref, &ra), *zb = pc_result_dendrogram(gpu, &rb);
+    CHECK_MSG(ra == rb && same_arrays(za, zb, ra * 4 * sizeof(double)), "%s: dendrograms differ (%zu, %zu rows)",
+              what, ra, rb);
+    CHECK_MSG(same_arrays(pc_result_component_cells(ref), pc_result_component_cells(gpu), comps * 8) &&
+                  same_arrays(pc_result_component_densities(ref), pc_result_component_densities(gpu), comps * 8) &&
+                  same_arrays(pc_result_component_sizes(ref), pc_result_component_sizes(gpu), comps * 8),
+              "%s: components differ", what);
+    CHECK_MSG(same_arrays(pc_result_sizes(ref), pc_result_sizes(gpu), k * 8), "%s: cluster sizes differ", what);
+    double worst = 0;
+    const float *ca = pc_result_centers(ref), *cb = pc_result_centers(gpu);
+    for (size_t q = 0; q < k * dim; q++)
+        worst = fmax(worst, fabs((double)ca[q] - cb[q]) / fmax(1.0, fabs((double)ca[q])));
+    CHECK_MSG(worst <= rel, "%s: centres differ by %g (relative)", what, worst);
+}
+
+static pc_result *run(const pc_points *v, const pc_hca_params *base, pc_backend backend)
+{
+    pc_hca_params p = *base;
+    p.backend = backend;
+    pc_result *r = NULL;
+    pc_status st = pc_hca(v, &p, &r);
+    if (st != PC_OK)
+        fprintf(stderr, "pc_hca (%s): %s: %s\n", pc_backend_name(backend), pc_status_string(st), pc_last_error());
+    return r;
+}
+
+static void compare(const pc_points *v, const pc_hca_params *p, double rel, const char *what)
+{
+    pc_result *ref = run(v, p, PC_BACKEND_SEQUENTIAL), *gpu = run(v, p, PC_BACKEND_CUDA);
+    check_same(ref, gpu, rel, what);
+    pc_result_free(ref);
+    pc_result_free(gpu);
+}
+
+/* A synthetic image: smooth regions (a few "land covers" with their own band values) plus noise, as
+ * uint8 rows in raster order, so runs of equal cells are long as in real imagery. */
+static uint8_t *image_u8(size_t width, size_t height, size_t bands, uint64_t seed)
+{
+    uint8_t *img = malloc(width * height * bands);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    double cx[6], cy[6];
+    for (int c = 0; c < 6; c++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        cx[c] = (double)(s >> 11) / 9007199254740992.0 * width;
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        cy[c] = (double)(s >> 11) / 9007199254740992.0 * height;
+    }
+    for (size_t y = 0; y < height; y++)
+        for (size_t x = 0; x < width; x++) {
+            int best = 0;
+            double bd = INFINITY;
+            for (int c = 0; c < 6; c++) {
+                double d = (x - cx[c]) * (x - cx[c]) + (y - cy[c]) * (y - cy[c]);
+                if (d < bd) {
+                    bd = d;
+                    best = c;
+                }
+            }
+            for (size_t j = 0; j < bands; j++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                double noise = ((double)(s >> 40) / 16777216.0 - 0.5) * 30;
+                double v = 30 + 35 * ((best * 7 + (int)j * 3) % 6) + noise;
+                img[(y * width + x) * bands + j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+        }
+    return img;
+}
+
+/* Float points of several dimensions, each grid path, cut to k and at a threshold, with noise. */
+static void test_points(uint64_t seed)
+{
+    size_t n = quick ? 20000 : 200000;
+    for (size_t dim = 1; dim <= 8; dim++) {
+        float *pts = test_blobs(n, dim, 7, 1.0, 6, seed + dim, NULL);
+        pc_points v = pc_points_f32(pts, n, dim);
+        pc_hca_params p;
+        pc_hca_params_init(&p);
+        p.m = dim <= 3 ? 32 : dim == 4 ? 20 : dim <= 6 ? 8 : 5;
+        p.clusters = 7;
+        char what[96];
+        snprintf(what, sizeof what, "f32 dim %zu, m %d", dim, p.m);
+        compare(&v, &p, 1e-5, what);
+        p.clusters = 0;
+        p.threshold = 0.3;
+        p.noise = 1;
+        snprintf(what, sizeof what, "f32 dim %zu, threshold 0.3 with noise", dim);
+        compare(&v, &p, 1e-5, what);
+        p.noise = 0;
+        p.clusters = 5;
+        p.memory_budget = 64; /* no dense grid: the sparse hash */
+        snprintf(what, sizeof what, "f32 dim %zu, sparse grid", dim);
+        compare(&v, &p, 1e-5, what);
+        if (dim == 3 || dim == 4) {
+            pc_points v64;
+            double *d = malloc(n * dim * sizeof *d);
+            for (size_t i = 0; i < n * dim; i++)
+                d[i] = pts[i] * 1.000001;
+            v64 = pc_points_f64(d, n, dim);
+            p.memory_budget = (size_t)512 << 20;
+            snprintf(what, sizeof what, "f64 dim %zu", dim);
+            compare(&v64, &p, 1e-5, what);
+            free(d);
+        }
+        free(pts);
+    }
+}
+
+/* RGB and 4-band images as uint8 and uint16 rows: the shared-counter path (32^3 cells) and the shared
+ * hash (32^4), as the benchmarks run them. */
+static void test_images(uint64_t seed)
+{
+    size_t w = quick ? 200 : 1200, h = quick ? 150 : 900;
+    for (size_t bands = 3; bands <= 4; bands++) {
+        uint8_t *img = image_u8(w, h, bands, seed + bands);
+        pc_points v = pc_points_u8(img, w * h, bands);
+        pc_hca_params p;
+        pc_hca_params_init(&p);
+        p.clusters = 6;
+        char what[64];
+        snprintf(what, sizeof what, "u8 image, %zu bands", bands);
+        compare(&v, &p, 0, what);
+        uint16_t *img16 = malloc(w * h * bands * sizeof *img16);
+        for (size_t i = 0; i < w * h * bands; i++)
+            img16[i] = (uint16_t)(img[i] * 37 + 11);
+        pc_points v16 = pc_points_u16(img16, w * h, bands);
+        snprintf(what, sizeof what, "u16 image, %zu bands", bands);
+        compare(&v16, &p, 0, what);
+        /* Rows with padding (a stride beyond the packed row). */
+        uint8_t *padded = malloc(w * h * (bands + 2));
+        for (size_t i = 0; i < w * h; i++)
+            memcpy(padded + i * (bands + 2), img + i * bands, bands);
+        pc_points vp = pc_points_u8(padded, w * h, bands);
+        vp.stride = bands + 2;
+        snprintf(what, sizeof what, "u8 image, %zu bands, strided rows", bands);
+        compare(&vp, &p, 0, what);
+        free(padded);
+        free(img16);
+        free(img);
+    }
+}
+
+/* Uniform noise on a fine grid: tens of thousands of components (the paper's one-block SLINK stopped
+ * near 6,100), a deep spanning forest, many ties in density. */
+static void test_many_components(uint64_t seed)
+{
+    size_t n = quick ? 30000 : 400000, dim = 2;
+    float *pts = test_blobs(n, dim, 1, 1000, 1, seed, NULL);
+    pc_points v = pc_points_f32(pts, n, dim);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = quick ? 200 : 700;
+    p.clusters = 12;
+    p.min_cluster_size = 0;
+    pc_result *ref = run(&v, &p, PC_BACKEND_SEQUENTIAL), *gpu = run(&v, &p, PC_BACKEND_CUDA);
+    CHECK_MSG(ref && pc_result_component_count(ref) > (quick ? 1000u : 10000u), "only %zu components",
+              ref ? pc_result_component_count(ref) : 0);
+    check_same(ref, gpu, 1e-5, "many components");
+    pc_result_free(ref);
+    pc_result_free(gpu);
+    free(pts);
+}
+
+/* A device too small for the whole input: pieces of a few thousand rows give the same result. */
+static void test_pieces(uint64_t seed)
+{
+    size_t w = quick ? 300 : 1000, h = quick ? 100 : 400, bands = 3;
+    uint8_t *img = image_u8(w, h, bands, seed + 5);
+    pc_points v = pc_points_u8(img, w * h, bands);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 6;
+    pc_result *ref = run(&v, &p, PC_BACKEND_SEQUENTIAL);
+    /* The grid (32^3 counters) and its tables, and room for about 9,000 rows. */
+    p.device_memory = ((size_t)32 * 32 * 32 * 4) + 3 * 256 * 2 + 9000 * (bands + 4);
+    pc_result *gpu = run(&v, &p, PC_BACKEND_CUDA);
+    check_same(ref, gpu, 0, "pieces of 9,000 rows");
+    double copy = -1;
+    for (size_t s = 0; gpu && s < pc_result_stage_count(gpu); s++) {
+        const char *name;
+        double sec;
+        pc_result_stage(gpu, s, &name, &sec);
+        if (!strcmp(name, "copy to GPU"))
+            copy = sec;
+    }
+    CHECK_MSG(copy > 0, "no copy stage reported (%g)", copy);
+    pc_result_free(gpu);
+    /* Too little for the grid itself: a clear status, no crash. */
+    p.device_memory = 1000;
+    pc_result *none = NULL;
+    p.backend = PC_BACKEND_CUDA;
+    CHECK(pc_hca(&v, &p, &none) == PC_DEVICE_OUT_OF_MEMORY && none == NULL);
+    CHECK_MSG(strstr(pc_last_error(), "MiB") != NULL, "message: %s", pc_last_error());
+    pc_result_free(ref);
+    free(img);
+}
+
+/* One plan, a stream of frames of one size (and a smaller one): each result equals a fresh pc_hca. */
+static void test_plan(uint64_t seed)
+{
+    size_t w = quick ? 160 : 640, h = quick ? 120 : 480, bands = 4;
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 5;
+    p.backend = PC_BACKEND_CUDA;
+    pc_hca_plan *plan = NULL;
+    CHECK(pc_hca_plan_create(&p, w * h, bands, PC_U8, &plan) == PC_OK && plan);
+    CHECK(pc_hca_plan_backend(plan) == PC_BACKEND_CUDA);
+    for (int frame = 0; plan && frame < 4; frame++) {
+        uint8_t *img = image_u8(w, h, bands, seed + 100 + (uint64_t)frame);
+        size_t n = frame == 3 ? w * h / 3 : w * h;
+        pc_points v = pc_points_u8(img, n, bands);
+        pc_result *r = NULL, *ref = run(&v, &p, PC_BACKEND_SEQUENTIAL);
+        CHECK(pc_hca_plan_run(plan, &v, &r) == PC_OK);
+        check_same(ref, r, 0, frame == 3 ? "plan, smaller frame" : "plan, frame");
+        pc_result_free(r);
+        pc_result_free(ref);
+        free(img);
+    }
+    /* The plan's shape is enforced. */
+    uint8_t px[8] = {0};
+    pc_points wrong = pc_points_u8(px, 2, 3);
+    pc_result *r = NULL;
+    CHECK(pc_hca_plan_run(plan, &wrong, &r) == PC_INVALID_ARGUMENT && r == NULL);
+    pc_hca_plan_free(plan);
+    /* AUTO takes the GPU from a megapixel on. */
+    p.backend = PC_BACKEND_AUTO;
+    CHECK(pc_hca_plan_create(&p, (size_t)1 << 20, 3, PC_U8, &plan) == PC_OK);
+    CHECK(pc_hca_plan_backend(plan) == PC_BACKEND_CUDA);
+    pc_hca_plan_free(plan);
+    CHECK(pc_hca_plan_create(&p, 1000, 3, PC_U8, &plan) == PC_OK);
+    CHECK(pc_hca_plan_backend(plan) != PC_BACKEND_CUDA);
+    pc_hca_plan_free(plan);
+}
+
+#ifdef PC_TEST_HAVE_CUDART
+/* Points already on the GPU, labels left there or brought back; non-finite values refused. */
+static void test_device_input(uint64_t seed)
+{
+    size_t n = quick ? 20000 : 300000, dim = 3;
+    float *pts = test_blobs(n, dim, 5, 1.0, 6, seed + 9, NULL);
+    pc_points host = pc_points_f32(pts, n, dim);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 5;
+    p.backend = PC_BACKEND_CUDA;
+    pc_result *ref = run(&host, &p, PC_BACKEND_SEQUENTIAL);
+    float *d_pts = NULL;
+    int32_t *d_labels = NULL;
+    CHECK(cudaMalloc((void **)&d_pts, n * dim * sizeof(float)) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&d_labels, n * sizeof(int32_t)) == cudaSuccess);
+    cudaMemcpy(d_pts, pts, n * dim * sizeof(float), cudaMemcpyHostToDevice);
+    pc_hca_plan *plan = NULL;
+    CHECK(pc_hca_plan_create(&p, n, dim, PC_F32, &plan) == PC_OK);
+    pc_points dev = pc_points_f32(d_pts, n, dim);
+    pc_result *r = NULL;
+    CHECK(pc_hca_plan_run_device(plan, &dev, NULL, &r) == PC_OK);
+    check_same(ref, r, 1e-5, "device input, labels to the host");
+    pc_result_free(r);
+    CHECK(pc_hca_plan_run_device(plan, &dev, d_labels, &r) == PC_OK);
+    CHECK(r && pc_result_labels(r) == NULL);
+    int32_t *labels = malloc(n * sizeof *labels);
+    cudaMemcpy(labels, d_labels, n * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    CHECK_MSG(ref && !memcmp(labels, pc_result_labels(ref), n * sizeof *labels), "device labels differ");
+    pc_result_free(r);
+    float nan_value = NAN;
+    cudaMemcpy(d_pts + 3 * dim + 1, &nan_value, sizeof nan_value, cudaMemcpyHostToDevice);
+    CHECK(pc_hca_plan_run_device(plan, &dev, d_labels, &r) == PC_INVALID_ARGUMENT && r == NULL);
+    CHECK_MSG(strstr(pc_last_error(), "non-finite") != NULL, "message: %s", pc_last_error());
+    pc_hca_plan_free(plan);
+    cudaFree(d_pts);
+    cudaFree(d_labels);
+    free(labels);
+    pc_result_free(ref);
+    free(pts);
+}
+#endif
+
+/* Degenerate inputs: one point, all points equal, one dimension constant. */
+static void test_degenerate(void)
+{
+    float one[3] = {1, 2, 3};
+    pc_points v = pc_points_f32(one, 1, 3);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 1;
+    compare(&v, &p, 0, "one point");
+    size_t n = 5000;
+    float *same = malloc(n * 4 * sizeof *same);
+    for (size_t i = 0; i < n * 4; i++)
+        same[i] = (i % 4 == 2) ? 7.0f : (float)(i % 97);
+    pc_points vs = pc_points_f32(same, n, 4);
+    p.clusters = 3;
+    compare(&vs, &p, 1e-6, "a constant dimension");
+    for (size_t i = 0; i < n * 4; i++)
+        same[i] = 5;
+    compare(&vs, &p, 0, "all points equal");
+    free(same);
+}
+
+int main(void)
+{
+    if (pc_cuda_device_count() <= 0) {
+        printf("test_hca_cuda: no CUDA device, skipped\n");
+        return 77;
+    }
+    quick = getenv("PC_CUDA_TEST_QUICK") != NULL;
+    uint64_t seed = test_seed("test_hca_cuda");
+    test_degenerate();
+    test_points(seed);
+    test_images(seed);
+    test_many_components(seed);
+    test_pieces(seed);
+    test_plan(seed);
+#ifdef PC_TEST_HAVE_CUDART
+    test_device_input(seed);
+#endif
+    return check_report("test_hca_cuda");
+}
