@@ -198,6 +198,14 @@ static void test_many_components(uint64_t seed)
     check_same(ref, gpu, 1e-5, "many components");
     pc_result_free(ref);
     pc_result_free(gpu);
+    /* 300 clusters: labels come back as int32, not as bytes. */
+    p.clusters = 300;
+    ref = run(&v, &p, PC_BACKEND_SEQUENTIAL);
+    gpu = run(&v, &p, PC_BACKEND_CUDA);
+    CHECK(ref && pc_result_cluster_count(ref) == 300);
+    check_same(ref, gpu, 1e-5, "many components, 300 clusters");
+    pc_result_free(ref);
+    pc_result_free(gpu);
     free(pts);
 }
 

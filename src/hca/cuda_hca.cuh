@@ -130,6 +130,8 @@ struct pc__hca_gpu {
     pc__device_buffer<int32_t> tiles;
     pc__device_buffer<unsigned char> temp;
     pc__device_buffer<unsigned long long> sums;
+    pc__device_buffer<uint8_t> narrow; // labels as bytes on their way to the host
+    uint8_t *pinned;                   // and their pinned landing place (piece_rows bytes)
 };
 
 // Grows a buffer to at least n elements (a quarter more, so slowly growing inputs do not reallocate
@@ -155,6 +157,9 @@ pc_status pc__hca_cuda_cells(pc__hca_gpu &s, size_t *cells);
 pc_status pc__hca_cuda_components(pc__hca_gpu &s, size_t cells, size_t *components);
 pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, size_t *edges);
 pc_status pc__hca_cuda_spanning_forest(pc__hca_gpu &s, size_t components, size_t edges, size_t *forest_edges);
+
+// Labels of fewer than 255 clusters as bytes (-1 as 255).
+pc_status pc__hca_cuda_narrow(const int32_t *labels, uint8_t *bytes, size_t n, cudaStream_t stream);
 
 // Order-preserving bits of a double (and back), for atomicMin / atomicMax on unsigned 64-bit words.
 __host__ __device__ __forceinline__ unsigned long long pc__hca_order_bits(unsigned long long u)

@@ -257,6 +257,12 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
     }
 }
 
+__global__ void narrow_kernel(const int32_t *labels, uint8_t *bytes, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        bytes[i] = (uint8_t)labels[i];
+}
+
 // Blocks to launch: as many as fit on the GPU at once, given the shared memory.
 template <typename K> pc_status fill_gpu(K kernel, size_t smem, const pc__hca_point_pass &pass, int *blocks)
 {
@@ -365,4 +371,12 @@ pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bi
 {
     label_launch f{rows, bin, grid, cluster_of_cell, labels, k, sums, scale, pass};
     return dispatch(rows, f);
+}
+
+pc_status pc__hca_cuda_narrow(const int32_t *labels, uint8_t *bytes, size_t n, cudaStream_t stream)
+{
+    size_t blocks = (n + 255) / 256;
+    narrow_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(labels, bytes, n);
+    PC_CUDA_LAUNCHED("HCA label narrowing kernel");
+    return PC_OK;
 }

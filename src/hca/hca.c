@@ -107,6 +107,13 @@ static pc_status label_points(pc__hca_grid *g, const pc_points *points, const in
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums") : PC_OK;
 }
 
+void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels)
+{
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)n; i++)
+        labels[i] = bytes[i] == 255 ? -1 : bytes[i];
+}
+
 pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *gr, const double *sums, size_t k)
 {
     size_t dim = g->dim;

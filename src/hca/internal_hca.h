@@ -64,6 +64,10 @@ pc_status pc__hca_cut(const pc__hca_grid *g, const pc__hca_graph *graph, const d
 pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *graph, const double *sums,
                          size_t k);
 
+/* labels[i] = bytes[i], 255 becoming -1, on all cores (the GPU sends labels of fewer than 255
+ * clusters as bytes). */
+void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels);
+
 /* The CUDA backend (src/hca/cuda*.cu; a stub without CUDA). Device state lives in a pc__hca_gpu, kept
  * by a plan from one run to the next. */
 typedef struct pc__hca_gpu pc__hca_gpu;
