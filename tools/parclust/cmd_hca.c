@@ -19,7 +19,7 @@ static const char *const help =
     "  --min-cluster-size N   smaller clusters do not count; their points join the nearest kept\n"
     "                         cluster (default 0.1% of the points, at least 2; 0 = off)\n"
     "  --noise                label the points of too-small clusters -1 instead\n"
-    "  --backend B            auto (default), seq or openmp\n"
+    "  --backend B            auto (default: the GPU from 2^20 points), seq, openmp or cuda\n"
     "  --threads T            OpenMP threads (default: all cores)\n"
     "  --labels OUT           one label per point (.csv/.txt or .npy)\n"
     "  --centers OUT          the cluster centres (mean of their points), one row each\n"
