@@ -199,29 +199,55 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
 
 /* ---------------------------------------------------------------- mean shift on images */
 
-/* Mean shift segmentation of an image in the joint spatial-range domain (ALGORITHMS.md section 4):
- * each pixel is (row, col, band values); the kernel's support is spatial_bandwidth pixels in position
- * and range_bandwidth band units in value. Pixels converging to modes closer than the bandwidths join
- * one region when they are connected in the image; regions smaller than min_region_size pixels merge
- * into their most similar neighbouring region. */
+/* Mean shift segmentation of an image in the joint spatial-range domain (ALGORITHMS.md section 4),
+ * as EDISON and OpenCV's pyrMeanShiftFiltering + flood fill do it, in three stages:
+ * 1. filter: every valid pixel, as the point (row, col, band values), climbs to the mode of a flat
+ *    kernel that is the disk (r - row)^2 + (c - col)^2 <= hs^2 in position times the ball
+ *    |v - values| <= hr in band values (Euclidean over the bands): each shift moves the point to the
+ *    mean position and mean values of the valid pixels inside both, until a shift moves it by <= eps
+ *    in bandwidth units, sqrt((drow^2 + dcol^2) / hs^2 + |dv|^2 / hr^2), or after max_iter shifts.
+ *    (Flat in both, as EDISON and OpenCV: a pixel's mode is the plain mean of similar neighbours.)
+ * 2. fuse: 8-connected valid pixels (diagonal neighbours too) whose modes' band values are within hr
+ *    of each other join one region (connected components; the result does not depend on the order
+ *    of the pixels or threads). The modes' positions take no part: connectivity already keeps regions
+ *    spatially coherent.
+ * 3. prune: while some region has fewer than min_region_size pixels and a neighbour (8-connected), each
+ *    such region joins, all at once per round, the neighbouring region whose mean band values (over its
+ *    original pixels) are closest (ties: the region whose first pixel in raster order comes first).
+ *    A small region with no valid neighbour stays.
+ * The sequential and OpenMP backends give identical results; there is no CUDA path (PC_UNSUPPORTED);
+ * AUTO runs OpenMP. Cost: O(valid pixels x pi hs^2 x shifts) for the filter, O(pixels) for the rest. */
 typedef struct {
-    double spatial_bandwidth; /* hs, in pixels, > 0. Default 8 */
-    double range_bandwidth;   /* hr, in band units, > 0. Default 16 */
-    int64_t min_region_size;  /* pixels; smaller regions join a neighbour. Default 20; 0 = off */
-    double eps;               /* a pixel stops once a shift moves it by <= eps (in bandwidths). Default 0.01 */
-    int max_iter;             /* default 20; >= 1 */
-    pc_backend backend;       /* default PC_BACKEND_AUTO */
+    double spatial_bandwidth; /* hs, in pixels, finite and > 0 (need not be whole). Default 8 */
+    double range_bandwidth;   /* hr, in band units (0..255 for 8-bit), finite and > 0. Default 16 */
+    /* Regions smaller than this many pixels join their closest neighbour. Default 20; 0 or 1 = off */
+    int64_t min_region_size;
+    /* A pixel stops once a shift moves it by <= eps, in bandwidths (see 1.), finite and >= 0; 0 = only
+     * when it stops moving at all. Default 0.01 */
+    double eps;
+    int max_iter;             /* shifts per pixel at most, >= 1. Default 20 */
+    pc_backend backend;       /* PC_BACKEND_AUTO (default), _SEQUENTIAL or _OPENMP; _CUDA: PC_UNSUPPORTED */
     int threads;              /* OpenMP threads, 0 = OpenMP's default */
-    pc_progress_fn progress;  /* optional */
+    /* optional; called from the calling thread with the fraction of pixels filtered; non-zero stops
+     * the run with PC_CANCELLED */
+    pc_progress_fn progress;
     void *progress_user;
 } pc_meanshift_image_params;
 
 void pc_meanshift_image_params_init(pc_meanshift_image_params *params);
 
-/* Segments a width x height image whose pixels are the rows of `pixels` (row y * width + x, one value
- * per band). valid: NULL, or width x height bytes where 0 marks a nodata pixel, which gets label -1 and
- * takes no part. The result's labels are the regions (numbered by size, largest first), its centres the
- * regions' mean band values, its modes where each pixel converged (band values). */
+/* Segments a width x height image whose pixels are the rows of `pixels` (pixel (row y, col x) is row
+ * y * width + x, one value per band, any element type; width x height must equal pixels->n, at most
+ * INT32_MAX). valid: NULL (every pixel valid), or width x height bytes where 0 marks a nodata pixel:
+ * it gets label -1 and a NaN mode, and is neither in any window nor anyone's neighbour, so what it
+ * holds (NaN included) changes nothing. Valid pixels must hold finite values (in float range).
+ * An image with no valid pixel is an error. The result has:
+ *   labels   n region numbers in [0, k), numbered by size, largest first (ties: first pixel first), or -1;
+ *   k, sizes regions and their pixel counts; centres: each region's mean original band values (k x bands);
+ *   modes    n x bands: each pixel's filtered band values (its mode), NaN for nodata; positions are
+ *            not reported;
+ *   iterations  the most shifts any pixel took;
+ *   stages   "prepare" (copy and checks), "filter", "fuse", "prune", in seconds. */
 pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t height, const uint8_t *valid,
                              const pc_meanshift_image_params *params, pc_result **result);
 
