@@ -1,10 +1,11 @@
 /* Image mean shift speed on a synthetic photo-like RGB scene: Voronoi regions of random colours under
  * a smooth shading, with Gaussian noise, segmented with sequential and OpenMP backends; medians of
- * several runs, per-stage times, iterations and region counts. --raw writes the image (packed RGB,
- * row-major) so peers (bench/meanshift_image_peers.py) can run on the same pixels.
+ * several runs, per-stage times, iterations, region counts and the ARI against the true cells. --raw writes the image (packed RGB,
+ * row-major) so peers (bench/meanshift_image_peers.py) can run on the same pixels, --modes the
+ * sequential run's modes (float32, n x 3) to compare their filtered images with ours.
  *
  *   bench_meanshift_image [--size 1024x1024] [--hs 8] [--hr 16] [--min 20] [--repeats 3]
- *                         [--max-iter 20] [--threads 1,2] [--raw FILE]
+ *                         [--max-iter 20] [--threads 1,2] [--raw FILE] [--modes FILE]
  */
 #include "parclust.h"
 
@@ -33,7 +34,7 @@ static uint64_t next(uint64_t *s)
 static double uniform(uint64_t *s) { return (double)(next(s) >> 11) * 0x1.0p-53; }
 
 /* 300 Voronoi cells of random colours, a shading ramp of +-20% across the image, noise sigma 5. */
-static uint8_t *scene(size_t w, size_t h, uint64_t seed)
+static uint8_t *scene(size_t w, size_t h, uint64_t seed, int32_t *truth)
 {
     enum { CELLS = 300 };
     uint64_t s = seed | 1;
@@ -56,6 +57,7 @@ static uint8_t *scene(size_t w, size_t h, uint64_t seed)
                 if (d < bd)
                     bd = d, best = k;
             }
+            truth[r * w + c] = best;
             double shade = 0.8 + 0.4 * ((double)r / (double)h + (double)c / (double)w) / 2;
             for (int b = 0; b < 3; b++) {
                 /* Box-Muller */
@@ -80,7 +82,7 @@ int main(int argc, char **argv)
     double hs = 8, hr = 16;
     long long min_size = 20;
     int repeats = 3, max_iter = 0;
-    const char *threads_list = "1,2", *raw = NULL;
+    const char *threads_list = "1,2", *raw = NULL, *modes_out = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--size") && sscanf(argv[i + 1], "%zux%zu", &w, &h) == 2)
             continue;
@@ -98,6 +100,8 @@ int main(int argc, char **argv)
             threads_list = argv[i + 1];
         else if (!strcmp(argv[i], "--raw"))
             raw = argv[i + 1];
+        else if (!strcmp(argv[i], "--modes"))
+            modes_out = argv[i + 1];
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -107,7 +111,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bad --repeats or --size\n");
         return 2;
     }
-    uint8_t *img = scene(w, h, 2026);
+    int32_t *truth = malloc(w * h * sizeof *truth);
+    uint8_t *img = truth ? scene(w, h, 2026, truth) : NULL;
     if (!img) {
         fprintf(stderr, "out of memory\n");
         return 1;
@@ -120,8 +125,8 @@ int main(int argc, char **argv)
         }
     }
     pc_points view = pc_points_u8(img, w * h, 3);
-    printf("| backend | threads | image | hs | hr | min | time (s) | filter | fuse | prune | iterations | regions |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| backend | threads | image | hs | hr | min | time (s) | filter | fuse | prune | iterations | regions | ARI vs cells |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     char list[256];
     snprintf(list, sizeof list, "seq,%s", threads_list);
     int32_t *ref = NULL;
@@ -156,14 +161,22 @@ int main(int argc, char **argv)
         for (int k = 0; k < repeats; k++)
             if (times[k] == med)
                 mk = k;
-        printf("| %s | %s | %zux%zu RGB u8 | %g | %g | %lld | %.3f | %.3f | %.3f | %.3f | %d | %zu |\n",
+        double ari = -1;
+        pc_adjusted_rand_index(truth, pc_result_labels(r), w * h, &ari);
+        printf("| %s | %s | %zux%zu RGB u8 | %g | %g | %lld | %.3f | %.3f | %.3f | %.3f | %d | %zu | %.4f |\n",
                p.backend == PC_BACKEND_SEQUENTIAL ? "seq" : "openmp", p.backend == PC_BACKEND_SEQUENTIAL ? "1" : tok, w, h,
                hs, hr, min_size, med, stage[mk][1], stage[mk][2], stage[mk][3], pc_result_iterations(r),
-               pc_result_cluster_count(r));
+               pc_result_cluster_count(r), ari);
         /* Speed is never bought with another answer: every backend must give the sequential labels. */
         if (!ref) {
             ref = malloc(w * h * sizeof *ref);
             memcpy(ref, pc_result_labels(r), w * h * sizeof *ref);
+            FILE *f = modes_out ? fopen(modes_out, "wb") : NULL;
+            if (modes_out && (!f || fwrite(pc_result_modes(r), sizeof(float), w * h * 3, f) != w * h * 3 ||
+                              fclose(f) != 0)) {
+                fprintf(stderr, "cannot write %s\n", modes_out);
+                return 1;
+            }
         } else if (memcmp(ref, pc_result_labels(r), w * h * sizeof *ref) != 0) {
             fprintf(stderr, "labels differ from the sequential run\n");
             return 1;
@@ -172,5 +185,6 @@ int main(int argc, char **argv)
     }
     free(ref);
     free(img);
+    free(truth);
     return 0;
 }

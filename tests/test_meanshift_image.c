@@ -413,6 +413,42 @@ static void test_diagonal_line(uint64_t seed)
     pc_result_free(r);
 }
 
+/* Bandwidths beyond the image: a disk larger than the image makes every pixel's mode the mean of all
+ * pixels within hr in range (here: its half of the image), whatever the size of hs (1e300 squared
+ * is infinite); a ball larger than every colour difference gives one region. */
+static void test_huge_bandwidths(uint64_t seed)
+{
+    uint64_t s = seed ^ 0xB16;
+    const size_t w = 20, h = 12, n = w * h;
+    uint16_t v[20 * 12];
+    double sum[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        int right = i % w >= 8;
+        v[i] = (uint16_t)((right ? 2000 : 400) + (int)(rng_next(&s) % 21) - 10);
+        sum[right] += v[i];
+    }
+    pc_points view = pc_points_u16(v, n, 1);
+    const double spatial[3] = {100, 1e30, 1e300};
+    for (int t = 0; t < 3; t++) {
+        pc_result *r = segment(&view, w, h, NULL, spatial[t], 50, 0, PC_BACKEND_AUTO, 0);
+        if (!r)
+            continue;
+        CHECK(pc_result_cluster_count(r) == 2);
+        for (size_t i = 0; i < n; i++) {
+            int right = i % w >= 8;
+            CHECK_NEAR(pc_result_modes(r)[i], sum[right] / (right ? 12.0 * h : 8.0 * h), 1e-3);
+        }
+        CHECK(pc_result_iterations(r) <= 2); /* the first shift lands on the mode, the second confirms */
+        pc_result_free(r);
+    }
+    pc_result *r = segment(&view, w, h, NULL, 3, 1e30, 0, PC_BACKEND_AUTO, 0);
+    if (r) {
+        CHECK(pc_result_cluster_count(r) == 1);
+        CHECK_NEAR(pc_result_centers(r)[0], (sum[0] + sum[1]) / n, 1e-3);
+    }
+    pc_result_free(r);
+}
+
 /* Nodata: a full-height stripe and scattered pixels are invalid. They get -1 and NaN modes, split the
  * background in two (they connect nothing), and whatever they hold (the true colours, wild bytes,
  * NaN) changes no other pixel's result. */
@@ -618,6 +654,7 @@ int main(void)
     test_painted_regions(seed);
     test_speck(seed);
     test_diagonal_line(seed);
+    test_huge_bandwidths(seed);
     test_nodata(seed);
     test_openmp_matches_sequential(seed);
     test_bad_input();

@@ -246,14 +246,17 @@ pc_status pc__msi_filter(const pc__msi_image *im, const pc__msi_filter_params *p
 {
     /* Rows k away from the centre's nearest row are at least k - 1/2 from the centre, so the disk
      * spans at most sqrt(hs^2 - (k - 1/2)^2) columns either side of it, and the centre lies in
-     * [ci, ci + 1): columns ci - half[k] .. ci + half[k] + 1 hold every pixel of the disk. */
-    long k_max = (long)floor(p->hs + 0.5);
+     * [ci, ci + 1): columns ci - half[k] .. ci + half[k] + 1 hold every pixel of the disk.
+     * The centre never leaves the image (it is a mean of pixels), so a disk wider than the image's
+     * width + height covers all of it from anywhere: the table stops there (hs may be huge). */
+    double hs_table = fmin(p->hs, (double)(im->width + im->height + 2));
+    long k_max = (long)floor(hs_table + 0.5);
     long *half = pc__alloc((size_t)k_max + 1, sizeof *half, "disk spans");
     if (!half)
         return PC_OUT_OF_MEMORY;
     for (long k = 0; k <= k_max; k++) {
         double d = k == 0 ? 0 : (double)k - 0.5;
-        half[k] = (long)floor(sqrt(fmax(0, p->hs * p->hs - d * d)));
+        half[k] = (long)floor(sqrt(fmax(0, hs_table * hs_table - d * d)));
     }
     filter_setup f;
     f.im = im;
