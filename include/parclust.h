@@ -264,8 +264,9 @@ const char *pc_kmeans_init_name(pc_kmeans_init init); /* "kmeans++", "random", "
 
 /* How the CUDA backend runs an iteration (for comparing the seed's design with the default). */
 typedef enum {
-    PC_KMEANS_CUDA_FAST = 0, /* default: the best of the paths below by k x dim (GEMM for large k x dim,
-                                else assignment and accumulation fused in one pass over the points) */
+    PC_KMEANS_CUDA_FAST = 0, /* default: assignment and (fixed-point) accumulation fused in one pass
+                                while k x (dim + 1) <= 4096, else the seed's two passes (the fastest
+                                measured there) */
     PC_KMEANS_CUDA_SEED,     /* seed 002: an assignment kernel, then per-block per-cluster sums, then a
                                 final sum */
     PC_KMEANS_CUDA_GEMM,     /* register-tiled distances (points x centres tiles, exact FP32), then sums */

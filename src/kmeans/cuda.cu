@@ -514,24 +514,21 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     PC_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "device query");
     PC_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "device query");
-    const size_t limit = (size_t)max_smem, entries = k * (dim + 1), gemm_bytes = pc__km_gemm_smem(k, dim);
+    const size_t limit = (size_t)max_smem, entries = k * (dim + 1);
     switch (variant) {
     case PC_KMEANS_CUDA_SEED: e.how = path::seed; break;
     case PC_KMEANS_CUDA_GEMM: e.how = path::gemm; break;
     case PC_KMEANS_CUDA_DIRECT: e.how = path::direct; break;
     default:
-        /* The register-tiled kernel wherever a centre tile is mostly real centres and a point's
-         * distance several FMAs (it pads k to 128s; below that the direct kernels do as well). Small
-         * per-block sums are added in the assignment pass; with large k x dim they would take the
-         * shared memory that lets several blocks share an SM, and two passes are faster (measured on
-         * an H200: 10M x 16, k = 1000: 23.7 ms fused, 16.5 ms in two passes). */
-        if (dim >= 5 && k >= 128 && gemm_bytes <= limit)
-            e.how = path::gemm;
-        else
-            e.how = entries <= 4096 ? path::direct_fused : path::direct;
+        /* Small per-block sums are added in the assignment pass (fixed point: deterministic); with
+         * large k x dim they would take the shared memory that lets several blocks share an SM, and
+         * the direct assignment followed by the seed's float block sums measured fastest (H200, 10M x
+         * 16, k = 1000: 8.6 ms, against 11.2 with the fixed-point second pass and 12.8 with the GEMM
+         * kernel; 23.7 fused). */
+        e.how = entries <= 4096 ? path::direct_fused : path::seed;
     }
     e.smem_sums = e.how == path::direct_fused ? 0 : entries * (e.how == path::seed ? sizeof(float) : sizeof(fixed));
-    e.smem_assign = e.how == path::gemm ? gemm_bytes : assign_smem(k, dim, e.how == path::direct_fused);
+    e.smem_assign = e.how == path::gemm ? pc__km_gemm_smem(k, dim) : assign_smem(k, dim, e.how == path::direct_fused);
     if (e.smem_assign > limit || e.smem_sums > limit)
         return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres (or the per-cluster sums) in shared "
                                         "memory: %zu KiB exceed the %d KiB a block may use",
