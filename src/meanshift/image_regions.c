@@ -105,7 +105,12 @@ static pc_status prune(const pc__msi_image *im, const int32_t *region, region_se
 {
     size_t w = im->width, h = im->height, n = w * h, bands = rs->bands, R = rs->regions;
     pc_status st = PC_OK;
-    size_t *pixels = pc__alloc(n, sizeof *pixels, "small-region pixel list");
+    size_t small = 0;
+    for (size_t p = 0; p < n; p++)
+        small += region[p] >= 0 && rs->size[region[p]] < min_size;
+    if (small == 0)
+        return PC_OK;
+    size_t *pixels = pc__alloc(small, sizeof *pixels, "small-region pixel list");
     size_t *roots = pc__alloc(R, sizeof *roots, "region list");
     size_t *best = pc__alloc(R, sizeof *best, "closest neighbours");
     double *best_d2 = pc__alloc(R, sizeof *best_d2, "closest neighbour distances");
