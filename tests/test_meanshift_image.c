@@ -254,7 +254,8 @@ static pc_result *segment(const pc_points *view, size_t w, size_t h, const uint8
     p.spatial_bandwidth = hs;
     p.range_bandwidth = hr;
     p.min_region_size = min_size;
-    p.backend = backend;
+    /* A build without OpenMP runs the sequential backend in its place (it refuses OpenMP by name). */
+    p.backend = backend == PC_BACKEND_OPENMP && !pc_backend_available(backend) ? PC_BACKEND_SEQUENTIAL : backend;
     p.threads = threads;
     pc_result *r = NULL;
     pc_status st = pc_meanshift_image(view, w, h, valid, &p, &r);

@@ -276,6 +276,7 @@ pc_status pc__msi_filter(const pc__msi_image *im, const pc__msi_filter_params *p
     threads = p->threads > 0 ? p->threads : omp_get_max_threads();
 #endif
     int parallel = p->parallel && threads > 1 && blocks > 1;
+    (void)parallel; /* read by the OpenMP pragma only */
     int most = 0, failed = 0, cancelled = 0;
     long done = 0;
 #pragma omp parallel num_threads(threads) if (parallel) reduction(max : most) reduction(| : failed)
