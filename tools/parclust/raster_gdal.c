@@ -82,6 +82,10 @@ static void gdal_start(void)
     if (!registered) {
         GDALAllRegister();
         CPLSetErrorHandler(keep_error);
+        /* The pixels are read straight into their one buffer and the labels written from theirs, so
+         * GDAL's block cache (5% of the machine's memory by default) would only add to the peak. */
+        if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL))
+            GDALSetCacheMax64((GIntBig)64 << 20);
         registered = 1;
     }
     gdal_first_error[0] = '\0';
