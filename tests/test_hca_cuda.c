@@ -209,6 +209,28 @@ static void test_many_components(uint64_t seed)
     free(pts);
 }
 
+/* Copies of 8 MiB and more go through pinned staging buffers in chunks, both ways: a 36-MB image
+ * (labels back as bytes, two chunks) and 2.5M float points in 300 clusters (labels back as int32). */
+static void test_large_transfers(uint64_t seed)
+{
+    size_t w = 4000, h = 3000, bands = 3;
+    uint8_t *img = image_u8(w, h, bands, seed + 11);
+    pc_points v = pc_points_u8(img, w * h, bands);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 6;
+    compare(&v, &p, 0, "36-MB image through the staging buffers");
+    free(img);
+    size_t n = 2500000;
+    float *pts = test_blobs(n, 2, 1, 1000, 1, seed + 12, NULL);
+    pc_points vf = pc_points_f32(pts, n, 2);
+    p.m = 700;
+    p.clusters = 300;
+    p.min_cluster_size = 0;
+    compare(&vf, &p, 1e-5, "2.5M points, int32 labels through the staging buffers");
+    free(pts);
+}
+
 /* A device too small for the whole input: pieces of a few thousand rows give the same result. */
 static void test_pieces(uint64_t seed)
 {
@@ -359,6 +381,8 @@ int main(void)
     test_images(seed);
     test_many_components(seed);
     test_pieces(seed);
+    if (!quick)
+        test_large_transfers(seed);
     test_plan(seed);
 #ifdef PC_TEST_HAVE_CUDART
     test_device_input(seed);

@@ -131,7 +131,10 @@ struct pc__hca_gpu {
     pc__device_buffer<unsigned char> temp;
     pc__device_buffer<unsigned long long> sums;
     pc__device_buffer<uint8_t> narrow; // labels as bytes on their way to the host
-    uint8_t *pinned;                   // and their pinned landing place (piece_rows bytes)
+    // Two pinned buffers that large copies between pageable memory and the GPU go through, the host
+    // copying one while the bus moves the other; made on first use.
+    unsigned char *staging[2];
+    cudaEvent_t staged[2];
 };
 
 // Grows a buffer to at least n elements (a quarter more, so slowly growing inputs do not reallocate

@@ -67,6 +67,8 @@ pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_grap
 /* labels[i] = bytes[i], 255 becoming -1, on all cores (the GPU sends labels of fewer than 255
  * clusters as bytes). */
 void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels);
+/* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */
+void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
 
 /* The CUDA backend (src/hca/cuda*.cu; a stub without CUDA). Device state lives in a pc__hca_gpu, kept
  * by a plan from one run to the next. */
