@@ -23,7 +23,8 @@
 #define PC__INLINE static inline __attribute__((always_inline))
 
 /* Eight lanes as a GCC/Clang vector type (one AVX register, or two SSE ones). Lanes are summed in a
- * fixed order at the end of each row, so no sum depends on the instruction set's width. */
+ * fixed order when they are flushed into doubles, so no sum depends on the instruction set's width
+ * or on the thread that computes it. */
 typedef float vfloat __attribute__((vector_size(LANES * sizeof(float))));
 typedef int32_t vint __attribute__((vector_size(LANES * sizeof(float))));
 
