@@ -45,6 +45,7 @@ static pc_status label_points(pc__hca_grid *g, const pc_points *points, const in
     if (!stride)
         stride = dim * (points->dtype == PC_F64 ? 8 : points->dtype == PC_F32 ? 4 : points->dtype == PC_U16 ? 2 : 1);
     int threads = g->threads;
+    (void)threads; /* used only by the OpenMP pragmas */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
     long entries = g->dense ? (long)(g->stride[0] * (uint64_t)g->m) : (long)g->cells;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
