@@ -151,6 +151,9 @@ static int bench_gpu(const char *tok, const uint8_t *img, size_t pixels, size_t 
         cudaMalloc((void **)&d_labels, pixels * sizeof(int32_t)) != cudaSuccess ||
         cudaMallocHost((void **)&pinned, pixels * bands) != cudaSuccess) {
         fprintf(stderr, "GPU benchmark: cannot allocate %s Mpix\n", tok);
+        cudaFree(d_img);
+        cudaFree(d_labels);
+        pc_hca_plan_free(plan);
         return 1;
     }
     memcpy(pinned, img, pixels * bands);
@@ -159,7 +162,18 @@ static int bench_gpu(const char *tok, const uint8_t *img, size_t pixels, size_t 
               gpu_rows(tok, bands, plan, img, pinned, d_img, d_labels, pixels, repeats, "+ copy from pinned") ||
               gpu_rows(tok, bands, plan, img, img, d_img, d_labels, pixels, repeats, "+ copy from pageable") ||
               gpu_rows(tok, bands, plan, img, NULL, NULL, NULL, pixels, repeats, "host in, host labels");
-    printf("(plan for %s Mpix made in %.1f ms)\n", tok, plan_ms);
+    /* The timings are of a right answer: the GPU's labels against the CPU backend's. */
+    pc_result *gpu_res = NULL, *cpu_res = NULL;
+    pc_points v = pc_points_u8(img, pixels, bands);
+    p.backend = PC_BACKEND_OPENMP;
+    int same = pc_hca_plan_run(plan, &v, &gpu_res) == PC_OK && pc_hca(&v, &p, &cpu_res) == PC_OK &&
+               pc_result_cluster_count(gpu_res) == pc_result_cluster_count(cpu_res) &&
+               !memcmp(pc_result_labels(gpu_res), pc_result_labels(cpu_res), pixels * sizeof(int32_t));
+    pc_result_free(gpu_res);
+    pc_result_free(cpu_res);
+    printf("(plan for %s Mpix made in %.1f ms; labels %s the CPU backend's)\n", tok, plan_ms,
+           same ? "identical to" : "DIFFERENT FROM");
+    bad |= !same;
     cudaFree(d_img);
     cudaFree(d_labels);
     cudaFreeHost(pinned);

@@ -315,8 +315,9 @@ typedef struct {
                              non-empty cells are stored. Default 512 MiB */
     pc_backend backend;   /* default PC_BACKEND_AUTO: CUDA when a device is present and n >= 2^20 */
     int threads;          /* OpenMP threads, 0 = OpenMP's default */
-    /* CUDA: bytes of GPU memory the backend may hold; 0 (default) = what is free, less 512 MiB. Host
-     * inputs larger than that are streamed through the GPU in pieces. */
+    /* CUDA: bytes of GPU memory the backend sizes its grid, cell arrays and pieces of points to;
+     * 0 (default) = what is free, less 512 MiB left for edges and sort scratch. Host inputs larger
+     * than that are streamed through the GPU in pieces. */
     size_t device_memory;
 } pc_hca_params;
 
@@ -332,19 +333,22 @@ pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result
  * every time. Plans are not shared between threads; results are independent of the plan. */
 typedef struct pc_hca_plan pc_hca_plan;
 
-/* n, dim and dtype: the shape of the inputs to come (runs may have fewer rows, never more columns or
- * another type). The params are copied. With the CUDA backend, the device memory for n rows is
- * reserved here, so a card too small is reported now (PC_DEVICE_OUT_OF_MEMORY); inputs larger than
- * the card are processed in pieces when they are on the host. */
+/* n, dim and dtype: the shape of the inputs to come (runs have this dim and dtype and at most n
+ * rows). The params are copied. With the CUDA backend the grid and the buffers for the points are
+ * allocated here (a card too small even for the grid and a piece of 4,096 rows: PC_DEVICE_OUT_OF_MEMORY;
+ * with AUTO, the CPU is taken instead); host inputs larger than the card go through it in pieces.
+ * Buffers for cells, components and edges grow during runs as needed and are kept. The plan's GPU
+ * is the current device at creation; its stream waits for work on the legacy default stream. */
 pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype,
                              pc_hca_plan **plan);
 void pc_hca_plan_free(pc_hca_plan *plan); /* NULL-safe */
 pc_backend pc_hca_plan_backend(const pc_hca_plan *plan); /* the backend AUTO resolved to */
 /* Clusters points on the host, as pc_hca does. */
 pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result **result);
-/* CUDA plans only: points->data is device memory (cudaMalloc'd). device_labels: n int32 in device
- * memory receiving the labels (the result then has no host labels), or NULL to have the labels copied
- * into the result. Values are checked on the device (non-finite ones are refused). */
+/* CUDA plans only: points->data is device memory (cudaMalloc'd or managed), aligned to its element
+ * size, filled before the call (on the legacy default stream, or synchronised). device_labels: n int32
+ * in device memory receiving the labels (the result then has no host labels), or NULL to have the
+ * labels copied into the result. Values are checked on the device (non-finite ones are refused). */
 pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
                                  pc_result **result);
 

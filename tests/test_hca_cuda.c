@@ -180,6 +180,25 @@ static void test_images(uint64_t seed)
     }
 }
 
+/* Uniform 4-band noise: each block meets more distinct cells than its shared hash holds, and spills
+ * counts to the grid in global memory. */
+static void test_shared_hash_spill(uint64_t seed)
+{
+    size_t n = 4000000, bands = 4;
+    uint8_t *img = malloc(n * bands);
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n * bands; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        img[i] = (uint8_t)(s >> 24);
+    }
+    pc_points v = pc_points_u8(img, n, bands);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 4;
+    compare(&v, &p, 0, "uniform 4-band noise (shared hash spills)");
+    free(img);
+}
+
 /* Uniform noise on a fine grid: tens of thousands of components (the paper's one-block SLINK stopped
  * near 6,100), a deep spanning forest, many ties in density. */
 static void test_many_components(uint64_t seed)
@@ -209,11 +228,11 @@ static void test_many_components(uint64_t seed)
     free(pts);
 }
 
-/* Copies of 8 MiB and more go through pinned staging buffers in chunks, both ways: a 36-MB image
- * (labels back as bytes, two chunks) and 2.5M float points in 300 clusters (labels back as int32). */
+/* Copies of 8 MiB and more go through pinned staging buffers in chunks, both ways: a 9- or 36-MB image
+ * (labels back as bytes) and 2.2M or 2.5M float points in 300 clusters (labels back as int32). */
 static void test_large_transfers(uint64_t seed)
 {
-    size_t w = 4000, h = 3000, bands = 3;
+    size_t w = quick ? 2000 : 4000, h = quick ? 1500 : 3000, bands = 3;
     uint8_t *img = image_u8(w, h, bands, seed + 11);
     pc_points v = pc_points_u8(img, w * h, bands);
     pc_hca_params p;
@@ -221,7 +240,7 @@ static void test_large_transfers(uint64_t seed)
     p.clusters = 6;
     compare(&v, &p, 0, "36-MB image through the staging buffers");
     free(img);
-    size_t n = 2500000;
+    size_t n = quick ? 2200000 : 2500000;
     float *pts = test_blobs(n, 2, 1, 1000, 1, seed + 12, NULL);
     pc_points vf = pc_points_f32(pts, n, 2);
     p.m = 700;
@@ -231,38 +250,77 @@ static void test_large_transfers(uint64_t seed)
     free(pts);
 }
 
-/* A device too small for the whole input: pieces of a few thousand rows give the same result. */
+/* Runs one case with the device limited to device_memory bytes (host input goes through in pieces) and
+ * compares with the sequential backend. With the CUDA runtime at hand, also checks that the plan held
+ * no more than that (plus allocation granularity). */
+static void pieces_case(const pc_points *v, pc_hca_params p, size_t device_memory, double rel, const char *what)
+{
+    pc_result *ref = run(v, &p, PC_BACKEND_SEQUENTIAL), *gpu = NULL;
+    p.device_memory = device_memory;
+    p.backend = PC_BACKEND_CUDA;
+#ifdef PC_TEST_HAVE_CUDART
+    size_t free_before = 0, free_after = 0, total = 0;
+    cudaMemGetInfo(&free_before, &total);
+#endif
+    pc_hca_plan *plan = NULL;
+    CHECK_MSG(pc_hca_plan_create(&p, v->n, v->dim, v->dtype, &plan) == PC_OK, "%s: %s", what, pc_last_error());
+#ifdef PC_TEST_HAVE_CUDART
+    cudaMemGetInfo(&free_after, &total);
+    size_t held = free_before > free_after ? free_before - free_after : 0;
+    CHECK_MSG(held <= device_memory + ((size_t)24 << 20), "%s: the plan holds %zu MiB, limit %zu MiB", what, held >> 20,
+              device_memory >> 20);
+#endif
+    CHECK(plan && pc_hca_plan_run(plan, v, &gpu) == PC_OK);
+    check_same(ref, gpu, rel, what);
+    pc_result_free(gpu);
+    pc_result_free(ref);
+    pc_hca_plan_free(plan);
+}
+
+/* A device too small for the whole input: pieces give the same result, on every grid path, strided
+ * rows, float rows, labels back as bytes and as int32. */
 static void test_pieces(uint64_t seed)
 {
-    size_t w = quick ? 300 : 1000, h = quick ? 100 : 400, bands = 3;
+    size_t w = quick ? 600 : 6000, h = quick ? 200 : 5000, bands = 3; /* 30 Mpix: 90 MB + 120 MB labels */
     uint8_t *img = image_u8(w, h, bands, seed + 5);
     pc_points v = pc_points_u8(img, w * h, bands);
     pc_hca_params p;
     pc_hca_params_init(&p);
     p.clusters = 6;
-    pc_result *ref = run(&v, &p, PC_BACKEND_SEQUENTIAL);
-    /* The grid (32^3 counters) and its tables, and room for about 9,000 rows. */
-    p.device_memory = ((size_t)32 * 32 * 32 * 4) + 3 * 256 * 2 + 9000 * (bands + 4);
-    pc_result *gpu = run(&v, &p, PC_BACKEND_CUDA);
-    check_same(ref, gpu, 0, "pieces of 9,000 rows");
-    double copy = -1;
-    for (size_t s = 0; gpu && s < pc_result_stage_count(gpu); s++) {
-        const char *name;
-        double sec;
-        pc_result_stage(gpu, s, &name, &sec);
-        if (!strcmp(name, "copy to GPU"))
-            copy = sec;
-    }
-    CHECK_MSG(copy > 0, "no copy stage reported (%g)", copy);
-    pc_result_free(gpu);
-    /* Too little for the grid itself: a clear status, no crash. */
-    p.device_memory = 1000;
-    pc_result *none = NULL;
-    p.backend = PC_BACKEND_CUDA;
-    CHECK(pc_hca(&v, &p, &none) == PC_DEVICE_OUT_OF_MEMORY && none == NULL);
-    CHECK_MSG(strstr(pc_last_error(), "MiB") != NULL, "message: %s", pc_last_error());
-    pc_result_free(ref);
+    pieces_case(&v, p, quick ? (size_t)5 << 19 : (size_t)40 << 20, 0, "u8 image in pieces");
+    /* Every other pixel through a stride of two rows (the 2D copy). */
+    pc_points strided = pc_points_u8(img, w * h / 2, bands);
+    strided.stride = 2 * bands;
+    pieces_case(&strided, p, quick ? (size_t)5 << 19 : (size_t)30 << 20, 0, "strided u8 image in pieces");
     free(img);
+    size_t n = quick ? 100000 : 1000000;
+    float *pts = test_blobs(n, 3, 6, 1.0, 6, seed + 6, NULL);
+    pc_points vf = pc_points_f32(pts, n, 3);
+    pc_hca_params_init(&p);
+    p.clusters = 6;
+    p.memory_budget = 64; /* the sparse hash */
+    pieces_case(&vf, p, (quick ? 10 : 95) * ((size_t)1 << 20), 1e-5, "f32 points, sparse grid, in pieces");
+    free(pts);
+    n = quick ? 400000 : 3000000;
+    pts = test_blobs(n, 2, 1, 1000, 1, seed + 7, NULL);
+    pc_points vu = pc_points_f32(pts, n, 2);
+    pc_hca_params_init(&p);
+    p.m = 64;
+    p.clusters = 300;
+    p.min_cluster_size = 0;
+    pieces_case(&vu, p, quick ? (size_t)2 << 20 : (size_t)12 << 20, 1e-5, "300 clusters (int32 labels) in pieces");
+    /* Too little for the grid itself: a clear status, no crash; with AUTO, the CPU. */
+    p.device_memory = 1000;
+    p.backend = PC_BACKEND_CUDA;
+    pc_result *none = NULL;
+    CHECK(pc_hca(&vu, &p, &none) == PC_DEVICE_OUT_OF_MEMORY && none == NULL);
+    CHECK_MSG(strstr(pc_last_error(), "MiB") != NULL, "message: %s", pc_last_error());
+    p.backend = PC_BACKEND_AUTO;
+    pc_hca_plan *plan = NULL;
+    CHECK(pc_hca_plan_create(&p, (size_t)4 << 20, 2, PC_F32, &plan) == PC_OK);
+    CHECK(plan && pc_hca_plan_backend(plan) != PC_BACKEND_CUDA);
+    pc_hca_plan_free(plan);
+    free(pts);
 }
 
 /* One plan, a stream of frames of one size (and a smaller one): each result equals a fresh pc_hca. */
@@ -337,10 +395,49 @@ static void test_device_input(uint64_t seed)
     cudaMemcpy(d_pts + 3 * dim + 1, &nan_value, sizeof nan_value, cudaMemcpyHostToDevice);
     CHECK(pc_hca_plan_run_device(plan, &dev, d_labels, &r) == PC_INVALID_ARGUMENT && r == NULL);
     CHECK_MSG(strstr(pc_last_error(), "non-finite") != NULL, "message: %s", pc_last_error());
+    /* Bad device input: a host pointer, a misaligned one, a stride shorter than a row. */
+    pc_points wrong = pc_points_f32(pts, n, dim);
+    CHECK(pc_hca_plan_run_device(plan, &wrong, d_labels, &r) == PC_INVALID_ARGUMENT && r == NULL);
+    CHECK_MSG(strstr(pc_last_error(), "not GPU memory") != NULL, "message: %s", pc_last_error());
+    wrong = pc_points_f32(d_pts, n - 1, dim);
+    wrong.data = (const char *)d_pts + 2;
+    CHECK(pc_hca_plan_run_device(plan, &wrong, d_labels, &r) == PC_INVALID_ARGUMENT);
+    wrong = pc_points_f32(d_pts, n, dim);
+    wrong.stride = 4;
+    CHECK(pc_hca_plan_run_device(plan, &wrong, d_labels, &r) == PC_INVALID_ARGUMENT);
+    pc_hca_plan_free(plan);
+    /* A CPU plan takes no device input. */
+    p.backend = PC_BACKEND_SEQUENTIAL;
+    CHECK(pc_hca_plan_create(&p, n, dim, PC_F32, &plan) == PC_OK);
+    CHECK(pc_hca_plan_run_device(plan, &dev, d_labels, &r) == PC_INVALID_ARGUMENT);
     pc_hca_plan_free(plan);
     cudaFree(d_pts);
     cudaFree(d_labels);
     free(labels);
+    /* uint8 pixels on the device with padded rows (4 bytes a row, 3 bands). */
+    size_t w = quick ? 300 : 2000, h = quick ? 200 : 1500;
+    uint8_t *img = image_u8(w, h, 3, seed + 21), *padded = malloc(w * h * 4), *d_img = NULL;
+    for (size_t i = 0; i < w * h; i++) {
+        memcpy(padded + 4 * i, img + 3 * i, 3);
+        padded[4 * i + 3] = 77;
+    }
+    pc_points host8 = pc_points_u8(img, w * h, 3);
+    p.backend = PC_BACKEND_CUDA;
+    p.clusters = 6;
+    pc_result *ref8 = run(&host8, &p, PC_BACKEND_SEQUENTIAL);
+    CHECK(cudaMalloc((void **)&d_img, w * h * 4) == cudaSuccess);
+    cudaMemcpy(d_img, padded, w * h * 4, cudaMemcpyHostToDevice);
+    CHECK(pc_hca_plan_create(&p, w * h, 3, PC_U8, &plan) == PC_OK);
+    pc_points dev8 = pc_points_u8(d_img, w * h, 3);
+    dev8.stride = 4;
+    CHECK(pc_hca_plan_run_device(plan, &dev8, NULL, &r) == PC_OK);
+    check_same(ref8, r, 0, "u8 device input, padded rows");
+    pc_result_free(r);
+    pc_result_free(ref8);
+    pc_hca_plan_free(plan);
+    cudaFree(d_img);
+    free(img);
+    free(padded);
     pc_result_free(ref);
     free(pts);
 }
@@ -380,9 +477,9 @@ int main(void)
     test_points(seed);
     test_images(seed);
     test_many_components(seed);
+    test_shared_hash_spill(seed);
     test_pieces(seed);
-    if (!quick)
-        test_large_transfers(seed);
+    test_large_transfers(seed);
     test_plan(seed);
 #ifdef PC_TEST_HAVE_CUDART
     test_device_input(seed);

@@ -19,24 +19,35 @@ constexpr size_t DEVICE_RESERVE = (size_t)512 << 20; // cells, edges and sort sc
 
 size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
 
-pc_status make_staging(pc__hca_gpu &s)
+// 1 when the staging buffers are there (made on first use); 0 when pinned memory cannot be had (a low
+// locked-memory limit), and copies go the driver's way.
+bool have_staging(pc__hca_gpu &s)
 {
     for (int b = 0; b < 2; b++) {
         if (s.staging[b])
             continue;
-        PC_CUDA_TRY(cudaMallocHost((void **)&s.staging[b], STAGE_BYTES), "HCA: pinned staging memory");
-        PC_CUDA_TRY(cudaEventCreateWithFlags(&s.staged[b], cudaEventDisableTiming), "HCA: staging events");
+        if (!s.staged[b] && cudaEventCreateWithFlags(&s.staged[b], cudaEventDisableTiming) != cudaSuccess) {
+            s.staged[b] = nullptr;
+            cudaGetLastError();
+            return false;
+        }
+        if (cudaMallocHost((void **)&s.staging[b], STAGE_BYTES) != cudaSuccess) {
+            s.staging[b] = nullptr;
+            cudaGetLastError();
+            return false;
+        }
     }
-    return PC_OK;
+    return true;
 }
 
 // Pageable host memory to the GPU through the pinned buffers: all cores fill one while the bus empties
 // the other (the driver's own pageable copy measured 10.7 GB/s).
 pc_status staged_to_device(pc__hca_gpu &s, unsigned char *dst, const unsigned char *src, size_t bytes)
 {
-    pc_status st = make_staging(s);
-    if (st != PC_OK)
-        return st;
+    if (!have_staging(s)) {
+        PC_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.stream), "HCA: copying to the GPU");
+        return pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA: copying to the GPU");
+    }
     for (size_t off = 0, i = 0; off < bytes; off += STAGE_BYTES, i++) {
         int b = (int)(i & 1);
         size_t len = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
@@ -54,9 +65,6 @@ pc_status staged_to_device(pc__hca_gpu &s, unsigned char *dst, const unsigned ch
 // other into its place, through consume(host chunk, offset, length).
 template <class Consume> pc_status staged_to_host(pc__hca_gpu &s, const unsigned char *src, size_t bytes, Consume consume)
 {
-    pc_status st = make_staging(s);
-    if (st != PC_OK)
-        return st;
     size_t chunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
     for (size_t i = 0; i <= chunks; i++) {
         if (i < chunks) { // chunk i in flight while chunk i - 1 is consumed
@@ -139,11 +147,11 @@ template <typename T> pc_status to_host(T *dst, const T *src, size_t n, cudaStre
     return PC_OK;
 }
 
-pc_status fetch_model(pc__hca_gpu &s, size_t cells, size_t components, size_t forest, host_model &h)
+pc_status fetch_model(pc__hca_gpu &s, size_t n, size_t cells, size_t components, size_t forest, host_model &h)
 {
     pc__hca_grid &g = h.grid;
     pc__hca_graph &gr = h.graph;
-    g.n = s.n;
+    g.n = n;
     g.dim = s.dim;
     g.m = s.m;
     g.threads = 1;
@@ -248,6 +256,9 @@ pc_status bounding_box(pc__hca_gpu &s, row_source &src, size_t n, int device_inp
         unsigned long long lo = pc__hca_unorder_bits(host[j]), hi = pc__hca_unorder_bits(host[PC__HCA_MAX_DIM + j]);
         memcpy(&s.bin.lo[j], &lo, sizeof lo);
         memcpy(&s.bin.hi[j], &hi, sizeof hi);
+        if (!isfinite(s.bin.hi[j] - s.bin.lo[j]))
+            return pc__fail(PC_INVALID_ARGUMENT, "dimension %zu spans [%g, %g], a range beyond double", j, s.bin.lo[j],
+                            s.bin.hi[j]);
     }
     return upload_tables(s);
 }
@@ -275,7 +286,7 @@ pc_status histogram(pc__hca_gpu &s, row_source &src, size_t n, const pc__hca_poi
 // fresh pageable memory they took 97 ms for 115 Mpix, measured.
 pc_status labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host)
 {
-    if (count * sizeof(int32_t) < STAGED_MIN) {
+    if (count * sizeof(int32_t) < STAGED_MIN || !have_staging(s)) {
         PC_CUDA_TRY(cudaMemcpyAsync(host, s.labels.ptr, count * sizeof(int32_t), cudaMemcpyDeviceToHost, s.stream),
                     "HCA: copying the labels to the host");
         return pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA: copying the labels to the host");
@@ -285,10 +296,11 @@ pc_status labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host)
                               [&](const unsigned char *chunk, size_t off, size_t len) {
                                   pc__hca_copy_parallel((unsigned char *)host + off, chunk, len);
                               });
-    pc_status st = pc__hca_grow(s.narrow, s.piece_rows, "HCA byte labels");
-    if (st != PC_OK || (st = pc__hca_cuda_narrow(s.labels.ptr, s.narrow.ptr, count, s.stream)) != PC_OK)
+    // The bytes go where this piece's rows were: the label kernel was their last reader.
+    pc_status st = pc__hca_cuda_narrow(s.labels.ptr, s.data.ptr, count, s.stream);
+    if (st != PC_OK)
         return st;
-    return staged_to_host(s, s.narrow.ptr, count, [&](const unsigned char *chunk, size_t off, size_t len) {
+    return staged_to_host(s, s.data.ptr, count, [&](const unsigned char *chunk, size_t off, size_t len) {
         pc__hca_widen_labels(chunk, len, host + off);
     });
 }
@@ -310,7 +322,11 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
     PC_CUDA_TRY(cudaMemsetAsync(s.sums.ptr, 0, words * sizeof(unsigned long long), s.stream), "HCA cluster sums");
     pc__hca_scale scale;
     for (size_t j = 0; j < PC__HCA_MAX_DIM; j++)
-        scale.factor[j] = j < s.dim && s.bin.hi[j] > s.bin.lo[j] ? ldexp(1.0, 30) / (s.bin.hi[j] - s.bin.lo[j]) : 0;
+    {
+        // A denormal range overflows the factor: sums of 0, centres at lo, off by less than the range.
+        double f = j < s.dim && s.bin.hi[j] > s.bin.lo[j] ? ldexp(1.0, 30) / (s.bin.hi[j] - s.bin.lo[j]) : 0;
+        scale.factor[j] = isfinite(f) ? f : 0;
+    }
     *copy_back_seconds = 0;
     for (size_t off = 0; off < n; off += s.piece_rows) {
         pc__hca_rows rows;
@@ -348,6 +364,24 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
     return st;
 }
 
+// The plan's device made current for a call, the caller's restored after it.
+struct device_scope {
+    int previous = -1;
+    explicit device_scope(int device)
+    {
+        if (cudaGetDevice(&previous) != cudaSuccess || previous == device)
+            previous = -1;
+        if (previous >= 0)
+            cudaSetDevice(device);
+        cudaGetLastError();
+    }
+    ~device_scope()
+    {
+        if (previous >= 0)
+            cudaSetDevice(previous);
+    }
+};
+
 } // namespace
 
 pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype, pc__hca_gpu **out)
@@ -384,7 +418,13 @@ pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_
         st = pc__cuda_status(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, device),
                              "HCA: querying the GPU");
     if (st == PC_OK)
-        st = pc__cuda_status(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "HCA: creating a stream");
+        st = pc__cuda_status(cudaDeviceGetAttribute(&s->shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                             "HCA: querying the GPU");
+    if (st == PC_OK)
+        // A blocking stream: work the caller queued on the legacy default stream (filling device input)
+        // is finished before the plan's kernels read it.
+        st = pc__cuda_status(cudaStreamCreate(&s->stream), "HCA: creating a stream");
+    s->device = device;
     size_t free_bytes = 0, total_bytes = 0;
     if (st == PC_OK)
         st = pc__cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "HCA: querying GPU memory");
@@ -400,7 +440,9 @@ pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_
     size_t table_bytes = dim * (dtype == PC_U8 ? 256 : dtype == PC_U16 ? 65536 : 1) * 2;
     size_t budget = params->device_memory ? params->device_memory
                                           : (free_bytes > DEVICE_RESERVE ? free_bytes - DEVICE_RESERVE : 0);
-    size_t fixed = grid_bytes + table_bytes, per_row = s->rowbytes + sizeof(int32_t);
+    // Per non-empty cell (at most min(n, m^d)) about 60 bytes of keys, densities, links, components.
+    size_t most_cells = s->dense && total < n ? (size_t)total : n;
+    size_t fixed = grid_bytes + table_bytes + 60 * most_cells, per_row = s->rowbytes + sizeof(int32_t);
     size_t rows_fit = budget > fixed ? (budget - fixed) / per_row : 0;
     s->piece_rows = rows_fit >= n ? n : rows_fit / 32 * 32;
     if (s->piece_rows < n && s->piece_rows < MIN_PIECE_ROWS) {
@@ -438,6 +480,7 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
 {
     if (!s)
         return;
+    device_scope on(s->device);
     if (s->stream) {
         cudaStreamSynchronize(s->stream);
         cudaStreamDestroy(s->stream);
@@ -455,18 +498,33 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
 pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_input, int32_t *device_labels,
                           const pc_hca_params *params, int64_t min_size, pc_result *r)
 {
+    device_scope on(s->device);
     size_t n = points->n, stride = points->stride ? points->stride : s->rowbytes;
-    if (device_input && (((uintptr_t)points->data | stride) % s->elem != 0 || (uintptr_t)device_labels % 4 != 0))
-        return pc__fail(PC_INVALID_ARGUMENT, "device points and labels must be aligned to their element size");
+    if (device_input) {
+        if (stride < s->rowbytes)
+            return pc__fail(PC_INVALID_ARGUMENT, "stride %zu is shorter than a row (%zu bytes)", stride, s->rowbytes);
+        if (((uintptr_t)points->data | stride) % s->elem != 0 || (uintptr_t)device_labels % 4 != 0)
+            return pc__fail(PC_INVALID_ARGUMENT, "device points and labels must be aligned to their element size");
+        // A host pointer here would fault inside a kernel and take the CUDA context down with it.
+        cudaPointerAttributes at;
+        for (const void *p : {(const void *)points->data, (const void *)device_labels}) {
+            if (!p)
+                continue;
+            if (cudaPointerGetAttributes(&at, p) != cudaSuccess ||
+                (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)) {
+                cudaGetLastError();
+                return pc__fail(PC_INVALID_ARGUMENT, "%s is not GPU memory (cudaMalloc'd or managed)",
+                                p == points->data ? "points->data" : "device_labels");
+            }
+        }
+    }
     if (!device_labels) {
         r->labels = (int32_t *)pc__alloc_large(n, sizeof(int32_t), "labels");
         if (!r->labels)
             return PC_OUT_OF_MEMORY;
     }
-    if (device_input && !device_labels && s->piece_rows < n)
-        return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA on the GPU: no room for %zu labels beside device input", n);
     row_source src{*s, *points, device_input, stride};
-    pc__hca_point_pass pass{s->sms, s->stream};
+    pc__hca_point_pass pass{s->sms, s->stream, (size_t)s->shared_optin};
     size_t cells = 0, components = 0, edges = 0, forest = 0, k = 0;
     host_model model;
     int32_t *cluster_of_cell = nullptr;
@@ -482,7 +540,7 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
         return st;
     double t2 = pc__now();
     if ((st = pc__hca_cuda_spanning_forest(*s, components, edges, &forest)) != PC_OK ||
-        (st = fetch_model(*s, cells, components, forest, model)) != PC_OK ||
+        (st = fetch_model(*s, n, cells, components, forest, model)) != PC_OK ||
         (st = pc__hca_dendrogram(&model.graph, &r->dendrogram)) != PC_OK)
         return st;
     double t3 = pc__now();

@@ -199,16 +199,20 @@ __global__ void link_kernel(pc__hca_dgrid g, pc__hca_binning b, const uint64_t *
     link[c] = best;
 }
 
-// Step 3: links point to strictly denser (or equally dense, larger) cells, so chains end.
-__global__ void root_kernel(const int32_t *link, size_t cells, int32_t *root)
+// Step 3: links point to strictly denser (or equally dense, larger) cells, so chains end. Pointer
+// jumping halves every chain a pass (equal densities along a lattice make chains m cells long, too
+// long to walk cell by cell); a root only ever moves up its chain, so reading an entry another
+// thread is rewriting is harmless.
+__global__ void jump_kernel(int32_t *root, size_t cells, unsigned long long *moved)
 {
     size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cells)
         return;
-    int32_t x = (int32_t)c;
-    while (link[x] != x)
-        x = link[x];
-    root[c] = x;
+    int32_t r = root[c], rr = ((volatile int32_t *)root)[r];
+    if (r != rr) {
+        root[c] = rr;
+        *moved = 1;
+    }
 }
 
 struct is_root {
@@ -417,8 +421,17 @@ pc_status pc__hca_cuda_components(pc__hca_gpu &s, size_t cells, size_t *componen
         return st;
     unsigned blocks = (unsigned)blocks_for(cells);
     link_kernel<<<blocks, THREADS, 0, s.stream>>>(pc__hca_view(s), s.bin, s.key.ptr, s.density.ptr, cells, s.link.ptr);
-    root_kernel<<<blocks, THREADS, 0, s.stream>>>(s.link.ptr, cells, s.root.ptr);
-    PC_CUDA_LAUNCHED("HCA link kernels");
+    PC_CUDA_LAUNCHED("HCA link kernel");
+    PC_CUDA_TRY(cudaMemcpyAsync(s.root.ptr, s.link.ptr, cells * sizeof(int32_t), cudaMemcpyDeviceToDevice, s.stream),
+                "HCA links");
+    unsigned long long *moved = s.scalars.ptr + 2 * PC__HCA_MAX_DIM + 1, any = 1;
+    while (any) {
+        PC_CUDA_TRY(cudaMemsetAsync(moved, 0, sizeof *moved, s.stream), "HCA chains");
+        jump_kernel<<<blocks, THREADS, 0, s.stream>>>(s.root.ptr, cells, moved);
+        PC_CUDA_LAUNCHED("HCA chain kernel");
+        PC_CUDA_TRY(cudaMemcpyAsync(&any, moved, sizeof any, cudaMemcpyDeviceToHost, s.stream), "HCA chains");
+        PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA chains");
+    }
     size_t k = 0;
     if ((st = compact(s, cells, is_root{s.link.ptr}, root_emit{s.representative.ptr, s.comp_of_root.ptr}, &k)) != PC_OK ||
         (st = pc__hca_grow(s.component_size, k, "HCA component sizes")) != PC_OK)
@@ -448,6 +461,9 @@ pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, si
     PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA edges");
     if (touches == 0)
         return PC_OK;
+    if (touches > (unsigned long long)INT32_MAX / 2)
+        return pc__fail(PC_UNSUPPORTED, "HCA on the GPU: %llu touching cells of different components exceed 2^30",
+                        touches);
     uint64_t capacity = 1024;
     while (capacity < 2 * touches)
         capacity *= 2;

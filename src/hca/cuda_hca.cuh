@@ -78,6 +78,7 @@ __device__ __forceinline__ int pc__hca_coordinate(double x, double lo, double hi
 struct pc__hca_point_pass {
     int sms;
     cudaStream_t stream;
+    size_t shared_optin; // shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin)
 };
 
 // Float inputs are summed exactly (and so in any order alike) as integers: (x - lo) x factor, rounded,
@@ -103,7 +104,7 @@ pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bi
 struct pc__hca_gpu {
     size_t n, dim, rowbytes, elem;
     pc_dtype dtype;
-    int m, sms;
+    int m, sms, device, shared_optin;
     cudaStream_t stream;
     size_t piece_rows;     // rows the device holds at once (n when the input fits)
     int dense;
@@ -130,7 +131,6 @@ struct pc__hca_gpu {
     pc__device_buffer<int32_t> tiles;
     pc__device_buffer<unsigned char> temp;
     pc__device_buffer<unsigned long long> sums;
-    pc__device_buffer<uint8_t> narrow; // labels as bytes on their way to the host
     // Two pinned buffers that large copies between pageable memory and the GPU go through, the host
     // copying one while the bus moves the other; made on first use.
     unsigned char *staging[2];

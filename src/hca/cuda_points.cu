@@ -16,6 +16,7 @@ constexpr uint32_t SMEM_DIRECT_BINS = 32768;           // m^d up to this: one sh
 constexpr uint32_t SMEM_HASH_SLOTS = 16384;            // beyond: a shared hash, spilling to global
 constexpr uint32_t EMPTY32 = 0xffffffffu;
 constexpr size_t SUMS_SMEM_LIMIT = 64 << 10;
+constexpr int GROUPS = 4; // groups of 32 rows a warp reads before it counts or sums them
 
 template <typename T> struct integer_band { static constexpr int values = 0; };
 template <> struct integer_band<uint8_t> { static constexpr int values = 256; };
@@ -116,7 +117,9 @@ __global__ void __launch_bounds__(BLOCK) bounds_kernel(pc__hca_rows rows, unsign
         atomicAdd(non_finite, bad_s);
 }
 
-enum { DIRECT = 0, SHARED_HASH = 1, GLOBAL_HASH = 2 };
+// Where a block counts: a shared counter per cell, a shared hash, the sparse grid's global hash, or
+// (a GPU without 132 KiB of shared memory per block) straight into the dense grid.
+enum { DIRECT = 0, SHARED_HASH = 1, GLOBAL_HASH = 2, GLOBAL_DENSE = 3 };
 
 template <int MODE>
 __device__ __forceinline__ void count_run(uint64_t key, uint32_t len, uint32_t *shared, const pc__hca_dgrid &grid)
@@ -135,6 +138,8 @@ __device__ __forceinline__ void count_run(uint64_t key, uint32_t len, uint32_t *
             s = (s + 1) & (SMEM_HASH_SLOTS - 1);
         }
         atomicAdd(&grid.slot[key], (int32_t)len); // this block has met too many cells: count in place
+    } else if (MODE == GLOBAL_DENSE) {
+        atomicAdd(&grid.slot[key], (int32_t)len);
     } else {
         uint64_t s = pc__hca_mix(key) & grid.hash_mask;
         for (;;) {
@@ -162,16 +167,22 @@ __global__ void __launch_bounds__(BLOCK) histogram_kernel(pc__hca_rows rows, pc_
     size_t start, end;
     block_stretch(rows.rows, &start, &end);
     int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    for (size_t base = start + (threadIdx.x >> 5) * 32; base < end; base += (size_t)warps * 32) {
-        size_t i = base + lane;
-        bool valid = i < end;
-        uint64_t key = valid ? row_key<T, DIM>(rows.data + i * rows.stride, bin, table, rows.dim) : PC__HCA_EMPTY_KEY;
-        uint64_t prev = __shfl_up_sync(FULL, key, 1);
-        bool head = valid && (lane == 0 || prev != key);
-        unsigned heads = __ballot_sync(FULL, head);
-        if (head) {
-            int valid_lanes = end - base < 32 ? (int)(end - base) : 32;
-            count_run<MODE>(key, (uint32_t)(run_end(heads, lane, valid_lanes) - lane), shared, grid);
+    for (size_t first = start + (threadIdx.x >> 5) * 32 * GROUPS; first < end; first += (size_t)warps * 32 * GROUPS) {
+        uint64_t keys[GROUPS]; // all loads first: GROUPS independent latencies in flight
+#pragma unroll
+        for (int u = 0; u < GROUPS; u++) {
+            size_t i = first + 32 * u + lane;
+            keys[u] = i < end ? row_key<T, DIM>(rows.data + i * rows.stride, bin, table, rows.dim) : PC__HCA_EMPTY_KEY;
+        }
+#pragma unroll
+        for (int u = 0; u < GROUPS; u++) {
+            size_t base = first + 32 * u;
+            int valid_lanes = base >= end ? 0 : end - base < 32 ? (int)(end - base) : 32;
+            uint64_t prev = __shfl_up_sync(FULL, keys[u], 1);
+            bool head = lane < valid_lanes && (lane == 0 || prev != keys[u]);
+            unsigned heads = __ballot_sync(FULL, head);
+            if (head)
+                count_run<MODE>(keys[u], (uint32_t)(run_end(heads, lane, valid_lanes) - lane), shared, grid);
         }
     }
     __syncthreads();
@@ -204,16 +215,27 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
     size_t start, end;
     block_stretch(rows.rows, &start, &end);
     int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    for (size_t base = start + (threadIdx.x >> 5) * 32; base < end; base += (size_t)warps * 32) {
-        size_t i = base + lane;
+    for (size_t first = start + (threadIdx.x >> 5) * 32 * GROUPS; first < end; first += (size_t)warps * 32 * GROUPS) {
+        int32_t clusters[GROUPS]; // the dependent lookups of GROUPS rows in flight together
+#pragma unroll
+        for (int u = 0; u < GROUPS; u++) {
+            size_t i = first + 32 * u + lane;
+            clusters[u] = i < end ? cluster_of_cell[pc__hca_find_cell(
+                                        grid, row_key<T, DIM>(rows.data + i * rows.stride, bin, table, rows.dim))]
+                                  : -1;
+        }
+#pragma unroll 1
+        for (int u = 0; u < GROUPS; u++) {
+        size_t base = first + 32 * u, i = base + lane;
+        if (base >= end)
+            break;
         bool valid = i < end;
-        int32_t cluster = -1;
+        int32_t cluster = clusters[u];
         unsigned long long value[PC__HCA_MAX_DIM];
         for (int j = 0; j < PC__HCA_MAX_DIM; j++)
             value[j] = 0;
         if (valid) {
             const unsigned char *row = rows.data + i * rows.stride;
-            cluster = cluster_of_cell[pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim))];
             labels[i] = cluster;
             const T *v = reinterpret_cast<const T *>(row);
 #pragma unroll
@@ -247,6 +269,7 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
             for (int j = 0; j < dim; j++)
                 atomicAdd(&s[j], value[j]);
             atomicAdd(&s[dim], (unsigned long long)(stop - lane));
+        }
         }
     }
     if (shared_sums) {
@@ -299,12 +322,17 @@ struct histogram_launch {
     template <typename T, int DIM> pc_status operator()() const
     {
         int mode = !grid.dense ? GLOBAL_HASH : total <= SMEM_DIRECT_BINS ? DIRECT : SHARED_HASH;
-        auto kernel = mode == DIRECT        ? histogram_kernel<T, DIM, DIRECT>
-                      : mode == SHARED_HASH ? histogram_kernel<T, DIM, SHARED_HASH>
-                                            : histogram_kernel<T, DIM, GLOBAL_HASH>;
         size_t smem = TABLE_BYTES + (mode == DIRECT        ? total * 4
                                      : mode == SHARED_HASH ? (size_t)SMEM_HASH_SLOTS * 8
                                                            : 0);
+        if (smem > pass.shared_optin) {
+            mode = GLOBAL_DENSE;
+            smem = TABLE_BYTES;
+        }
+        auto kernel = mode == DIRECT        ? histogram_kernel<T, DIM, DIRECT>
+                      : mode == SHARED_HASH ? histogram_kernel<T, DIM, SHARED_HASH>
+                      : mode == GLOBAL_HASH ? histogram_kernel<T, DIM, GLOBAL_HASH>
+                                            : histogram_kernel<T, DIM, GLOBAL_DENSE>;
         int blocks;
         pc_status st = fill_gpu(kernel, smem, pass, &blocks);
         if (st != PC_OK)
@@ -328,7 +356,7 @@ struct label_launch {
     template <typename T, int DIM> pc_status operator()() const
     {
         size_t sum_bytes = k * (size_t)(rows.dim + 1) * sizeof(unsigned long long);
-        int shared_sums = sum_bytes <= SUMS_SMEM_LIMIT;
+        int shared_sums = sum_bytes <= SUMS_SMEM_LIMIT && TABLE_BYTES + sum_bytes <= pass.shared_optin;
         size_t smem = TABLE_BYTES + (shared_sums ? sum_bytes : 0);
         auto kernel = label_kernel<T, DIM>;
         int blocks;

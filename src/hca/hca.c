@@ -275,8 +275,18 @@ pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, 
         p->threads = params->threads > 0 ? params->threads : omp_get_max_threads();
 #endif
     if (p->backend == PC_BACKEND_CUDA && (st = pc__hca_gpu_new(params, n, dim, dtype, &p->gpu)) != PC_OK) {
-        free(p);
-        return st;
+        /* AUTO does not fail for want of a GPU that is busy or full: the CPU does the work. */
+        int device_trouble = st == PC_DEVICE_OUT_OF_MEMORY || st == PC_DEVICE_ERROR || st == PC_NO_DEVICE;
+        if (params->backend != PC_BACKEND_AUTO || !device_trouble) {
+            free(p);
+            return st;
+        }
+        pc__clear_error();
+        p->backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+#ifdef _OPENMP
+        if (p->backend == PC_BACKEND_OPENMP)
+            p->threads = params->threads > 0 ? params->threads : omp_get_max_threads();
+#endif
     }
     *plan = p;
     return PC_OK;
