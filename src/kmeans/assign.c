@@ -6,16 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../core/simd.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PC_NO_MULTIVERSION)
-#define PC__MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define PC__MULTIVERSION
-#endif
-#define PC__INLINE static inline __attribute__((always_inline))
+_Static_assert(PC__KM_LANES == PC__LANES, "k-means lanes are the shared vector width");
 
-typedef float vfloat __attribute__((vector_size(PC__KM_LANES * sizeof(float))));
-typedef int32_t vint __attribute__((vector_size(PC__KM_LANES * sizeof(float))));
+
 
 PC__INLINE vfloat select_f(vint mask, vfloat a, vfloat b) { return (vfloat)(((vint)a & mask) | ((vint)b & ~mask)); }
 PC__INLINE vint select_i(vint mask, vint a, vint b) { return (a & mask) | (b & ~mask); }

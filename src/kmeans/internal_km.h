@@ -4,7 +4,7 @@
 
 #include "../core/internal.h"
 
-#define PC__KM_LANES 8
+#define PC__KM_LANES 8 /* = PC__LANES of src/core/simd.h */
 
 /* Centres laid out for the nearest-centre kernel: transposed (dim x kpad, kpad a multiple of the
  * lanes) with |c|^2 beside them; padding centres have |c|^2 = +inf and are never nearest. */

@@ -9,24 +9,17 @@
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
+#include "../core/simd.h"
 #endif
 
-#define LANES 8
+#define LANES PC__LANES
 #define MAX_FAST_BANDS 8
 #define BLOCK 256 /* pixels handed out at a time by the dynamic schedule */
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PC_NO_MULTIVERSION)
-#define PC__MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define PC__MULTIVERSION
-#endif
-#define PC__INLINE static inline __attribute__((always_inline))
 
 /* Eight lanes as a GCC/Clang vector type (one AVX register, or two SSE ones). Lanes are summed in a
  * fixed order when they are flushed into doubles, so no sum depends on the instruction set's width
  * or on the thread that computes it. */
-typedef float vfloat __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t vint __attribute__((vector_size(LANES * sizeof(float))));
 
 #define FLUSH_CHUNKS 128 /* float lanes carry at most 128 pixels each before moving into doubles */
 

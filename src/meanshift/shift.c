@@ -6,16 +6,11 @@
 
 #include <math.h>
 #include <string.h>
+#include "../core/simd.h"
 
-#define LANES 8
+#define LANES PC__LANES
 #define MAX_FAST_DIM 8
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PC_NO_MULTIVERSION)
-#define PC__MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define PC__MULTIVERSION
-#endif
-#define PC__INLINE static inline __attribute__((always_inline))
 
 /* 2^x for x <= 0 without a libm call, so the loop vectorises: round x to an integer n with the
  * 1.5 * 2^23 trick, a degree-6 polynomial for 2^f on [-0.5, 0.5] (relative error about 1e-7), and n
@@ -55,8 +50,6 @@ PC__INLINE float kernel_weight(pc_kernel kernel, float d2, float scale, float h2
 
 /* Eight lanes as a GCC/Clang vector type: one AVX register in the x86-64-v3 build, two SSE registers
  * in the baseline one, never a different summation order. */
-typedef float vfloat __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t vint __attribute__((vector_size(LANES * sizeof(float))));
 
 static inline __attribute__((always_inline)) vfloat load_lanes(const float *p)
 {
