@@ -1,8 +1,9 @@
-/* Scatter plots of clustered points: a raster drawn in memory and written as a PNG made of stored
- * (uncompressed) deflate blocks, or an SVG written as text. */
+/* Scatter plots of clustered points: a raster drawn in memory and written as a PNG (png.c), or an SVG
+ * written as text. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "plot.h"
+#include "png.h"
 #include "points_io.h"
 
 #include <errno.h>
@@ -187,145 +188,15 @@ static void render(canvas *c, const float *points, size_t n, size_t dim, const i
 
 /* ---------------------------------------------------------------- PNG */
 
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int b = 0; b < 8; b++)
-            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
-    }
-}
-
-/* Running CRC-32 (PNG's, the same as zlib's): start with 0, feed pieces in order. */
-static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t len)
-{
-    crc = ~crc;
-    for (size_t i = 0; i < len; i++)
-        crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
-
-static uint32_t adler32(const unsigned char *p, size_t len)
-{
-    uint32_t a = 1, b = 0;
-    while (len) {
-        /* 5552 bytes is the most that can be summed before b could overflow 32 bits */
-        size_t m = len < 5552 ? len : 5552;
-        for (size_t i = 0; i < m; i++) {
-            a += p[i];
-            b += a;
-        }
-        a %= 65521;
-        b %= 65521;
-        p += m;
-        len -= m;
-    }
-    return b << 16 | a;
-}
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-static int write_chunk(FILE *fp, const char type[4], const unsigned char *data, size_t len)
-{
-    unsigned char head[8], tail[4];
-    put_be32(head, (uint32_t)len);
-    memcpy(head + 4, type, 4);
-    uint32_t crc = crc32_update(0, head + 4, 4);
-    crc = crc32_update(crc, data, len);
-    put_be32(tail, crc);
-    if (fwrite(head, 1, 8, fp) != 8 || (len && fwrite(data, 1, len, fp) != len) ||
-        fwrite(tail, 1, 4, fp) != 4)
-        return -1;
-    return 0;
-}
-
-/* zlib stream of stored deflate blocks: no compression, so no compressor to get wrong; the image
- * is mostly white but 2 MB is an acceptable price for a plot. */
-static unsigned char *zlib_stored(const unsigned char *raw, size_t len, size_t *out_len)
-{
-    size_t blocks = len ? (len + 65534) / 65535 : 1;
-    size_t total = 2 + blocks * 5 + len + 4;
-    unsigned char *z = malloc(total), *q = z;
-    if (!z)
-        return NULL;
-    *q++ = 0x78; /* deflate, 32 KiB window */
-    *q++ = 0x01; /* no preset dictionary, fastest; 0x7801 is a multiple of 31 as the check needs */
-    size_t done = 0;
-    for (size_t b = 0; b < blocks; b++) {
-        size_t m = len - done < 65535 ? len - done : 65535;
-        *q++ = b + 1 == blocks ? 1 : 0; /* BFINAL on the last, BTYPE 00 = stored */
-        q[0] = (unsigned char)(m & 0xff);
-        q[1] = (unsigned char)(m >> 8);
-        q[2] = (unsigned char)(~m & 0xff);
-        q[3] = (unsigned char)((~m >> 8) & 0xff);
-        q += 4;
-        memcpy(q, raw + done, m);
-        q += m;
-        done += m;
-    }
-    put_be32(q, adler32(raw, len));
-    *out_len = total;
-    return z;
-}
-
-/* Latin-1 text for the tEXt chunk; bytes that would not read back as such become '?'. */
-static size_t png_text(unsigned char *out, size_t cap, const char *title)
-{
-    static const char keyword[] = "Title";
-    size_t len = sizeof keyword; /* the NUL separator included */
-    memcpy(out, keyword, sizeof keyword);
-    for (const char *s = title; *s && len < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        out[len++] = (ch >= 32 && ch < 127) ? ch : '?';
-    }
-    return len;
-}
-
 static int write_png(FILE *fp, const canvas *c, const char *title)
 {
-    static const unsigned char signature[8] = {137, 'P', 'N', 'G', 13, 10, 26, 10};
-    const size_t row = 1 + 3 * (size_t)PLOT_SIZE, raw_len = row * PLOT_SIZE;
-    unsigned char ihdr[13], text[512];
-    int rc = -1;
-    unsigned char *raw = malloc(raw_len), *z = NULL;
-    size_t z_len = 0;
-    if (!raw)
-        goto done;
-    for (size_t y = 0; y < PLOT_SIZE; y++) {
-        raw[y * row] = 0; /* filter: none */
-        memcpy(raw + y * row + 1, c->px + y * 3 * PLOT_SIZE, 3 * (size_t)PLOT_SIZE);
-    }
-    z = zlib_stored(raw, raw_len, &z_len);
-    if (!z)
-        goto done;
-    put_be32(ihdr, PLOT_SIZE);
-    put_be32(ihdr + 4, PLOT_SIZE);
-    ihdr[8] = 8;  /* bits per sample */
-    ihdr[9] = 2;  /* truecolour RGB */
-    ihdr[10] = 0; /* deflate */
-    ihdr[11] = 0; /* adaptive filtering */
-    ihdr[12] = 0; /* no interlace */
-    crc_init();
-    if (fwrite(signature, 1, 8, fp) != 8 || write_chunk(fp, "IHDR", ihdr, sizeof ihdr))
-        goto done;
-    if (title && *title && write_chunk(fp, "tEXt", text, png_text(text, sizeof text, title)))
-        goto done;
-    if (write_chunk(fp, "IDAT", z, z_len) || write_chunk(fp, "IEND", NULL, 0))
-        goto done;
-    rc = 0;
-done:
-    free(raw);
-    free(z);
-    return rc;
+    pcli_png *png;
+    char err[256];
+    if (pcli_png_begin(&png, fp, "plot", PLOT_SIZE, PLOT_SIZE, title, err, sizeof err))
+        return -1;
+    for (size_t y = 0; y < PLOT_SIZE; y++)
+        pcli_png_row(png, c->px + y * 3 * PLOT_SIZE);
+    return pcli_png_close(png, err, sizeof err) ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- SVG */

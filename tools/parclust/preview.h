@@ -16,11 +16,4 @@
 int pcli_preview_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
                        const float *centers, size_t k, int palette, size_t max_side, char *err, size_t errsize);
 
-/* A PNG written row by row without holding the picture: stored (uncompressed) deflate blocks, so the
- * size is known in advance and no compressor is needed. */
-typedef struct pcli_png pcli_png;
-int pcli_png_open(pcli_png **png, const char *path, size_t width, size_t height, char *err, size_t errsize);
-int pcli_png_row(pcli_png *png, const uint8_t *rgb); /* width x 3 bytes; 0 or -1 (write error) */
-int pcli_png_close(pcli_png *png, char *err, size_t errsize); /* checks and frees */
-
 #endif
