@@ -6,6 +6,7 @@
 #include "cuda_hca.cuh"
 
 #include <math.h>
+#include <type_traits>
 
 namespace {
 
@@ -69,10 +70,14 @@ __device__ __forceinline__ int run_end(unsigned heads, int lane, int valid_lanes
     return later ? __ffs(later) - 1 : valid_lanes;
 }
 
-template <typename T>
+template <typename T, int DIM>
 __global__ void __launch_bounds__(BLOCK) bounds_kernel(pc__hca_rows rows, unsigned long long *lo_bits,
                                                        unsigned long long *hi_bits, unsigned long long *non_finite)
 {
+    // Integers and float32 are exact in float; the values stay in registers (a loop over a run-time
+    // dimension count would keep them in local memory).
+    using A = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
+    constexpr int D = DIM ? DIM : PC__HCA_MAX_DIM;
     __shared__ unsigned long long lo_s[PC__HCA_MAX_DIM], hi_s[PC__HCA_MAX_DIM];
     __shared__ unsigned long long bad_s;
     if (threadIdx.x < PC__HCA_MAX_DIM) {
@@ -82,28 +87,37 @@ __global__ void __launch_bounds__(BLOCK) bounds_kernel(pc__hca_rows rows, unsign
     if (threadIdx.x == 0)
         bad_s = 0;
     __syncthreads();
-    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
-    for (int j = 0; j < PC__HCA_MAX_DIM; j++) {
+    A lo[D], hi[D];
+#pragma unroll
+    for (int j = 0; j < D; j++) {
         lo[j] = INFINITY;
         hi[j] = -INFINITY;
     }
     unsigned long long bad = 0;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows.rows; i += (size_t)gridDim.x * blockDim.x) {
         const T *v = reinterpret_cast<const T *>(rows.data + i * rows.stride);
-        for (int j = 0; j < rows.dim; j++) {
-            double x = (double)v[j];
-            if (!isfinite(x)) {
-                bad++;
-                continue;
+#pragma unroll
+        for (int j = 0; j < D; j++) {
+            if (!DIM && j >= rows.dim)
+                break;
+            A x = (A)v[j];
+            if constexpr (integer_band<T>::values == 0) {
+                if (!isfinite(x)) {
+                    bad++;
+                    continue;
+                }
             }
-            lo[j] = fmin(lo[j], x);
-            hi[j] = fmax(hi[j], x);
+            lo[j] = lo[j] < x ? lo[j] : x;
+            hi[j] = hi[j] > x ? hi[j] : x;
         }
     }
-    for (int j = 0; j < rows.dim; j++) {
+#pragma unroll
+    for (int j = 0; j < D; j++) {
+        if (!DIM && j >= rows.dim)
+            break;
         if (lo[j] <= hi[j]) {
-            atomicMin(&lo_s[j], pc__hca_order_bits((unsigned long long)__double_as_longlong(lo[j])));
-            atomicMax(&hi_s[j], pc__hca_order_bits((unsigned long long)__double_as_longlong(hi[j])));
+            atomicMin(&lo_s[j], pc__hca_order_bits((unsigned long long)__double_as_longlong((double)lo[j])));
+            atomicMax(&hi_s[j], pc__hca_order_bits((unsigned long long)__double_as_longlong((double)hi[j])));
         }
     }
     if (bad)
@@ -117,8 +131,6 @@ __global__ void __launch_bounds__(BLOCK) bounds_kernel(pc__hca_rows rows, unsign
         atomicAdd(non_finite, bad_s);
 }
 
-// Where a block counts: a shared counter per cell, a shared hash, the sparse grid's global hash, or
-// (a GPU without 132 KiB of shared memory per block) straight into the dense grid.
 enum { DIRECT = 0, SHARED_HASH = 1, GLOBAL_HASH = 2, GLOBAL_DENSE = 3 };
 
 template <int MODE>
@@ -197,6 +209,28 @@ __global__ void __launch_bounds__(BLOCK) histogram_kernel(pc__hca_rows rows, pc_
     }
 }
 
+// The sum of v over a run of lanes, at the run's head (lane i holds the sum over [i, stop) of its run).
+// A warp that is one run (heads == 1: the common case inside image regions) sums in one reduction;
+// otherwise a segmented sum: after the step of width w, lane i holds the sum over [i, min(i + 2w, stop)).
+template <typename S> __device__ __forceinline__ S run_sum(S v, int lane, int stop, bool one_run)
+{
+    if (one_run) {
+        if constexpr (sizeof(S) == 4) {
+            return __reduce_add_sync(FULL, v);
+        } else {
+            for (int w = 16; w > 0; w >>= 1)
+                v += __shfl_xor_sync(FULL, v, w);
+            return v;
+        }
+    }
+    for (int w = 1; w < 32; w <<= 1) {
+        S other = __shfl_down_sync(FULL, v, w);
+        if (lane + w < stop)
+            v += other;
+    }
+    return v;
+}
+
 template <typename T, int DIM>
 __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca_binning bin, pc__hca_dgrid grid,
                                                       const int32_t *cluster_of_cell, int32_t *labels, int k,
@@ -226,50 +260,38 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
         }
 #pragma unroll 1
         for (int u = 0; u < GROUPS; u++) {
-        size_t base = first + 32 * u, i = base + lane;
-        if (base >= end)
-            break;
-        bool valid = i < end;
-        int32_t cluster = clusters[u];
-        unsigned long long value[PC__HCA_MAX_DIM];
-        for (int j = 0; j < PC__HCA_MAX_DIM; j++)
-            value[j] = 0;
-        if (valid) {
-            const unsigned char *row = rows.data + i * rows.stride;
-            labels[i] = cluster;
-            const T *v = reinterpret_cast<const T *>(row);
+            size_t base = first + 32 * u, i = base + lane;
+            if (base >= end)
+                break;
+            bool valid = i < end;
+            int32_t cluster = clusters[u];
+            if (valid)
+                labels[i] = cluster;
+            int prev = __shfl_up_sync(FULL, cluster, 1);
+            bool head = valid && (lane == 0 || prev != cluster);
+            unsigned heads = __ballot_sync(FULL, head);
+            int valid_lanes = end - base < 32 ? (int)(end - base) : 32;
+            int stop = run_end(heads, lane, valid_lanes);
+            const T *v = reinterpret_cast<const T *>(rows.data + i * rows.stride);
+            unsigned long long *s = acc + (size_t)(cluster < 0 ? 0 : cluster) * (dim + 1);
 #pragma unroll
             for (int j = 0; j < (DIM ? DIM : PC__HCA_MAX_DIM); j++) {
                 if (!DIM && j >= dim)
                     break;
-                if constexpr (integer_band<T>::values != 0)
-                    value[j] = v[j];
-                else
-                    value[j] = (unsigned long long)llrint(((double)v[j] - bin.lo[j]) * scale.factor[j]);
+                if constexpr (integer_band<T>::values != 0) {
+                    uint32_t sum = run_sum<uint32_t>(valid ? v[j] : 0u, lane, stop, heads == 1u);
+                    if (head && cluster >= 0)
+                        atomicAdd(&s[j], (unsigned long long)sum);
+                } else {
+                    unsigned long long q =
+                        valid ? (unsigned long long)llrint(((double)v[j] - bin.lo[j]) * scale.factor[j]) : 0ull;
+                    q = run_sum<unsigned long long>(q, lane, stop, heads == 1u);
+                    if (head && cluster >= 0)
+                        atomicAdd(&s[j], q);
+                }
             }
-        }
-        int prev = __shfl_up_sync(FULL, cluster, 1);
-        bool head = valid && (lane == 0 || prev != cluster);
-        unsigned heads = __ballot_sync(FULL, head);
-        int valid_lanes = end - base < 32 ? (int)(end - base) : 32;
-        int stop = run_end(heads, lane, valid_lanes);
-        // Segmented sums: after the step of width w, lane i holds the sum over [i, min(i + 2w, stop)).
-#pragma unroll
-        for (int j = 0; j < (DIM ? DIM : PC__HCA_MAX_DIM); j++) {
-            if (!DIM && j >= dim)
-                break;
-            for (int w = 1; w < 32; w <<= 1) {
-                unsigned long long other = __shfl_down_sync(FULL, value[j], w);
-                if (lane + w < stop)
-                    value[j] += other;
-            }
-        }
-        if (head && cluster >= 0) {
-            unsigned long long *s = acc + (size_t)cluster * (dim + 1);
-            for (int j = 0; j < dim; j++)
-                atomicAdd(&s[j], value[j]);
-            atomicAdd(&s[dim], (unsigned long long)(stop - lane));
-        }
+            if (head && cluster >= 0)
+                atomicAdd(&s[dim], (unsigned long long)(stop - lane));
         }
     }
     if (shared_sums) {
@@ -312,6 +334,18 @@ template <typename F> pc_status dispatch(const pc__hca_rows &rows, F &&f)
     }
 #undef PC__HCA_DIMS
 }
+
+struct bounds_launch {
+    const pc__hca_rows &rows;
+    unsigned long long *lo_bits, *hi_bits, *non_finite;
+    const pc__hca_point_pass &pass;
+    template <typename T, int DIM> pc_status operator()() const
+    {
+        bounds_kernel<T, DIM><<<2 * pass.sms, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite);
+        PC_CUDA_LAUNCHED("HCA bounding box kernel");
+        return PC_OK;
+    }
+};
 
 struct histogram_launch {
     const pc__hca_rows &rows;
@@ -375,15 +409,8 @@ struct label_launch {
 pc_status pc__hca_cuda_bounds(const pc__hca_rows &rows, unsigned long long *lo_bits, unsigned long long *hi_bits,
                               unsigned long long *non_finite, const pc__hca_point_pass &pass)
 {
-    int blocks = 2 * pass.sms;
-    switch (rows.dtype) {
-    case PC_U8: bounds_kernel<uint8_t><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
-    case PC_U16: bounds_kernel<uint16_t><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
-    case PC_F32: bounds_kernel<float><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
-    default: bounds_kernel<double><<<blocks, BLOCK, 0, pass.stream>>>(rows, lo_bits, hi_bits, non_finite); break;
-    }
-    PC_CUDA_LAUNCHED("HCA bounding box kernel");
-    return PC_OK;
+    bounds_launch f{rows, lo_bits, hi_bits, non_finite, pass};
+    return dispatch(rows, f);
 }
 
 pc_status pc__hca_cuda_histogram(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
