@@ -1,10 +1,14 @@
 /* The CUDA backend of k-means against the sequential one from the same initial centres: every variant
- * (the default, the seed's kernels, the GEMM kernel, the direct kernel), several dimensions and k, both
- * sides of the default's size thresholds, the GEMM kernel's tile edges, an empty cluster. Exits 77 (skipped) where there is no CUDA device. */
+ * (the default, the seed's kernels, the GEMM kernel, the direct kernel, the tensor screen), several
+ * dimensions and k, both sides of the default's size thresholds, the GEMM kernel's tile edges, an empty
+ * cluster; the tensor screen (both formats) against the direct kernel bit for bit on data full of
+ * near-ties. Exits 77 (skipped) where there is no CUDA device. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
 #include "test_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A converged run ends with every point at its nearest centre (up to near-ties). (Its centres are the
@@ -105,8 +109,85 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
             double worst = 0;
             for (size_t q = 0; q < k * dim; q++)
                 worst = fmax(worst, fabs(pc_result_centers(a)[q] - pc_result_centers(b)[q]));
-            CHECK_MSG(worst <= 1e-4, "centres differ by %g", worst);
+            CHECK_MSG(worst <= 1e-4, "n %zu dim %zu k %zu variant %d, %d iterations: centres differ by %g", n, dim, k,
+                      (int)variant, max_iter, worst);
         }
+    }
+    pc_result_free(a);
+    pc_result_free(b);
+    free(init);
+    free(x);
+}
+
+/* Data where the nearest centre is often a near-tie or an exact tie: k centres from blobs (the last
+ * few duplicating earlier ones: exact ties, the lower index must win), then points at the midpoints of
+ * pairs of centres (on their bisector up to rounding), points at centres, points a hair off midpoints,
+ * and blob points; every coordinate shifted by `offset` (large offsets: |x| |c| dwarfs the distances).
+ * The tensor variant must give the direct variant's labels, centres and inertia bit for bit (both
+ * take fixed-point sums, so equal labels give equal centres at every step). */
+static void compare_exact(size_t n, size_t dim, size_t k, int max_iter, float offset, const char *format,
+                          uint64_t seed)
+{
+    float *x = test_blobs(n, dim, k / 3 + 1, 1.0, 10, seed, NULL);
+    float *init = malloc(k * dim * sizeof *init);
+    for (size_t c = 0; c < k; c++)
+        memcpy(init + c * dim, x + (c * 7919 % n) * dim, dim * sizeof *init);
+    for (size_t c = k - k / 8; c < k && c > 0; c++) /* duplicates of earlier centres */
+        memcpy(init + c * dim, init + (c % (k - k / 8)) * dim, dim * sizeof *init);
+    for (size_t i = 0; i < n; i++) {
+        size_t a = (i * 31) % k, b = (i * 17 + 1) % k;
+        float *p = x + i * dim;
+        switch (i % 4) {
+        case 0: /* a midpoint */
+            for (size_t j = 0; j < dim; j++)
+                p[j] = 0.5f * (init[a * dim + j] + init[b * dim + j]);
+            break;
+        case 1: /* a centre */
+            memcpy(p, init + a * dim, dim * sizeof *p);
+            break;
+        case 2: /* a hair off a midpoint */
+            for (size_t j = 0; j < dim; j++)
+                p[j] = 0.5f * (init[a * dim + j] + init[b * dim + j]) + (float)((int)(i % 7) - 3) * 1e-6f;
+            break;
+        default: /* a blob point */
+            break;
+        }
+    }
+    for (size_t q = 0; q < n * dim; q++)
+        x[q] += offset;
+    for (size_t q = 0; q < k * dim; q++)
+        init[q] += offset;
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = k;
+    p.init = PC_INIT_GIVEN;
+    p.initial_centers = init;
+    p.max_iter = max_iter;
+    p.tol = 0;
+    p.backend = PC_BACKEND_CUDA;
+    pc_points v = pc_points_f32(x, n, dim);
+    pc_result *a = NULL, *b = NULL;
+    p.cuda_variant = PC_KMEANS_CUDA_DIRECT;
+    CHECK_STATUS(pc_kmeans(&v, &p, &a), PC_OK);
+    setenv("PC_KMEANS_TENSOR_FORMAT", format, 1);
+    p.cuda_variant = PC_KMEANS_CUDA_TENSOR;
+    CHECK_STATUS(pc_kmeans(&v, &p, &b), PC_OK);
+    unsetenv("PC_KMEANS_TENSOR_FORMAT");
+    if (a && b) {
+        size_t differ = 0, first = n;
+        for (size_t i = 0; i < n; i++)
+            if (pc_result_labels(a)[i] != pc_result_labels(b)[i]) {
+                differ++;
+                first = first < n ? first : i;
+            }
+        CHECK_MSG(differ == 0, "tensor (%s) n %zu dim %zu k %zu offset %g: %zu labels differ from the direct kernel's "
+                  "(first: point %zu, %d against %d)", format, n, dim, k, offset, differ, first,
+                  first < n ? pc_result_labels(b)[first] : -1, first < n ? pc_result_labels(a)[first] : -1);
+        CHECK_MSG(memcmp(pc_result_centers(a), pc_result_centers(b), k * dim * sizeof(float)) == 0 &&
+                      pc_result_inertia(a) == pc_result_inertia(b) &&
+                      pc_result_iterations(a) == pc_result_iterations(b),
+                  "tensor (%s) n %zu dim %zu k %zu: centres or inertia differ (%.17g vs %.17g)", format, n, dim, k,
+                  pc_result_inertia(b), pc_result_inertia(a));
     }
     pc_result_free(a);
     pc_result_free(b);
@@ -124,8 +205,8 @@ int main(void)
     int quick = getenv("PC_CUDA_TEST_QUICK") != NULL;
     const size_t dims[] = {1, 2, 3, 4, 5, 8, 16, 17};
     const pc_kmeans_cuda_variant variants[] = {PC_KMEANS_CUDA_FAST, PC_KMEANS_CUDA_SEED, PC_KMEANS_CUDA_GEMM,
-                                               PC_KMEANS_CUDA_DIRECT};
-    for (int v = 0; v < 4; v++)
+                                               PC_KMEANS_CUDA_DIRECT, PC_KMEANS_CUDA_TENSOR};
+    for (int v = 0; v < 5; v++)
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
             size_t k = d % 2 ? 100 : 13;
             compare(quick ? 3000 : 50000 + 17 * d, dims[d], k, 1, 0, variants[v], seed + d, 0);
@@ -133,11 +214,13 @@ int main(void)
             if (!quick || v == 0) /* (hundreds of launches: too slow under the race checker) */
                 compare(quick ? 2000 : 20000, dims[d], k, 300, 1e-4, variants[v], seed + 100 + d, 0);
         }
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < 5; v++)
         compare(5000, 3, 20, 5, 0, variants[v], seed + 7, 1);
     /* FAST's choice on both sides: sums fused up to 4096 entries (3 x 1000: 4000, 8 x 127: 1143),
-     * else the seed's two passes (4 x 1000: 5000). */
-    const size_t fast_cases[][2] = {{8, 127}, {8, 128}, {5, 128}, {4, 127}, {3, 1000}, {4, 1000}};
+     * else two passes (4 x 1000: 5000) with the seed's assignment below dim 8 (7 x 600) and above 64
+     * (65 x 100), the tensor screen from 8 to 64 (8 x 600, 16 x 300, 17 x 300, 64 x 100). */
+    const size_t fast_cases[][2] = {{8, 127}, {8, 128}, {5, 128}, {4, 127}, {3, 1000}, {4, 1000},
+                                    {7, 600}, {8, 600}, {16, 300}, {17, 300}, {64, 100}, {65, 100}};
     for (size_t c = 0; c < sizeof fast_cases / sizeof fast_cases[0]; c++)
         compare(quick ? 3001 : 40001, fast_cases[c][0], fast_cases[c][1], c % 2 ? 1 : 4, 0, PC_KMEANS_CUDA_FAST,
                 seed + 200 + c, 0);
@@ -149,11 +232,23 @@ int main(void)
     for (size_t c = 0; c < sizeof gemm_cases / sizeof gemm_cases[0]; c++)
         compare(gemm_cases[c][0] * (quick ? 1 : 5), gemm_cases[c][1], gemm_cases[c][2], c % 2 ? 1 : 3, 0,
                 PC_KMEANS_CUDA_GEMM, seed + 300 + c, 0);
+    /* The tensor screen against the direct kernel, bit for bit, both formats: k and dim off the
+     * 8-centre and 16-dimension steps, n off the 64-point warp tile (and under one), offsets 0 and
+     * 1000, every group count (dim up to 64). */
+    const size_t exact_cases[][3] = {{3001, 16, 100}, {1000, 8, 9},  {2049, 17, 130}, {700, 31, 1},
+                                     {1500, 33, 57},  {63, 16, 7},   {999, 64, 40},   {4000, 12, 1000},
+                                     {3000, 1, 13},   {3000, 3, 100}, {3000, 5, 13},   {1000, 2, 100}};
+    const char *formats[] = {"tf32", "bf16"};
+    for (size_t c = 0; c < sizeof exact_cases / sizeof exact_cases[0]; c++)
+        for (int f = 0; f < 2; f++)
+            for (int off = 0; off < 2; off++)
+                compare_exact(exact_cases[c][0] * (quick ? 1 : 4) + (quick ? 0 : 3), exact_cases[c][1],
+                              exact_cases[c][2], off ? 2 : 3, off ? 1000.0f : 0.0f, formats[f], seed + 500 + c);
     /* Fixed-point sums: the same run twice gives the same centres, bit for bit. */
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 5; v++) {
         if (variants[v] == PC_KMEANS_CUDA_SEED)
             continue; /* the seed's float atomics land in any order */
-        size_t rn = quick ? 20000 : 200000, rd = v == 2 ? 16 : 3, rk = v == 2 ? 300 : 100;
+        size_t rn = quick ? 20000 : 200000, rd = v == 2 || v == 4 ? 16 : 3, rk = v == 2 || v == 4 ? 300 : 100;
         float *rx = test_blobs(rn, rd, 40, 2.0, 10, seed + 400 + v, NULL);
         pc_kmeans_params rp;
         pc_kmeans_params_init(&rp);
@@ -179,6 +274,7 @@ int main(void)
     if (!quick) {
         compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_FAST, seed + 8, 0);
         compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_DIRECT, seed + 9, 0);
+        compare(200000, 16, 1000, 3, 0, PC_KMEANS_CUDA_TENSOR, seed + 10, 0);
     }
     /* Centres that do not fit in shared memory: a clear status, not a crash. */
     size_t n = 20000, dim = 64, k = 2000;

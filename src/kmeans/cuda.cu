@@ -4,6 +4,9 @@
 //    finds the nearest centre as min over c of |c|^2 - 2 x.c; with few clusters it adds the point to
 //    its block's per-cluster sums in shared memory in the same pass (fused);
 //  - GEMM (cuda_gemm.cu): register-tiled points x centres, for large k x dim;
+//  - tensor (cuda_tensor.cu): a screen on the tensor cores with a rigorous error bound settles most
+//    points; exact_kernel below scans the rest in FP32 as the direct kernels do (same labels, bit for
+//    bit);
 //  - seed 002: the direct assignment, then a second kernel that sums per block and cluster.
 // Unfused paths sum in a second pass where a group of lanes takes one point's coordinates (coalesced
 // loads, consecutive shared addresses). Per-block sums (floats, added with shared-memory atomics, so
@@ -13,6 +16,7 @@
 
 #include <algorithm>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +196,92 @@ __global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restri
     finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (dim + 1));
 }
 
+// The points the tensor screen left (list[0 .. *count)), each against every centre in plain FP32:
+// for D > 0 the arithmetic and shared layout of assign_kernel<D>, for D = 0 those of
+// assign_any_kernel, so each label is bit for bit what the direct kernels give.
+template <int D>
+__global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ x, int dim, int k,
+                                                      const float *__restrict__ centres, const int32_t *list,
+                                                      const unsigned *count, int32_t *labels,
+                                                      unsigned long long *changed)
+{
+    const unsigned m = *count;
+    if ((size_t)blockIdx.x * blockDim.x >= m)
+        return; // the whole block has nothing to do
+    extern __shared__ float4 smem4[];
+    float *sc = reinterpret_cast<float *>(smem4);
+    constexpr int DP = D > 0 ? padded(D) : 4, V = DP / 4;
+    const int stride = D > 0 ? DP : dim;
+    float *sn = sc + (size_t)k * dim; // D = 0 only
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        float norm = 0.0f;
+        for (int j = 0; j < dim; j++) {
+            float v = centres[c * dim + j];
+            sc[c * stride + j] = v;
+            norm = fmaf(v, v, norm);
+        }
+        if (D > 0) {
+            sc[c * DP + D] = norm;
+            for (int j = D + 1; j < DP; j++)
+                sc[c * DP + j] = 0.0f;
+        } else {
+            sn[c] = norm;
+        }
+    }
+    __syncthreads();
+    unsigned moved = 0;
+    for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x) {
+        const long i = list[q];
+        float best = INFINITY;
+        int arg = 0;
+        if (D > 0) {
+            float m2x[D > 0 ? D : 1];
+#pragma unroll
+            for (int j = 0; j < D; j++)
+                m2x[j] = -2.0f * x[i * D + j];
+#pragma unroll 2
+            for (int c = 0; c < k; c++) {
+                float cv[DP];
+#pragma unroll
+                for (int v = 0; v < V; v++) {
+                    float4 f = smem4[c * V + v];
+                    cv[4 * v] = f.x;
+                    cv[4 * v + 1] = f.y;
+                    cv[4 * v + 2] = f.z;
+                    cv[4 * v + 3] = f.w;
+                }
+                float d = cv[D];
+#pragma unroll
+                for (int j = 0; j < D; j++)
+                    d = fmaf(m2x[j], cv[j], d);
+                if (d < best) {
+                    best = d;
+                    arg = c;
+                }
+            }
+        } else {
+            const float *xg = x + i * dim;
+            for (int c = 0; c < k; c++) {
+                float d = sn[c];
+                for (int j = 0; j < dim; j++)
+                    d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
+                if (d < best) {
+                    best = d;
+                    arg = c;
+                }
+            }
+        }
+        if (labels[i] != arg) {
+            labels[i] = arg;
+            moved++;
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        moved += __shfl_down_sync(0xffffffffu, moved, off);
+    if ((threadIdx.x & 31) == 0 && moved)
+        atomicAdd(changed, (unsigned long long)moved);
+}
+
 // Seed 002's second kernel: each block sums its points per cluster into its row of the
 // (blocks x k) array.
 __global__ void __launch_bounds__(BLOCK) block_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
@@ -340,13 +430,23 @@ __global__ void inertia_kernel(const float *x, int n, int dim, const float *cent
     }
 }
 
-enum class path { direct_fused, direct, seed, gemm };
+enum class path { direct_fused, direct, seed, gemm, tensor };
 
 struct gpu_engine {
     size_t n = 0, dim = 0, k = 0;
     path how = path::direct_fused;
+    bool float_sums = false; // the seed's per-block float sums (else fixed point)
     int assign_blocks = 0, sum_blocks = 0, group = 1;
     size_t smem_assign = 0, smem_sums = 0;
+    // The tensor path: its screen's format, launch and buffers, the exact kernel's launch, and how
+    // many points the screen left to it (summed over the steps, for PC_KMEANS_CUDA_STATS).
+    int tensor_format = PC__KM_TENSOR_TF32, tensor_blocks = 0, exact_blocks = 0;
+    size_t smem_tensor = 0, listed = 0, screened = 0;
+    pc__km_tensor_args targs = {};
+    pc__device_buffer<uint32_t> cpack;
+    pc__device_buffer<float> cnorm;
+    pc__device_buffer<int32_t> list;
+    pc__device_buffer<unsigned> list_count;
     float scale = 1.0f; // fixed-point sums: x * scale
     pc__device_buffer<float> x, centres, partial_float; // per-block sums: the seed's floats, or fixed
     pc__device_buffer<fixed> partial;
@@ -389,6 +489,22 @@ assign_fn pick(int dim, bool accumulate)
 #undef PC__PICK
 }
 
+typedef void (*exact_fn)(const float *, int, int, const float *, const int32_t *, const unsigned *, int32_t *,
+                         unsigned long long *);
+
+exact_fn pick_exact(int dim)
+{
+    switch (dim) {
+    case 1: return exact_kernel<1>;
+    case 2: return exact_kernel<2>;
+    case 3: return exact_kernel<3>;
+    case 4: return exact_kernel<4>;
+    case 8: return exact_kernel<8>;
+    case 16: return exact_kernel<16>;
+    default: return exact_kernel<0>;
+    }
+}
+
 // Shared memory of a direct assignment kernel: the centres (padded for the specialised kernels), and
 // the per-cluster sums when it accumulates.
 size_t assign_smem(size_t k, size_t dim, bool accumulate)
@@ -400,6 +516,15 @@ size_t assign_smem(size_t k, size_t dim, bool accumulate)
 // Assigns every point (and, fused, sums the clusters per block); labels only when !sums.
 pc_status assign(gpu_engine &e, bool sums)
 {
+    if (e.how == path::tensor) {
+        pc_status st = pc__km_tensor_assign(e.targs, e.centres.ptr, e.tensor_format, e.tensor_blocks, e.smem_tensor);
+        if (st != PC_OK)
+            return st;
+        pick_exact((int)e.dim)<<<e.exact_blocks, BLOCK, e.smem_assign>>>(
+            e.x.ptr, (int)e.dim, (int)e.k, e.centres.ptr, e.list.ptr, e.list_count.ptr, e.labels.ptr, e.changed.ptr);
+        PC_CUDA_LAUNCHED("k-means exact assignment kernel");
+        return PC_OK;
+    }
     if (e.how == path::gemm)
         return pc__km_gemm_assign(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.centres.ptr, e.labels.ptr, e.changed.ptr,
                                   e.assign_blocks, e.smem_assign);
@@ -417,7 +542,7 @@ pc_status assign(gpu_engine &e, bool sums)
 // The per-block sums of the unfused paths.
 pc_status block_sums(gpu_engine &e)
 {
-    if (e.how == path::seed)
+    if (e.float_sums)
         block_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
                                                                 e.partial_float.ptr);
     else
@@ -443,7 +568,7 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         return st;
     int entries = (int)(e.k * (e.dim + 1));
     int rows = e.how == path::direct_fused ? e.assign_blocks : e.sum_blocks;
-    if (e.how == path::seed)
+    if (e.float_sums)
         reduce_blocks<<<(entries + 31) / 32, 256>>>(e.partial_float.ptr, rows, entries, e.sums.ptr);
     else
         reduce_fixed<<<(entries + 31) / 32, 256>>>(e.partial.ptr, rows, entries, (int)e.dim, 1.0 / e.scale,
@@ -464,6 +589,12 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         counts[c] = (int64_t)llround(e.host_sums[c * (e.dim + 1) + e.dim]);
     }
     *changed = (size_t)moved;
+    if (e.how == path::tensor) {
+        unsigned listed = 0;
+        PC_CUDA_TRY(cudaMemcpy(&listed, e.list_count.ptr, sizeof listed, cudaMemcpyDeviceToHost), "k-means iteration");
+        e.listed += listed;
+        e.screened += e.n;
+    }
     return PC_OK;
 }
 
@@ -519,20 +650,36 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     case PC_KMEANS_CUDA_SEED: e.how = path::seed; break;
     case PC_KMEANS_CUDA_GEMM: e.how = path::gemm; break;
     case PC_KMEANS_CUDA_DIRECT: e.how = path::direct; break;
+    case PC_KMEANS_CUDA_TENSOR: e.how = dim <= (size_t)PC__KM_TENSOR_MAX_DIM ? path::tensor : path::direct; break;
     default:
         /* Small per-block sums are added in the assignment pass (fixed point: deterministic); with
-         * large k x dim they would take the shared memory that lets several blocks share an SM, and
-         * the direct assignment followed by the seed's float block sums measured fastest (H200, 10M x
-         * 16, k = 1000: 8.6 ms, against 11.2 with the fixed-point second pass and 12.8 with the GEMM
-         * kernel; 23.7 fused). */
+         * large k x dim they would take the shared memory that lets several blocks share an SM, so
+         * there the sums take a second pass, the seed's float block sums (measured fastest: H200,
+         * 10M x 16, k = 1000: 0.8 ms against 3.4 with fixed point). The assignment there is the
+         * tensor screen from dim 8 (to 64) where its packed centres fit, else the direct kernel. */
         e.how = entries <= 4096 ? path::direct_fused : path::seed;
+        if (e.how == path::seed && dim >= 8 && dim <= (size_t)PC__KM_TENSOR_MAX_DIM &&
+            pc__km_tensor_smem(k, dim, PC__KM_TENSOR_BF16) <= limit)
+            e.how = path::tensor;
+        e.float_sums = e.how != path::direct_fused;
     }
-    e.smem_sums = e.how == path::direct_fused ? 0 : entries * (e.how == path::seed ? sizeof(float) : sizeof(fixed));
+    if (e.how == path::seed)
+        e.float_sums = true;
+    if (e.how == path::tensor) {
+        /* The screen's format: BF16 by default (H200, 10M x 16, k = 1000: 7.38 ms an iteration with
+         * 10% of the points left to the exact kernel, against 8.46 ms and 4% with TF32, whose packed
+         * centres take twice the shared memory and its kernel 156 registers: one block an SM);
+         * PC_KMEANS_TENSOR_FORMAT=tf32 picks TF32 (for measuring one against the other). */
+        const char *f = getenv("PC_KMEANS_TENSOR_FORMAT");
+        e.tensor_format = f && strcmp(f, "tf32") == 0 ? PC__KM_TENSOR_TF32 : PC__KM_TENSOR_BF16;
+        e.smem_tensor = pc__km_tensor_smem(k, dim, e.tensor_format);
+    }
+    e.smem_sums = e.how == path::direct_fused ? 0 : entries * (e.float_sums ? sizeof(float) : sizeof(fixed));
     e.smem_assign = e.how == path::gemm ? pc__km_gemm_smem(k, dim) : assign_smem(k, dim, e.how == path::direct_fused);
-    if (e.smem_assign > limit || e.smem_sums > limit)
+    if (std::max(e.smem_assign, e.smem_tensor) > limit || e.smem_sums > limit)
         return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres (or the per-cluster sums) in shared "
                                         "memory: %zu KiB exceed the %d KiB a block may use",
-                        std::max(e.smem_assign, e.smem_sums) >> 10, max_smem >> 10);
+                        std::max(std::max(e.smem_assign, e.smem_tensor), e.smem_sums) >> 10, max_smem >> 10);
     // Blocks resident at once: enough to fill the GPU, few enough that the per-block sums stay small.
     const size_t sm_bytes = 228 * 1024, point_blocks = (n + BLOCK - 1) / BLOCK;
     int per_sm = std::max(1, std::min(4, (int)(sm_bytes / std::max<size_t>(e.smem_assign, 1))));
@@ -555,6 +702,19 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         const size_t rounds = (n + (size_t)sms * per_sm * per_round - 1) / ((size_t)sms * per_sm * per_round);
         assign_blocks = (n + rounds * per_round - 1) / (rounds * per_round);
     }
+    if (e.how == path::tensor) {
+        int tensor_per_sm = 1, exact_per_sm = 1;
+        pc_status tst = pc__km_tensor_setup(dim, e.tensor_format, e.smem_tensor, &tensor_per_sm);
+        if (tst != PC_OK)
+            return tst;
+        const size_t warp_tiles = (n + 63) / 64, per_block = PC__KM_TENSOR_THREADS / 32;
+        e.tensor_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * tensor_per_sm, (warp_tiles + per_block - 1) / per_block));
+        PC_CUDA_TRY(cudaFuncSetAttribute(pick_exact((int)dim), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)e.smem_assign), "k-means shared memory");
+        PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&exact_per_sm, pick_exact((int)dim), BLOCK,
+                                                                  e.smem_assign), "k-means occupancy");
+        e.exact_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * std::max(1, std::min(4, exact_per_sm)), point_blocks));
+    }
     PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)e.smem_sums), "k-means shared memory");
     for (e.group = 2; e.group < 32 && e.group < (int)dim + 1; e.group *= 2)
@@ -567,11 +727,30 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     const size_t rows = (size_t)std::max(e.assign_blocks, e.sum_blocks);
     pc_status st;
     if ((st = e.x.alloc(n * dim, "points")) != PC_OK || (st = e.centres.alloc(k * dim, "centres")) != PC_OK ||
-        (st = (e.how == path::seed ? e.partial_float.alloc(rows * entries, "per-block sums")
+        (st = (e.float_sums ? e.partial_float.alloc(rows * entries, "per-block sums")
                                    : e.partial.alloc(rows * entries, "per-block sums"))) != PC_OK ||
         (st = e.labels.alloc(n, "labels")) != PC_OK || (st = e.sums.alloc(k * (dim + 1), "sums")) != PC_OK ||
         (st = e.inertia.alloc((size_t)e.assign_blocks, "inertia")) != PC_OK || (st = e.changed.alloc(1, "counter")) != PC_OK)
         return st;
+    if (e.how == path::tensor) {
+        if ((st = e.cpack.alloc(pc__km_tensor_packed_words(k, dim, e.tensor_format), "packed centres")) != PC_OK ||
+            (st = e.cnorm.alloc(pc__km_tensor_kpad(k), "centre norms")) != PC_OK ||
+            (st = e.list.alloc(n, "point list")) != PC_OK || (st = e.list_count.alloc(1, "counter")) != PC_OK)
+            return st;
+        pc__km_tensor_args &a = e.targs;
+        a.x = e.x.ptr;
+        a.n = (int)n;
+        a.dim = (int)dim;
+        a.k = (int)k;
+        a.kpad = (int)pc__km_tensor_kpad(k);
+        a.cpack = e.cpack.ptr;
+        a.cnorm = e.cnorm.ptr;
+        a.labels = e.labels.ptr;
+        a.list = e.list.ptr;
+        a.list_count = e.list_count.ptr;
+        a.changed = e.changed.ptr;
+        pc__km_tensor_bounds(k, dim, e.tensor_format, &a);
+    }
     PC_CUDA_TRY(cudaMemcpy(e.x.ptr, x, n * dim * sizeof(float), cudaMemcpyHostToDevice), "points upload");
     {
         /* The fixed-point scale 2^s: |x| * 2^s * n < 2^62, so that no sum (of a block or of all of
@@ -599,5 +778,9 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         st = gpu_labels(&e, labels);
     free(e.host_sums);
     *gpu_seconds = e.gpu_seconds;
+    if (e.how == path::tensor && getenv("PC_KMEANS_CUDA_STATS"))
+        fprintf(stderr, "k-means tensor screen (%s): %zu of %zu point steps left to the exact kernel (%.3f%%)\n",
+                e.tensor_format == PC__KM_TENSOR_BF16 ? "bf16" : "tf32", e.listed, e.screened,
+                e.screened ? 100.0 * (double)e.listed / (double)e.screened : 0.0);
     return st;
 }

@@ -1,4 +1,5 @@
-// What the CUDA k-means files share: the register-tiled (GEMM-style) assignment of cuda_gemm.cu.
+// What the CUDA k-means files share: the register-tiled (GEMM-style) assignment of cuda_gemm.cu and
+// the tensor-core screening of cuda_tensor.cu.
 #ifndef PC_KMEANS_CUDA_KM_CUH
 #define PC_KMEANS_CUDA_KM_CUH
 
@@ -31,5 +32,32 @@ pc_status pc__km_gemm_setup(size_t smem, int *blocks_per_sm);
 // the direct kernels compute); *changed += the labels that differ from the previous ones.
 pc_status pc__km_gemm_assign(const float *x, int n, int dim, int k, const float *centres, int32_t *labels,
                              unsigned long long *changed, int blocks, size_t smem);
+
+// The tensor-core screening (cuda_tensor.cu): TF32 or BF16 split products, dim <= 64.
+constexpr int PC__KM_TENSOR_THREADS = 256;
+constexpr int PC__KM_TENSOR_MAX_DIM = 64;
+enum { PC__KM_TENSOR_TF32 = 0, PC__KM_TENSOR_BF16 = 1 };
+
+struct pc__km_tensor_args {
+    const float *x;
+    int n, dim, k, kpad;
+    const uint32_t *cpack; // pc__km_tensor_packed_words words, written by the step's preparation kernel
+    const float *cnorm;    // kpad
+    int32_t *labels;       // written where the screen settles the point
+    int32_t *list;         // n: the points it leaves to the exact kernel ...
+    unsigned *list_count;  // ... and their number
+    unsigned long long *changed;
+    float prod, accref, mask_rel; // the error bound's factors (pc__km_tensor_bounds)
+    uint32_t mask;                // the index bits of a key
+};
+
+size_t pc__km_tensor_kpad(size_t k);
+size_t pc__km_tensor_smem(size_t k, size_t dim, int format);
+size_t pc__km_tensor_packed_words(size_t k, size_t dim, int format);
+void pc__km_tensor_bounds(size_t k, size_t dim, int format, pc__km_tensor_args *a);
+pc_status pc__km_tensor_setup(size_t dim, int format, size_t smem, int *blocks_per_sm);
+// Packs `centres` (device, k x dim), then screens every point: labels of the settled points (and
+// *changed), the others listed.
+pc_status pc__km_tensor_assign(const pc__km_tensor_args &a, const float *centres, int format, int blocks, size_t smem);
 
 #endif

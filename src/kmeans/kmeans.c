@@ -92,7 +92,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     pc_backend backend;
     if ((st = pc__choose_backend(params->backend, (double)n * (double)k * (double)dim, &backend)) != PC_OK)
         return st;
-    if ((unsigned)params->cuda_variant > PC_KMEANS_CUDA_DIRECT)
+    if ((unsigned)params->cuda_variant > PC_KMEANS_CUDA_TENSOR)
         return pc__fail(PC_INVALID_ARGUMENT, "unknown CUDA k-means variant %d", (int)params->cuda_variant);
     int threads = 1;
 #ifdef _OPENMP
