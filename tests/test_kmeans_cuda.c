@@ -106,11 +106,22 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
                   "inertia %.9g vs %.9g (%zu labels differ)", pc_result_inertia(a), pc_result_inertia(b), differ);
         if (differ == 0) {
             CHECK(pc_result_iterations(a) == pc_result_iterations(b));
+            /* The centres are the means of the labels before the last step, so equal final labels do
+             * not make them equal: a near-tie flipped in an earlier step moves the two clusters it
+             * touched (seen with seed 1795257545). One step: no cluster may differ; more: at most two
+             * per earlier step. */
+            size_t moved = 0;
             double worst = 0;
-            for (size_t q = 0; q < k * dim; q++)
-                worst = fmax(worst, fabs(pc_result_centers(a)[q] - pc_result_centers(b)[q]));
-            CHECK_MSG(worst <= 1e-4, "n %zu dim %zu k %zu variant %d, %d iterations: centres differ by %g", n, dim, k,
-                      (int)variant, max_iter, worst);
+            for (size_t c = 0; c < k; c++) {
+                double d = 0;
+                for (size_t j = 0; j < dim; j++)
+                    d = fmax(d, fabs(pc_result_centers(a)[c * dim + j] - pc_result_centers(b)[c * dim + j]));
+                moved += d > 1e-4;
+                worst = fmax(worst, d);
+            }
+            CHECK_MSG(moved <= 2 * (size_t)(pc_result_iterations(a) - 1),
+                      "n %zu dim %zu k %zu variant %d, %d iterations: %zu centres differ (by up to %g)", n, dim, k,
+                      (int)variant, max_iter, moved, worst);
         }
     }
     pc_result_free(a);
