@@ -9,8 +9,9 @@
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
-#include "../core/simd.h"
 #endif
+
+#include "../core/simd.h"
 
 #define LANES PC__LANES
 #define MAX_FAST_BANDS 8
