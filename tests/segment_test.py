@@ -294,13 +294,9 @@ two = np.clip(two.astype(int) + rng.normal(0, 2, two.shape), 1, 255).astype(np.u
 np.save(w("two.npy"), two)
 rc, out, err = run("segment", w("two.npy"), "--algorithm", "meanshift", "--spatial-bandwidth", 6,
                    "--range-bandwidth", 20, "--min-region-size", 20, "-o", w("two_l.npy"))
-if rc == 1 and "not supported" in err:
-    check(len(err.splitlines()) == 1 and not os.path.exists(w("two_l.npy")),
-          "meanshift (library not ready): one-line 'not supported' error, no output")
-else:
-    t2 = (np.arange(40)[None, :] >= 20).repeat(30, 0).astype(np.int32)
-    ok, why = bijective(np.load(w("two_l.npy")), t2, np.ones_like(t2, bool)) if rc == 0 else (False, err)
-    check(ok, "meanshift (--spatial-bandwidth 6 --range-bandwidth 20): two regions found", why)
+t2 = (np.arange(40)[None, :] >= 20).repeat(30, 0).astype(np.int32)
+ok, why = bijective(np.load(w("two_l.npy")), t2, np.ones_like(t2, bool)) if rc == 0 else (False, err)
+check(ok, "meanshift (--spatial-bandwidth 6 --range-bandwidth 20): two regions found", why)
 rc, out, err = run("segment", w("two.npy"), "--algorithm", "meanshift", "--range-bandwidth", -1, "-o", w("x.npy"))
 expect_error("meanshift --range-bandwidth -1: usage error", rc, err, 2, "must be > 0")
 
@@ -345,6 +341,25 @@ else:
     rc, out, err = run("segment", w("f32.tif"), "-k", 3, "-o", w("f32_l.tif"))
     ok, why = bijective(read_tif(w("f32_l.tif"))[1], truth, v2) if rc == 0 else (False, err)
     check(ok, "GeoTIFF float32, nodata -9999 and one NaN: labels = regions, both -1", why)
+
+    # --nodata given for float32 pixels: 0.1 matches 0.1f; an infinity gets no cluster either.
+    f32o = image(truth, valid, [(1.0, 5.0, 2.0), (8.0, 2.0, 7.0), (4.0, 9.0, 4.0)], 0.05, np.float32, 0.1)
+    f32o[7, 3] = np.inf
+    v3 = valid.copy()
+    v3[7, 3] = False
+    write_tif(w("f32o.tif"), f32o)
+    rc, out, err = run("segment", w("f32o.tif"), "--nodata", 0.1, "-k", 3, "-o", w("f32o_l.tif"))
+    ok, why = bijective(read_tif(w("f32o_l.tif"))[1], truth, v3) if rc == 0 else (False, err)
+    check(ok, "GeoTIFF float32, --nodata 0.1 and one infinity: labels = regions, both -1", why)
+
+    # An output that is the input itself is refused, and the input survives.
+    before = open(w("f32o.tif"), "rb").read()
+    rc, out, err = run("segment", w("f32o.tif"), "-k", 3, "-o", w("f32o.tif"))
+    expect_error("output = input: refused", rc, err, 1, "refusing to overwrite")
+    check(open(w("f32o.tif"), "rb").read() == before, "output = input: the input is unchanged")
+    gdal.GetDriverByName("PNG").CreateCopy(w("in.png"), gdal.Open(w("rgb.tif")))
+    rc, out, err = run("segment", w("in.png"), "-k", 3, "-o", w("in_l.tif"), "--preview", w("in.png"))
+    expect_error("preview = input: refused", rc, err, 1, "refusing to overwrite", [w("in_l.tif")])
 
     i16 = image(truth, valid, [(-3000, 100), (2500, -2000), (0, 3000)], 50, np.int16, -32768)
     write_tif(w("i16.tif"), i16, nodata=-32768)

@@ -41,7 +41,8 @@ static const char *const help =
     "k-means: -k K (required), --init kmeans++|random|kmeans-par, --n-init N, --max-iter N, --tol T,\n"
     "  --seed S\n"
     "mean shift in the joint spatial-range domain (ALGORITHMS.md section 4): --spatial-bandwidth HS\n"
-    "  (pixels, default 8), --range-bandwidth HR (band units, default 16), --min-region-size N (pixels,\n"
+    "  (pixels, default 8), --range-bandwidth HR (band units; default 16 for 8-bit bands, else 16/255\n"
+    "  of the widest band's range), --min-region-size N (pixels,\n"
     "  default 20), --max-iter N (default 20), --eps E (default 0.01)\n";
 
 enum { ALG_HCA = 1, ALG_KMEANS = 2, ALG_MEANSHIFT = 4 };
@@ -57,6 +58,7 @@ typedef struct {
     pc_meanshift_image_params ms;
     const char *only_for[8]; /* an option given that belongs to the algorithms in only_mask */
     int only_mask[8], only_count;
+    int range_given;         /* --range-bandwidth was given (else it follows the pixel type) */
 } seg_cli;
 
 static int parse_bands(const char *v, seg_cli *c)
@@ -157,6 +159,7 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
             *bad = 1;
         }
         *(name[2] == 'e' ? &c->ms.eps : name[2] == 'r' ? &c->ms.range_bandwidth : &c->ms.spatial_bandwidth) = d;
+        c->range_given |= name[2] == 'r';
     } else if (cli_is(a, "--min-region-size")) {
         only(c, "--min-region-size", ALG_MEANSHIFT);
         *bad = cli_int(a, 0, 2000000000, &l);
@@ -169,6 +172,16 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
 
 /* The outputs are renamed into place one after the other; a target that is a directory would fail
  * only there, after the first was already in place, so it is refused before any work. */
+/* An output that is an input (the same file under another name too) would be destroyed by the run. */
+static int check_not_input(const char *out_option, const char *out, const char *in_option, const char *in)
+{
+    struct stat so, si;
+    if (!out || !in || stat(out, &so) != 0 || stat(in, &si) != 0 || so.st_dev != si.st_dev || so.st_ino != si.st_ino)
+        return 0;
+    cli_error("segment", "%s '%s' is the %s: refusing to overwrite it", out_option, out, in_option);
+    return -1;
+}
+
 int cli_check_not_directory(const char *cmd, const char *path)
 {
     struct stat st;
@@ -379,8 +392,20 @@ int cmd_segment(int argc, char **argv)
         return CLI_FAILED;
     }
     if (cli_check_writable("segment", "--output", c.output) || cli_check_writable("segment", "--preview", c.preview) ||
-        cli_check_not_directory("segment", c.output) || (c.preview && cli_check_not_directory("segment", c.preview)))
+        cli_check_not_directory("segment", c.output) || (c.preview && cli_check_not_directory("segment", c.preview)) ||
+        check_not_input("--output", c.output, "input image", c.input) ||
+        check_not_input("--preview", c.preview, "input image", c.input) ||
+        check_not_input("--output", c.output, "--truth raster", c.truth) ||
+        check_not_input("--preview", c.preview, "--truth raster", c.truth) ||
+        check_not_input("--preview", c.preview, "--output", c.output))
         return CLI_FAILED;
+    /* A backend that cannot run here is said before a 100-megapixel read, not after. */
+    pc_backend asked = c.algorithm == ALG_HCA ? c.hca.backend : c.algorithm == ALG_KMEANS ? c.km.backend : c.ms.backend;
+    if (!pc_backend_available(asked)) {
+        cli_error("segment", "the %s backend cannot run here (%s)", pc_backend_name(asked),
+                  asked == PC_BACKEND_CUDA ? "no CUDA device, or built without CUDA" : "not built");
+        return CLI_FAILED;
+    }
     char err[512];
     pcli_image im;
     pc_result *r = NULL;
@@ -392,9 +417,19 @@ int cmd_segment(int argc, char **argv)
     }
     double t_read = cli_seconds() - t0, t_compact = 0, t_score = 0;
     size_t npix = im.width * im.height;
-    printf("segment: %s, %zu x %zu pixels, %zu band%s of %s (held as %s), %zu valid (%.2f%%)\n", c.input, im.width,
-           im.height, im.bands, im.bands == 1 ? "" : "s", im.source_type, pcli_pixtype_name(im.type), im.n_valid,
-           100.0 * (double)im.n_valid / (double)npix);
+    printf("segment: %s, %zu x %zu pixels, %zu band%s of %s (held as %s%s), %zu valid (%.2f%%)\n", c.input,
+           im.width, im.height, im.bands, im.bands == 1 ? "" : "s", im.source_type, pcli_pixtype_name(im.type),
+           im.offset != 0 ? " + 32768" : "", im.n_valid, 100.0 * (double)im.n_valid / (double)npix);
+    if (c.algorithm == ALG_MEANSHIFT && !c.range_given && im.type != PCLI_PIX_U8) {
+        /* 16 suits 8-bit bands; other types get the same share of their range. */
+        double span = 0;
+        for (size_t b = 0; b < im.bands; b++)
+            span = im.hi[b] - im.lo[b] > span ? im.hi[b] - im.lo[b] : span;
+        if (span > 0)
+            c.ms.range_bandwidth = 16.0 / 255.0 * span;
+        printf("mean shift: range bandwidth %g (16/255 of the widest band's range; --range-bandwidth to choose)\n",
+               c.ms.range_bandwidth);
+    }
     rc = CLI_FAILED;
     int compact;
     t0 = cli_seconds();

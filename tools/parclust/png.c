@@ -18,7 +18,7 @@ struct pcli_png {
     uint32_t crc, adler_a, adler_b;
     unsigned char block[65535]; /* the stored deflate block being filled */
     size_t used, left;          /* bytes in block; raw bytes still to come */
-    int failed;
+    int failed, error; /* error: errno of the first failed write */
 };
 
 static uint32_t crc_table[256];
@@ -50,8 +50,10 @@ static void be32(unsigned char *p, uint32_t v)
 static void idat_put(pcli_png *p, const unsigned char *d, size_t len)
 {
     p->crc = crc_add(p->crc, d, len);
-    if (fwrite(d, 1, len, p->fp) != len)
+    if (fwrite(d, 1, len, p->fp) != len && !p->failed) {
         p->failed = 1;
+        p->error = errno;
+    }
 }
 
 static void flush_block(pcli_png *p)
@@ -164,21 +166,28 @@ int pcli_png_close(pcli_png *p, char *err, size_t errsize)
 {
     int rc = 0;
     unsigned char tail[8];
-    if (p->left != 0) {
+    if (p->failed) {
+        /* reported below with the first write's error */
+    } else if (p->left != 0) {
         rc = pcli_fail(err, errsize, "%s: internal error: picture rows missing", p->path);
     } else {
         be32(tail, p->adler_b << 16 | p->adler_a);
         idat_put(p, tail, 4);
         be32(tail, ~p->crc);
-        if (fwrite(tail, 1, 4, p->fp) != 4 || write_chunk(p->fp, "IEND", NULL, 0))
+        if (fwrite(tail, 1, 4, p->fp) != 4 || write_chunk(p->fp, "IEND", NULL, 0)) {
+            p->error = errno;
             p->failed = 1;
+        }
     }
     errno = 0;
-    if (fflush(p->fp) != 0)
+    int flush_failed = fflush(p->fp) != 0, flush_errno = errno;
+    int close_failed = p->owns_fp && fclose(p->fp) != 0;
+    if ((flush_failed || close_failed) && !p->failed) {
         p->failed = 1;
-    if ((p->owns_fp && fclose(p->fp) != 0) || p->failed)
-        if (rc == 0)
-            rc = pcli_fail(err, errsize, "%s: write failed: %s", p->path, errno ? strerror(errno) : "I/O error");
+        p->error = flush_failed ? flush_errno : errno;
+    }
+    if (p->failed && rc == 0)
+        rc = pcli_fail(err, errsize, "%s: write failed: %s", p->path, p->error ? strerror(p->error) : "I/O error");
     free(p);
     return rc;
 }

@@ -150,7 +150,7 @@ static int choose_type(GDALDatasetH ds, const int *order, size_t nb, pcli_image 
     } else if (all_i16) {
         im->type = PCLI_PIX_U16;
         *int16 = 1;
-        snprintf(im->source_type, sizeof im->source_type, "Int16 (held as uint16 + 32768)");
+        snprintf(im->source_type, sizeof im->source_type, "Int16");
     } else {
         im->type = PCLI_PIX_F32;
         int exact = 1;

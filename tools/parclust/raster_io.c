@@ -59,7 +59,7 @@ int pcli__image_alloc(pcli_image *im, const char *path, char *err, size_t errsiz
             int ok = 1;                                                                                        \
             for (size_t b = 0; b < B; b++) {                                                                   \
                 double v = in_int16 ? (double)(int16_t)(uint16_t)px[b] : (double)px[b];                       \
-                if (IS_NAN(px[b]) || (nd->has[b] && v == nd->value[b]))                                        \
+                if (IS_NAN(px[b]) || (nd->has[b] && v == nodata[b]))                                           \
                     ok = 0;                                                                                    \
             }                                                                                                  \
             if (!ok)                                                                                           \
@@ -75,12 +75,15 @@ int pcli__image_alloc(pcli_image *im, const char *path, char *err, size_t errsiz
         }                                                                                                      \
     } while (0)
 #define NEVER_NAN(x) 0
-#define F32_NAN(x) isnan(x)
+#define F32_NAN(x) (!isfinite(x)) /* NaN and infinities: no cluster can hold them */
 
 void pcli__mark_valid(pcli_image *im, size_t y0, size_t rows, const pcli_nodata *nd, int in_int16)
 {
     size_t B = im->bands, first = y0 * im->width, last = (y0 + rows) * im->width;
-    double lo[PCLI_MAX_BANDS], hi[PCLI_MAX_BANDS];
+    double lo[PCLI_MAX_BANDS], hi[PCLI_MAX_BANDS], nodata[PCLI_MAX_BANDS];
+    /* A float32 pixel equals the nodata value as float32 holds it (0.1 is stored as 0.1f). */
+    for (size_t b = 0; b < B; b++)
+        nodata[b] = im->type == PCLI_PIX_F32 ? (double)(float)nd->value[b] : nd->value[b];
     memcpy(lo, im->lo, sizeof lo);
     memcpy(hi, im->hi, sizeof hi);
     if (im->type == PCLI_PIX_U8)
