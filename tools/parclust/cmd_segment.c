@@ -56,8 +56,8 @@ typedef struct {
     pc_hca_params hca;
     pc_kmeans_params km;
     pc_meanshift_image_params ms;
-    const char *only_for[8]; /* an option given that belongs to the algorithms in only_mask */
-    int only_mask[8], only_count;
+    const char *only_for[32]; /* an option given that belongs to the algorithms in only_mask */
+    int only_mask[32], only_count;
     int range_given;         /* --range-bandwidth was given (else it follows the pixel type) */
 } seg_cli;
 
@@ -91,7 +91,11 @@ static int parse_bands(const char *v, seg_cli *c)
 
 static void only(seg_cli *c, const char *name, int mask)
 {
-    if (c->only_count < 8) {
+    /* Each option once: there are fewer distinct algorithm options than slots. */
+    for (int i = 0; i < c->only_count; i++)
+        if (strcmp(c->only_for[i], name) == 0)
+            return;
+    if (c->only_count < (int)(sizeof c->only_for / sizeof c->only_for[0])) {
         c->only_for[c->only_count] = name;
         c->only_mask[c->only_count++] = mask;
     }
