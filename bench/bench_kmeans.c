@@ -2,7 +2,8 @@
  * variant, after an untimed warm-up run), and Lloyd on the CPU. Random init from seed 0, no early stop, inertia printed beside
  * each time.
  *
- *   bench_kmeans gpu [--iterations 10] [--size 0|1|2]   (one of the three sizes; all by default)
+ *   bench_kmeans gpu [--iterations 10] [--size 0|1|2] [--variant 0..4]   (one size, one variant:
+ *       pc_kmeans_cuda_variant's order, 0 = fast; all by default)
  *   bench_kmeans cpu [--n 1000000] [--dim 3] [--k 100] [--iterations 20]
  *   bench_kmeans seed   seed 002's experiments (2D: 100 points; 4,000 with k = 5 and 10; 100k; k = 100)
  */
@@ -65,13 +66,14 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "cpu";
     size_t n = 1000000, dim = 3, k = 100;
-    int iterations = strcmp(what, "gpu") == 0 ? 10 : 20, only = -1;
+    int iterations = strcmp(what, "gpu") == 0 ? 10 : 20, only = -1, variant = -1;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--n") == 0) n = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--dim") == 0) dim = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--k") == 0) k = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--iterations") == 0) iterations = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--size") == 0) only = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--variant") == 0) variant = atoi(argv[i + 1]);
     }
     if (strcmp(what, "seed") == 0) {
         const size_t runs[][2] = {{100, 5}, {4000, 5}, {4000, 10}, {100000, 5}, {100000, 100}};
@@ -115,6 +117,8 @@ int main(int argc, char **argv)
             /* A warm-up run: clocks up, every kernel loaded. */
             pc_result_free(run(x, sizes[s][0], sizes[s][1], sizes[s][2], 2, PC_BACKEND_CUDA, PC_KMEANS_CUDA_FAST));
             for (int v = 0; v < 5; v++) {
+                if (variant >= 0 && v != variant)
+                    continue;
                 pc_result *r = run(x, sizes[s][0], sizes[s][1], sizes[s][2], iterations, PC_BACKEND_CUDA,
                                    (pc_kmeans_cuda_variant)v);
                 printf("| %zuM x %zu, k = %zu | %s | %.3f | %d | %.6g |\n", sizes[s][0] / 1000000, sizes[s][1],

@@ -197,16 +197,18 @@ __global__ void __launch_bounds__(BLOCK) assign_any_kernel(const float *__restri
 }
 
 // The points the tensor screen left (list[0 .. *count)), each against every centre in plain FP32:
-// for D > 0 the arithmetic and shared layout of assign_kernel<D>, for D = 0 those of
-// assign_any_kernel, so each label is bit for bit what the direct kernels give.
+// for D > 0 the arithmetic and shared layout of assign_kernel<D> (POINTS points a thread, one shared
+// load of a centre serving all of them), for D = 0 those of assign_any_kernel, so each label is bit
+// for bit what the direct kernels give.
 template <int D>
 __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ x, int dim, int k,
                                                       const float *__restrict__ centres, const int32_t *list,
                                                       const unsigned *count, int32_t *labels,
                                                       unsigned long long *changed)
 {
+    constexpr int P = D > 0 ? POINTS : 1;
     const unsigned m = *count;
-    if ((size_t)blockIdx.x * blockDim.x >= m)
+    if ((size_t)blockIdx.x * blockDim.x * P >= m)
         return; // the whole block has nothing to do
     extern __shared__ float4 smem4[];
     float *sc = reinterpret_cast<float *>(smem4);
@@ -230,15 +232,25 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
     }
     __syncthreads();
     unsigned moved = 0;
-    for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x) {
-        const long i = list[q];
-        float best = INFINITY;
-        int arg = 0;
-        if (D > 0) {
-            float m2x[D > 0 ? D : 1];
+    const size_t tile = (size_t)gridDim.x * blockDim.x * P;
+    for (size_t q0 = (size_t)blockIdx.x * blockDim.x * P + threadIdx.x; q0 < m; q0 += tile) {
+        long idx[P];
+        float best[P];
+        int arg[P];
 #pragma unroll
-            for (int j = 0; j < D; j++)
-                m2x[j] = -2.0f * x[i * D + j];
+        for (int p = 0; p < P; p++) {
+            const size_t q = q0 + (size_t)p * blockDim.x;
+            idx[p] = list[q < m ? q : m - 1]; // past the end: a repeat of the last, not written
+            best[p] = INFINITY;
+            arg[p] = 0;
+        }
+        if (D > 0) {
+            float m2x[P][D > 0 ? D : 1];
+#pragma unroll
+            for (int p = 0; p < P; p++)
+#pragma unroll
+                for (int j = 0; j < D; j++)
+                    m2x[p][j] = -2.0f * x[idx[p] * D + j];
 #pragma unroll 2
             for (int c = 0; c < k; c++) {
                 float cv[DP];
@@ -250,31 +262,36 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
                     cv[4 * v + 2] = f.z;
                     cv[4 * v + 3] = f.w;
                 }
-                float d = cv[D];
 #pragma unroll
-                for (int j = 0; j < D; j++)
-                    d = fmaf(m2x[j], cv[j], d);
-                if (d < best) {
-                    best = d;
-                    arg = c;
+                for (int p = 0; p < P; p++) {
+                    float d = cv[D];
+#pragma unroll
+                    for (int j = 0; j < D; j++)
+                        d = fmaf(m2x[p][j], cv[j], d);
+                    if (d < best[p]) {
+                        best[p] = d;
+                        arg[p] = c;
+                    }
                 }
             }
         } else {
-            const float *xg = x + i * dim;
+            const float *xg = x + idx[0] * dim;
             for (int c = 0; c < k; c++) {
                 float d = sn[c];
                 for (int j = 0; j < dim; j++)
                     d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
-                if (d < best) {
-                    best = d;
-                    arg = c;
+                if (d < best[0]) {
+                    best[0] = d;
+                    arg[0] = c;
                 }
             }
         }
-        if (labels[i] != arg) {
-            labels[i] = arg;
-            moved++;
-        }
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (q0 + (size_t)p * blockDim.x < m && labels[idx[p]] != arg[p]) {
+                labels[idx[p]] = arg[p];
+                moved++;
+            }
     }
     for (int off = 16; off > 0; off >>= 1)
         moved += __shfl_down_sync(0xffffffffu, moved, off);
@@ -349,6 +366,55 @@ __global__ void __launch_bounds__(BLOCK) group_sums_kernel(const float *__restri
     fixed *out = partial + (size_t)blockIdx.x * entries;
     for (int q = threadIdx.x; q < entries; q += blockDim.x)
         out[q] = facc[q];
+}
+
+// The seed's float per-block sums laid out as group_sums_kernel's: G lanes (a power of two >= dim, at
+// most 32) take one point, lane j its coordinate j (j + 32, ... when dim > 32), lane dim (lane 0 when
+// dim == G or dim > 32) also its count. Against block_sums_kernel (a thread a point: its dim + 1
+// float atomics on addresses 68 bytes apart across the warp's lanes, shared-memory bank conflicts on
+// every one of these compare-and-swap loops) a warp's atomics hit consecutive addresses. At most 85
+// registers, so that three blocks share an SM (profiled at two: 126 registers, its shared-memory
+// compare-and-swap latency not hidden, 33% of issue slots busy).
+template <int G>
+__global__ void __launch_bounds__(BLOCK, G <= 16 ? 3 : 2) float_group_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
+                                                                 const int32_t *__restrict__ labels, float *partial)
+{
+    extern __shared__ float acc[];
+    const int entries = k * (dim + 1);
+    for (int q = threadIdx.x; q < entries; q += blockDim.x)
+        acc[q] = 0.0f;
+    __syncthreads();
+    constexpr int PER = 32 / G; // points a warp takes at once
+    const int lane = threadIdx.x & 31, j0 = lane % G, sub = lane / G, counter = dim < G ? dim : 0;
+    const long warps = (long)gridDim.x * blockDim.x >> 5;
+    for (long base = ((blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5) * 32; base < n; base += warps * 32) {
+        const int mine = base + lane < n ? labels[base + lane] : -1;
+        float v[32 / PER];
+        int c[32 / PER];
+#pragma unroll
+        for (int r = 0; r < 32 / PER; r++) {
+            const int p = r * PER + sub;
+            const long i = base + p;
+            c[r] = __shfl_sync(0xffffffffu, mine, p);
+            v[r] = i < n && j0 < dim ? x[i * dim + j0] : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < 32 / PER; r++) {
+            if (c[r] < 0)
+                continue;
+            float *a = acc + c[r] * (dim + 1);
+            if (j0 < dim)
+                atomicAdd(a + j0, v[r]);
+            if (j0 == counter)
+                atomicAdd(a + dim, 1.0f);
+            for (int j = j0 + 32; j < dim; j += 32) // dim > 32 only
+                atomicAdd(a + j, x[(base + r * PER + sub) * dim + j]);
+        }
+    }
+    __syncthreads();
+    float *out = partial + (size_t)blockIdx.x * entries;
+    for (int q = threadIdx.x; q < entries; q += blockDim.x)
+        out[q] = acc[q];
 }
 
 // The fixed-point sums over the blocks (exact integers, any order), then scaled: entry q is a
@@ -435,7 +501,14 @@ enum class path { direct_fused, direct, seed, gemm, tensor };
 struct gpu_engine {
     size_t n = 0, dim = 0, k = 0;
     path how = path::direct_fused;
-    bool float_sums = false; // the seed's per-block float sums (else fixed point)
+    bool float_sums = false; // the seed's per-block float sums (else fixed point) ...
+    bool float_group = false; // ... added by float_group_sums_kernel (FAST) rather than the seed's kernel
+    int float_group_size = 2;
+    // PC_KMEANS_CUDA_STATS: CUDA events between the stages of each step, their times summed (ms):
+    // assignment (the tensor path: screen with its preparation), exact pass, block sums, reduction.
+    bool stats = false;
+    cudaEvent_t ev[5] = {};
+    double stage_ms[4] = {};
     int assign_blocks = 0, sum_blocks = 0, group = 1;
     size_t smem_assign = 0, smem_sums = 0;
     // The tensor path: its screen's format, launch and buffers, the exact kernel's launch, and how
@@ -460,6 +533,19 @@ struct gpu_engine {
 typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, fixed *, unsigned long long *,
                           float);
 typedef void (*sums_fn)(const float *, int, int, int, const int32_t *, fixed *, float);
+
+typedef void (*float_sums_fn)(const float *, int, int, int, const int32_t *, float *);
+
+float_sums_fn pick_float_sums(int group)
+{
+    switch (group) {
+    case 2: return float_group_sums_kernel<2>;
+    case 4: return float_group_sums_kernel<4>;
+    case 8: return float_group_sums_kernel<8>;
+    case 16: return float_group_sums_kernel<16>;
+    default: return float_group_sums_kernel<32>;
+    }
+}
 
 sums_fn pick_sums(int group)
 {
@@ -520,6 +606,8 @@ pc_status assign(gpu_engine &e, bool sums)
         pc_status st = pc__km_tensor_assign(e.targs, e.centres.ptr, e.tensor_format, e.tensor_blocks, e.smem_tensor);
         if (st != PC_OK)
             return st;
+        if (e.stats && sums)
+            cudaEventRecord(e.ev[1]);
         pick_exact((int)e.dim)<<<e.exact_blocks, BLOCK, e.smem_assign>>>(
             e.x.ptr, (int)e.dim, (int)e.k, e.centres.ptr, e.list.ptr, e.list_count.ptr, e.labels.ptr, e.changed.ptr);
         PC_CUDA_LAUNCHED("k-means exact assignment kernel");
@@ -542,7 +630,10 @@ pc_status assign(gpu_engine &e, bool sums)
 // The per-block sums of the unfused paths.
 pc_status block_sums(gpu_engine &e)
 {
-    if (e.float_sums)
+    if (e.float_sums && e.float_group)
+        pick_float_sums(e.float_group_size)<<<e.sum_blocks, BLOCK, e.smem_sums>>>(
+            e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr, e.partial_float.ptr);
+    else if (e.float_sums)
         block_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
                                                                 e.partial_float.ptr);
     else
@@ -561,9 +652,15 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
     PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
     PC_CUDA_TRY(cudaMemset(e.changed.ptr, 0, sizeof(unsigned long long)), "cudaMemset");
     cudaEventRecord(t0);
+    if (e.stats)
+        cudaEventRecord(e.ev[0]);
     pc_status st = assign(e, true);
+    if (e.stats)
+        cudaEventRecord(e.ev[2]);
     if (st == PC_OK && e.how != path::direct_fused)
         st = block_sums(e);
+    if (e.stats)
+        cudaEventRecord(e.ev[3]);
     if (st != PC_OK)
         return st;
     int entries = (int)(e.k * (e.dim + 1));
@@ -575,6 +672,8 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
                                                    e.sums.ptr);
     PC_CUDA_LAUNCHED("k-means reduction kernel");
     cudaEventRecord(t1);
+    if (e.stats)
+        cudaEventRecord(e.ev[4]);
     unsigned long long moved = 0;
     PC_CUDA_TRY(cudaMemcpy(e.host_sums, e.sums.ptr, entries * sizeof(double), cudaMemcpyDeviceToHost), "sums download");
     PC_CUDA_TRY(cudaMemcpy(&moved, e.changed.ptr, sizeof moved, cudaMemcpyDeviceToHost), "k-means iteration");
@@ -583,6 +682,17 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
     e.gpu_seconds += ms * 1e-3;
+    if (e.stats) {
+        const bool exact = e.how == path::tensor; // else no exact pass: event 1 was not recorded
+        for (int q = 0; q < 4; q++) {
+            float part = 0.0f;
+            if (exact || q >= 2)
+                cudaEventElapsedTime(&part, e.ev[q], e.ev[q + 1]);
+            else if (q == 0)
+                cudaEventElapsedTime(&part, e.ev[0], e.ev[2]);
+            e.stage_ms[q] += part;
+        }
+    }
     for (size_t c = 0; c < e.k; c++) {
         for (size_t j = 0; j < e.dim; j++)
             sums[c * e.dim + j] = e.host_sums[c * (e.dim + 1) + j];
@@ -662,6 +772,8 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
             pc__km_tensor_smem(k, dim, PC__KM_TENSOR_BF16) <= limit)
             e.how = path::tensor;
         e.float_sums = e.how != path::direct_fused;
+        /* PC_KMEANS_CUDA_SUMS=block: the seed's float block-sums kernel instead (for measuring). */
+        e.float_group = e.float_sums && !(getenv("PC_KMEANS_CUDA_SUMS") && strcmp(getenv("PC_KMEANS_CUDA_SUMS"), "block") == 0);
     }
     if (e.how == path::seed)
         e.float_sums = true;
@@ -719,9 +831,19 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
                                      (int)e.smem_sums), "k-means shared memory");
     for (e.group = 2; e.group < 32 && e.group < (int)dim + 1; e.group *= 2)
         ;
+    for (e.float_group_size = 2; e.float_group_size < 32 && e.float_group_size < (int)dim; e.float_group_size *= 2)
+        ;
+    PC_CUDA_TRY(cudaFuncSetAttribute(pick_float_sums(e.float_group_size), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)e.smem_sums), "k-means shared memory");
     PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(e.group), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)e.smem_sums), "k-means shared memory");
     int per_sm_sums = std::max(1, std::min(4, (int)(sm_bytes / std::max<size_t>(e.smem_sums, 1))));
+    if (e.float_group) { // its registers, not only its shared memory, may bound the blocks an SM holds
+        int fit = 1;
+        PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, pick_float_sums(e.float_group_size), BLOCK,
+                                                                  e.smem_sums), "k-means occupancy");
+        per_sm_sums = std::max(1, std::min(per_sm_sums, fit));
+    }
     e.assign_blocks = (int)std::max<size_t>(1, assign_blocks);
     e.sum_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * per_sm_sums, point_blocks));
     const size_t rows = (size_t)std::max(e.assign_blocks, e.sum_blocks);
@@ -772,13 +894,24 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     e.host_sums = (double *)pc__alloc(k * (dim + 1), sizeof(double), "sums");
     if (!e.host_sums)
         return PC_OUT_OF_MEMORY;
+    e.stats = getenv("PC_KMEANS_CUDA_STATS") != NULL;
+    for (int q = 0; e.stats && q < 5; q++)
+        PC_CUDA_TRY(cudaEventCreate(&e.ev[q]), "cudaEventCreate");
     pc__km_engine engine = {&e, gpu_step, gpu_labels, gpu_finish};
     st = pc__km_lloyd(&engine, x, n, dim, k, o, centres, iterations, inertia);
     if (st == PC_OK)
         st = gpu_labels(&e, labels);
     free(e.host_sums);
     *gpu_seconds = e.gpu_seconds;
-    if (e.how == path::tensor && getenv("PC_KMEANS_CUDA_STATS"))
+    if (e.stats) {
+        const int it = std::max(1, *iterations);
+        fprintf(stderr, "k-means GPU stages, ms per iteration: assignment %.3f, exact pass %.3f, block sums %.3f, "
+                        "reduction %.3f\n", e.stage_ms[0] / it, e.stage_ms[1] / it, e.stage_ms[2] / it,
+                e.stage_ms[3] / it);
+        for (int q = 0; q < 5; q++)
+            cudaEventDestroy(e.ev[q]);
+    }
+    if (e.how == path::tensor && e.stats)
         fprintf(stderr, "k-means tensor screen (%s): %zu of %zu point steps left to the exact kernel (%.3f%%)\n",
                 e.tensor_format == PC__KM_TENSOR_BF16 ? "bf16" : "tf32", e.listed, e.screened,
                 e.screened ? 100.0 * (double)e.listed / (double)e.screened : 0.0);

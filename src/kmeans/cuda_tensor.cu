@@ -29,6 +29,8 @@
 
 #include <cuda_bf16.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 namespace {
 
@@ -43,7 +45,7 @@ __device__ __forceinline__ uint32_t to_tf32(float v)
 
 __device__ __forceinline__ void mma_tf32(float *d, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -51,7 +53,7 @@ __device__ __forceinline__ void mma_tf32(float *d, const uint32_t *a, uint32_t b
 
 __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -82,14 +84,18 @@ struct tf32_format {
         for (int i = 0; i < 4; i++)
             split(c[i], b[i], b[4 + i]);
     }
-    __device__ static void mma(float *acc, const uint32_t *ah, const uint32_t *al, const uint32_t *b)
+    // Product s of the six (the rows of a warp's tile take them in turn: independent products in
+    // flight together instead of one row's chain of dependent ones).
+    __device__ static void mma(int s, float *acc, const uint32_t *ah, const uint32_t *al, const uint32_t *b)
     {
-        mma_tf32(acc, al, b[0], b[1]);
-        mma_tf32(acc, al + 4, b[2], b[3]);
-        mma_tf32(acc, ah, b[4], b[5]);
-        mma_tf32(acc, ah + 4, b[6], b[7]);
-        mma_tf32(acc, ah, b[0], b[1]);
-        mma_tf32(acc, ah + 4, b[2], b[3]);
+        switch (s) {
+        case 0: mma_tf32(acc, al, b[0], b[1]); break;
+        case 1: mma_tf32(acc, al + 4, b[2], b[3]); break;
+        case 2: mma_tf32(acc, ah, b[4], b[5]); break;
+        case 3: mma_tf32(acc, ah + 4, b[6], b[7]); break;
+        case 4: mma_tf32(acc, ah, b[0], b[1]); break;
+        default: mma_tf32(acc, ah + 4, b[2], b[3]); break;
+        }
     }
 };
 
@@ -131,11 +137,13 @@ struct bf16_format {
         b[2] = pack_bf16(c[0] - h[0], c[1] - h[1]);
         b[3] = pack_bf16(c[2] - h[2], c[3] - h[3]);
     }
-    __device__ static void mma(float *acc, const uint32_t *ah, const uint32_t *al, const uint32_t *b)
+    __device__ static void mma(int s, float *acc, const uint32_t *ah, const uint32_t *al, const uint32_t *b)
     {
-        mma_bf16(acc, al, b[0], b[1]);
-        mma_bf16(acc, ah, b[2], b[3]);
-        mma_bf16(acc, ah, b[0], b[1]);
+        switch (s) {
+        case 0: mma_bf16(acc, al, b[0], b[1]); break;
+        case 1: mma_bf16(acc, ah, b[2], b[3]); break;
+        default: mma_bf16(acc, ah, b[0], b[1]); break;
+        }
     }
 };
 
@@ -166,21 +174,27 @@ __global__ void tensor_prep_kernel(const float *__restrict__ centres, int k, int
         }
 }
 
-// Lowest two of {s1, s2} and {k0, k1}: s1 <= s2 stay the lowest and second lowest.
+// Lowest two of {s1, s2} and {k0, k1}: s1 <= s2 stay the lowest and second lowest. Six min/max (the
+// ALU pipe, at half the issue rate, bounds the screen: profiled), grouped so that the longest chain
+// is three deep: the second lowest of the merged pairs is min(max(s1, lo), min(s2, hi)).
 __device__ __forceinline__ void lowest_two(float &s1, float &s2, float k0, float k1)
 {
     const float lo = fminf(k0, k1), hi = fmaxf(k0, k1);
-    s2 = fminf(s2, fminf(hi, fmaxf(s1, lo)));
+    s2 = fminf(fmaxf(s1, lo), fminf(s2, hi));
     s1 = fminf(s1, lo);
 }
 
-__device__ __forceinline__ float key(float d, uint32_t mask, uint32_t index)
+// d with its low bits (keep = ~mask) replaced by index: one LOP3 ((a & b) | c). Written out because
+// the compiler split it in two for odd indices (index = even | 1), 25 logic operations for 16 keys.
+__device__ __forceinline__ float key(float d, uint32_t keep, uint32_t index)
 {
-    return __uint_as_float((__float_as_uint(d) & ~mask) | index);
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(__float_as_uint(d)), "r"(keep), "r"(index));
+    return __uint_as_float(r);
 }
 
-template <class F, int KC, int MT>
-__global__ void __launch_bounds__(T) tensor_assign_kernel(pc__km_tensor_args a)
+template <class F, int KC, int MT, int MINB = 1>
+__global__ void __launch_bounds__(T, MINB) tensor_assign_kernel(pc__km_tensor_args a)
 {
     extern __shared__ uint4 tsm[];
     __shared__ unsigned nmax_bits;
@@ -261,16 +275,25 @@ __global__ void __launch_bounds__(T) tensor_assign_kernel(pc__km_tensor_args a)
                     b[q][w] = v.x, b[q][w + 1] = v.y, b[q][w + 2] = v.z, b[q][w + 3] = v.w;
                 }
             const float2 nv = *reinterpret_cast<const float2 *>(cn + c0 + 2 * t);
-            const uint32_t i0 = (uint32_t)(c0 + 2 * t);
+            const uint32_t i0 = (uint32_t)(c0 + 2 * t), keep = ~a.mask;
+            float acc[MT][4];
 #pragma unroll
             for (int m = 0; m < MT; m++) {
                 // |x|^2 + |c|^2 - 2 x.c: about |x - c|^2, small, so the index bits cost little.
-                float acc[4] = {nv.x + xx[m][0], nv.y + xx[m][0], nv.x + xx[m][1], nv.y + xx[m][1]};
+                acc[m][0] = nv.x + xx[m][0], acc[m][1] = nv.y + xx[m][0];
+                acc[m][2] = nv.x + xx[m][1], acc[m][3] = nv.y + xx[m][1];
+            }
 #pragma unroll
-                for (int q = 0; q < KC; q++)
-                    F::mma(acc, ah[m][q], al[m][q], b[q]);
-                lowest_two(s1[m][0], s2[m][0], key(acc[0], a.mask, i0), key(acc[1], a.mask, i0 + 1));
-                lowest_two(s1[m][1], s2[m][1], key(acc[2], a.mask, i0), key(acc[3], a.mask, i0 + 1));
+            for (int q = 0; q < KC; q++)
+#pragma unroll
+                for (int s = 0; s < F::MMAS; s++)
+#pragma unroll
+                    for (int m = 0; m < MT; m++)
+                        F::mma(s, acc[m], ah[m][q], al[m][q], b[q]);
+#pragma unroll
+            for (int m = 0; m < MT; m++) {
+                lowest_two(s1[m][0], s2[m][0], key(acc[m][0], keep, i0), key(acc[m][1], keep, i0 + 1));
+                lowest_two(s1[m][1], s2[m][1], key(acc[m][2], keep, i0), key(acc[m][3], keep, i0 + 1));
             }
         }
         // The four threads of a quad hold the same rows, different centres: merge their lowest two.
@@ -326,10 +349,21 @@ __global__ void __launch_bounds__(T) tensor_assign_kernel(pc__km_tensor_args a)
 typedef void (*prep_fn)(const float *, int, int, int, uint32_t *, float *);
 typedef void (*assign_fn)(pc__km_tensor_args);
 
+bool three_blocks()
+{
+    const char *b = getenv("PC_KMEANS_TENSOR_BLOCKS");
+    return b && strcmp(b, "3") == 0;
+}
+
 template <class F> void pick(int kc, prep_fn *prep, assign_fn *assign)
 {
     switch (kc) {
-    case 1: *prep = tensor_prep_kernel<F, 1>, *assign = tensor_assign_kernel<F, 1, 4>; break;
+    case 1:
+        // Two blocks an SM (up to 128 registers, 119 used) or, with PC_KMEANS_TENSOR_BLOCKS=3, three
+        // (80 registers, some spilled): for measuring one against the other.
+        *prep = tensor_prep_kernel<F, 1>;
+        *assign = three_blocks() ? tensor_assign_kernel<F, 1, 4, 3> : tensor_assign_kernel<F, 1, 4, 2>;
+        break;
     case 2: *prep = tensor_prep_kernel<F, 2>, *assign = tensor_assign_kernel<F, 2, 2>; break;
     case 3: *prep = tensor_prep_kernel<F, 3>, *assign = tensor_assign_kernel<F, 3, 1>; break;
     default: *prep = tensor_prep_kernel<F, 4>, *assign = tensor_assign_kernel<F, 4, 1>; break;
