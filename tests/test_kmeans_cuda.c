@@ -106,10 +106,10 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
                   "inertia %.9g vs %.9g (%zu labels differ)", pc_result_inertia(a), pc_result_inertia(b), differ);
         if (differ == 0) {
             CHECK(pc_result_iterations(a) == pc_result_iterations(b));
-            /* The centres are the means of the labels before the last step, so equal final labels do
-             * not make them equal: a near-tie flipped in an earlier step moves the two clusters it
-             * touched (seen with seed 1795257545). One step: no cluster may differ; more: at most two
-             * per earlier step. */
+            /* The centres are the means of each step's labels, the final labels those against the
+             * final centres, so equal final labels do not make the centres equal: a near-tie flipped
+             * in any step, the first included, moves the two clusters it touched (seen with seeds
+             * 1795257545 and 7, both at one step: n 40001, dim 8, k 128). At most two per step. */
             size_t moved = 0;
             double worst = 0;
             for (size_t c = 0; c < k; c++) {
@@ -119,7 +119,7 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
                 moved += d > 1e-4;
                 worst = fmax(worst, d);
             }
-            CHECK_MSG(moved <= 2 * (size_t)(pc_result_iterations(a) - 1),
+            CHECK_MSG(moved <= 2 * (size_t)pc_result_iterations(a),
                       "n %zu dim %zu k %zu variant %d, %d iterations: %zu centres differ (by up to %g)", n, dim, k,
                       (int)variant, max_iter, moved, worst);
         }

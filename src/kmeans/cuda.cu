@@ -5,8 +5,8 @@
 //    its block's per-cluster sums in shared memory in the same pass (fused);
 //  - GEMM (cuda_gemm.cu): register-tiled points x centres, for large k x dim;
 //  - tensor (cuda_tensor.cu): a screen on the tensor cores with a rigorous error bound settles most
-//    points; exact_kernel below scans the rest in FP32 as the direct kernels do (same labels, bit for
-//    bit);
+//    points; exact_nb_kernel below scans the rest in FP32 as the direct kernels do (same labels, bit
+//    for bit) against the centres the triangle inequality leaves them (exact_kernel: all of them);
 //  - seed 002: the direct assignment, then a second kernel that sums per block and cluster.
 // Unfused paths sum in a second pass where a group of lanes takes one point's coordinates (coalesced
 // loads, consecutive shared addresses). Per-block sums (floats, added with shared-memory atomics, so
@@ -299,6 +299,183 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
         atomicAdd(changed, (unsigned long long)moved);
 }
 
+// Candidates for the exact pass, by the triangle inequality (the tensor path, k <= PC__KM_NB_MAX_K).
+// With r_c = |x - c| in exact arithmetic the direct kernels' d(c) = |c|^2 - 2 x.c = r_c^2 - |x|^2,
+// computed with an error of at most e = (2 D + 2) 2^-24 1.02 (C^2 + 2 X C) (C = max |c|, X = |x|; the
+// fmaf chain of |c|^2 then of -2 x_j c_j), plus underflow. Let b be a listed point's lowest-key
+// centre and delta^2 >= 2e. A centre with |c - b| > 2 r_b + delta has r_c >= |c - b| - r_b > r_b +
+// delta, so r_c^2 - r_b^2 > delta^2 >= 2e, and its computed d is strictly above the computed d(b),
+// itself at least the computed minimum: c is neither the argmin nor tied with it. So the exact scan
+// over the other centres, in index order with the direct kernels' arithmetic, gives the full scan's
+// label bit for bit. Per step: radius_kernel takes, for each centre b, R_b = the largest 2 r_b +
+// delta over the listed points whose lowest key is b (an upper bound: r_b rounded up); then
+// neighbour_kernel lists, for each b with R_b > 0, in index order, the centres c with |c - b| not
+// above R_b (|c - b| rounded down); exact_nb_kernel scans those. A point with a huge or non-finite
+// value (S >= 1e37, or R_b not finite) makes R_b infinite: every centre.
+constexpr size_t PC__KM_NB_MAX_K = 4096; // the lists take k x k indices: 64 MiB at most
+
+__global__ void __launch_bounds__(BLOCK) radius_kernel(const float *__restrict__ x, int dim, int k,
+                                                       const float *__restrict__ centres, const float *cnorm,
+                                                       const int32_t *list, const int32_t *list_label,
+                                                       const unsigned *count, unsigned *radius)
+{
+    __shared__ unsigned nmax_bits;
+    if (threadIdx.x == 0)
+        nmax_bits = 0;
+    __syncthreads();
+    unsigned top = 0; // max |c|^2 as float bits (non-negative floats order as integers; NaN is larger)
+    for (int c = threadIdx.x; c < k; c += blockDim.x)
+        top = max(top, __float_as_uint(fabsf(cnorm[c])));
+    atomicMax(&nmax_bits, top);
+    __syncthreads();
+    const float N = __uint_as_float(nmax_bits), C = sqrtf(N) * 1.0001f;
+    // 2e / (C^2 + 2 X C), e as above but counting the |c|^2 chain too (its rounding does not cancel
+    // here): dim roundings there, dim + 1 in the chain of products, each at most 2^-24 (C^2 + 2 X C).
+    const float e2 = 2.0f * (float)(2 * dim + 2) * 0x1p-24f * 1.02f;
+    const unsigned m = *count;
+    for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x) {
+        const int b = list_label[q];
+        if (b < 0 || b >= k)
+            continue; // exact_nb_kernel scans every centre for it
+        const float *xi = x + (size_t)list[q] * dim, *cb = centres + (size_t)b * dim;
+        float r2 = 0.0f, xx = 0.0f;
+        for (int j = 0; j < dim; j++) {
+            const float t = xi[j] - cb[j];
+            r2 = fmaf(t, t, r2);
+            xx = fmaf(xi[j], xi[j], xx);
+        }
+        const float X = sqrtf(xx) * 1.0001f, S = N + X * X + 2.0f * X * C;
+        // r_b rounded up: (dim + 2) roundings of 2^-24 each on non-negative terms, underflow absolute.
+        const float rb = sqrtf(r2 * (1.0f + 0x1p-16f) + 0x1p-100f) * (1.0f + 0x1p-20f);
+        const float delta = sqrtf(e2 * (C * C + 2.0f * X * C) + 0x1p-100f) * 1.01f;
+        float R = (2.0f * rb + delta) * (1.0f + 0x1p-20f);
+        if (!(S < 1e37f) || !(R < INFINITY))
+            R = INFINITY;
+        atomicMax(radius + b, __float_as_uint(R));
+    }
+}
+
+// One warp a centre b: the centres c (in index order) with |c - b| rounded down not above R_b.
+__global__ void __launch_bounds__(BLOCK) neighbour_kernel(const float *__restrict__ centres, int dim, int k,
+                                                          const unsigned *radius, int32_t *nb, int *nb_count)
+{
+    const int lane = threadIdx.x & 31;
+    for (long b = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5; b < k; b += (gridDim.x * (long)blockDim.x) >> 5) {
+        const float R = __uint_as_float(radius[b]);
+        int found = 0;
+        if (R > 0.0f) { // 0: no listed point has b lowest
+            const float *cb = centres + b * dim;
+            for (int c0 = 0; c0 < k; c0 += 32) {
+                const int c = c0 + lane;
+                bool keep = false;
+                if (c < k) {
+                    const float *cc = centres + (size_t)c * dim;
+                    float d2 = 0.0f;
+                    for (int j = 0; j < dim; j++) {
+                        const float t = cb[j] - cc[j];
+                        d2 = fmaf(t, t, d2);
+                    }
+                    // Rounded down (a NaN keeps c): squares and sums of non-negative terms.
+                    const float lo = sqrtf(d2 * (1.0f - 0x1p-16f)) * (1.0f - 0x1p-20f);
+                    keep = !(lo > R);
+                }
+                const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+                if (keep)
+                    nb[b * k + found + __popc(ballot & ((1u << lane) - 1))] = c;
+                found += __popc(ballot);
+            }
+        }
+        if (lane == 0)
+            nb_count[b] = found;
+    }
+}
+
+// The listed points against their candidate centres (every centre where the list has none): a thread
+// a point, the arithmetic and shared layout of exact_kernel<D>.
+template <int D>
+__global__ void __launch_bounds__(BLOCK) exact_nb_kernel(const float *__restrict__ x, int dim, int k,
+                                                         const float *__restrict__ centres, const int32_t *list,
+                                                         const int32_t *list_label, const unsigned *count,
+                                                         const int32_t *nb, const int *nb_count, int32_t *labels,
+                                                         unsigned long long *changed)
+{
+    const unsigned m = *count;
+    if ((size_t)blockIdx.x * blockDim.x >= m)
+        return;
+    extern __shared__ float4 smem4[];
+    float *sc = reinterpret_cast<float *>(smem4);
+    constexpr int DP = D > 0 ? padded(D) : 4, V = DP / 4;
+    const int stride = D > 0 ? DP : dim;
+    float *sn = sc + (size_t)k * dim; // D = 0 only
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        float norm = 0.0f;
+        for (int j = 0; j < dim; j++) {
+            float v = centres[c * dim + j];
+            sc[c * stride + j] = v;
+            norm = fmaf(v, v, norm);
+        }
+        if (D > 0) {
+            sc[c * DP + D] = norm;
+            for (int j = D + 1; j < DP; j++)
+                sc[c * DP + j] = 0.0f;
+        } else {
+            sn[c] = norm;
+        }
+    }
+    __syncthreads();
+    unsigned moved = 0;
+    for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x) {
+        const long i = list[q];
+        const int b = list_label[q];
+        const bool listed = b >= 0 && b < k;
+        const int *cand = listed ? nb + (size_t)b * k : nullptr;
+        const int total = listed ? nb_count[b] : k;
+        float best = INFINITY;
+        int arg = 0;
+        float m2x[D > 0 ? D : 1];
+        if (D > 0)
+#pragma unroll
+            for (int j = 0; j < D; j++)
+                m2x[j] = -2.0f * x[i * D + j];
+        for (int u = 0; u < total; u++) {
+            const int c = listed ? cand[u] : u;
+            float d;
+            if (D > 0) {
+                float cv[DP];
+#pragma unroll
+                for (int v = 0; v < V; v++) {
+                    float4 f = smem4[c * V + v];
+                    cv[4 * v] = f.x;
+                    cv[4 * v + 1] = f.y;
+                    cv[4 * v + 2] = f.z;
+                    cv[4 * v + 3] = f.w;
+                }
+                d = cv[D > 0 ? D : 0];
+#pragma unroll
+                for (int j = 0; j < D; j++)
+                    d = fmaf(m2x[j], cv[j], d);
+            } else {
+                const float *xg = x + i * dim;
+                d = sn[c];
+                for (int j = 0; j < dim; j++)
+                    d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
+            }
+            if (d < best) {
+                best = d;
+                arg = c;
+            }
+        }
+        if (labels[i] != arg) {
+            labels[i] = arg;
+            moved++;
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        moved += __shfl_down_sync(0xffffffffu, moved, off);
+    if ((threadIdx.x & 31) == 0 && moved)
+        atomicAdd(changed, (unsigned long long)moved);
+}
+
 // Seed 002's second kernel: each block sums its points per cluster into its row of the
 // (blocks x k) array.
 __global__ void __launch_bounds__(BLOCK) block_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
@@ -518,7 +695,13 @@ struct gpu_engine {
     pc__km_tensor_args targs = {};
     pc__device_buffer<uint32_t> cpack;
     pc__device_buffer<float> cnorm;
-    pc__device_buffer<int32_t> list;
+    pc__device_buffer<int32_t> list, list_label;
+    // The exact pass's candidates (k <= PC__KM_NB_MAX_K; PC_KMEANS_CUDA_EXACT=all: every centre).
+    bool use_nb = false;
+    int radius_blocks = 0, exact_nb_blocks = 0;
+    pc__device_buffer<unsigned> radius;
+    pc__device_buffer<int32_t> nb;
+    pc__device_buffer<int> nb_count;
     pc__device_buffer<unsigned> list_count;
     float scale = 1.0f; // fixed-point sums: x * scale
     pc__device_buffer<float> x, centres, partial_float; // per-block sums: the seed's floats, or fixed
@@ -591,6 +774,22 @@ exact_fn pick_exact(int dim)
     }
 }
 
+typedef void (*exact_nb_fn)(const float *, int, int, const float *, const int32_t *, const int32_t *,
+                            const unsigned *, const int32_t *, const int *, int32_t *, unsigned long long *);
+
+exact_nb_fn pick_exact_nb(int dim)
+{
+    switch (dim) {
+    case 1: return exact_nb_kernel<1>;
+    case 2: return exact_nb_kernel<2>;
+    case 3: return exact_nb_kernel<3>;
+    case 4: return exact_nb_kernel<4>;
+    case 8: return exact_nb_kernel<8>;
+    case 16: return exact_nb_kernel<16>;
+    default: return exact_nb_kernel<0>;
+    }
+}
+
 // Shared memory of a direct assignment kernel: the centres (padded for the specialised kernels), and
 // the per-cluster sums when it accumulates.
 size_t assign_smem(size_t k, size_t dim, bool accumulate)
@@ -608,8 +807,22 @@ pc_status assign(gpu_engine &e, bool sums)
             return st;
         if (e.stats && sums)
             cudaEventRecord(e.ev[1]);
-        pick_exact((int)e.dim)<<<e.exact_blocks, BLOCK, e.smem_assign>>>(
-            e.x.ptr, (int)e.dim, (int)e.k, e.centres.ptr, e.list.ptr, e.list_count.ptr, e.labels.ptr, e.changed.ptr);
+        if (e.use_nb) {
+            PC_CUDA_TRY(cudaMemsetAsync(e.radius.ptr, 0, e.k * sizeof(unsigned)), "cudaMemset");
+            radius_kernel<<<e.radius_blocks, BLOCK>>>(e.x.ptr, (int)e.dim, (int)e.k, e.centres.ptr, e.cnorm.ptr,
+                                                      e.list.ptr, e.list_label.ptr, e.list_count.ptr, e.radius.ptr);
+            PC_CUDA_LAUNCHED("k-means candidate radius kernel");
+            neighbour_kernel<<<(int)((e.k * 32 + BLOCK - 1) / BLOCK), BLOCK>>>(e.centres.ptr, (int)e.dim, (int)e.k,
+                                                                             e.radius.ptr, e.nb.ptr, e.nb_count.ptr);
+            PC_CUDA_LAUNCHED("k-means candidate list kernel");
+            pick_exact_nb((int)e.dim)<<<e.exact_nb_blocks, BLOCK, e.smem_assign>>>(
+                e.x.ptr, (int)e.dim, (int)e.k, e.centres.ptr, e.list.ptr, e.list_label.ptr, e.list_count.ptr,
+                e.nb.ptr, e.nb_count.ptr, e.labels.ptr, e.changed.ptr);
+        } else {
+            pick_exact((int)e.dim)<<<e.exact_blocks, BLOCK, e.smem_assign>>>(
+                e.x.ptr, (int)e.dim, (int)e.k, e.centres.ptr, e.list.ptr, e.list_count.ptr, e.labels.ptr,
+                e.changed.ptr);
+        }
         PC_CUDA_LAUNCHED("k-means exact assignment kernel");
         return PC_OK;
     }
@@ -764,8 +977,9 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     default:
         /* Small per-block sums are added in the assignment pass (fixed point: deterministic); with
          * large k x dim they would take the shared memory that lets several blocks share an SM, so
-         * there the sums take a second pass, the seed's float block sums (measured fastest: H200,
-         * 10M x 16, k = 1000: 0.8 ms against 3.4 with fixed point). The assignment there is the
+         * there the sums take a second pass in float (not bit-reproducible across runs; H200, 10M x
+         * 16, k = 1000: 0.62 ms with float_group_sums_kernel, 0.78 with the seed's block sums, 3.4
+         * with fixed point). The assignment there is the
          * tensor screen from dim 8 (to 64) where its packed centres fit, else the direct kernel. */
         e.how = entries <= 4096 ? path::direct_fused : path::seed;
         if (e.how == path::seed && dim >= 8 && dim <= (size_t)PC__KM_TENSOR_MAX_DIM &&
@@ -778,8 +992,8 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     if (e.how == path::seed)
         e.float_sums = true;
     if (e.how == path::tensor) {
-        /* The screen's format: BF16 by default (H200, 10M x 16, k = 1000: 7.38 ms an iteration with
-         * 10% of the points left to the exact kernel, against 8.46 ms and 4% with TF32, whose packed
+        /* The screen's format: BF16 by default (H200, 10M x 16, k = 1000, before the candidate lists
+         * and the faster screen: 7.38 ms an iteration with 10% of the points left to the exact kernel, against 8.46 ms and 4% with TF32, whose packed
          * centres take twice the shared memory and its kernel 156 registers: one block an SM);
          * PC_KMEANS_TENSOR_FORMAT=tf32 picks TF32 (for measuring one against the other). */
         const char *f = getenv("PC_KMEANS_TENSOR_FORMAT");
@@ -826,6 +1040,16 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&exact_per_sm, pick_exact((int)dim), BLOCK,
                                                                   e.smem_assign), "k-means occupancy");
         e.exact_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * std::max(1, std::min(4, exact_per_sm)), point_blocks));
+        const char *ex = getenv("PC_KMEANS_CUDA_EXACT");
+        e.use_nb = k <= PC__KM_NB_MAX_K && !(ex && strcmp(ex, "all") == 0);
+        if (e.use_nb) {
+            PC_CUDA_TRY(cudaFuncSetAttribute(pick_exact_nb((int)dim), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)e.smem_assign), "k-means shared memory");
+            PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&exact_per_sm, pick_exact_nb((int)dim), BLOCK,
+                                                                      e.smem_assign), "k-means occupancy");
+            e.exact_nb_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * std::max(1, std::min(8, exact_per_sm)), point_blocks));
+            e.radius_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * 4, point_blocks));
+        }
     }
     PC_CUDA_TRY(cudaFuncSetAttribute(block_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)e.smem_sums), "k-means shared memory");
@@ -857,7 +1081,12 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     if (e.how == path::tensor) {
         if ((st = e.cpack.alloc(pc__km_tensor_packed_words(k, dim, e.tensor_format), "packed centres")) != PC_OK ||
             (st = e.cnorm.alloc(pc__km_tensor_kpad(k), "centre norms")) != PC_OK ||
-            (st = e.list.alloc(n, "point list")) != PC_OK || (st = e.list_count.alloc(1, "counter")) != PC_OK)
+            (st = e.list.alloc(n, "point list")) != PC_OK || (st = e.list_label.alloc(n, "point list")) != PC_OK ||
+            (st = e.list_count.alloc(1, "counter")) != PC_OK)
+            return st;
+        if (e.use_nb && ((st = e.radius.alloc(k, "candidate radii")) != PC_OK ||
+                         (st = e.nb.alloc(k * k, "candidate lists")) != PC_OK ||
+                         (st = e.nb_count.alloc(k, "candidate lists")) != PC_OK))
             return st;
         pc__km_tensor_args &a = e.targs;
         a.x = e.x.ptr;
@@ -869,6 +1098,7 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         a.cnorm = e.cnorm.ptr;
         a.labels = e.labels.ptr;
         a.list = e.list.ptr;
+        a.list_label = e.list_label.ptr;
         a.list_count = e.list_count.ptr;
         a.changed = e.changed.ptr;
         pc__km_tensor_bounds(k, dim, e.tensor_format, &a);

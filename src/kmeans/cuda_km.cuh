@@ -45,6 +45,7 @@ struct pc__km_tensor_args {
     const float *cnorm;    // kpad
     int32_t *labels;       // written where the screen settles the point
     int32_t *list;         // n: the points it leaves to the exact kernel ...
+    int32_t *list_label;   // ... beside each, its lowest key's centre (>= k: none) ...
     unsigned *list_count;  // ... and their number
     unsigned long long *changed;
     float prod, accref, mask_rel; // the error bound's factors (pc__km_tensor_bounds)
