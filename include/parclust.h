@@ -266,12 +266,13 @@ const char *pc_kmeans_init_name(pc_kmeans_init init); /* "kmeans++", "random", "
 typedef enum {
     PC_KMEANS_CUDA_FAST = 0, /* default: assignment and (fixed-point) accumulation fused in one pass
                                 while k x (dim + 1) <= 4096; else the tensor assignment (8 <= dim <= 64)
-                                or the seed's assignment, then the seed's float sums */
+                                or the seed's assignment, then float sums by groups of lanes */
     PC_KMEANS_CUDA_SEED,     /* seed 002: an assignment kernel, then per-block per-cluster sums, then a
                                 final sum */
     PC_KMEANS_CUDA_GEMM,     /* register-tiled distances (points x centres tiles, exact FP32), then sums */
     PC_KMEANS_CUDA_DIRECT,   /* a point per thread against every centre, then sums in a second pass */
-    PC_KMEANS_CUDA_TENSOR    /* a screen on the tensor cores (split BF16 products, a rigorous error
+    PC_KMEANS_CUDA_TENSOR    /* (the CLI's names follow this order: fast, seed, gemm, direct, tensor)
+                                a screen on the tensor cores (split BF16 products, a rigorous error
                                 bound) settles most points, the rest are scanned in FP32: the direct
                                 kernel's labels bit for bit; fixed-point sums. dim <= 64 (else direct) */
 } pc_kmeans_cuda_variant;

@@ -488,6 +488,13 @@ expect_error "kmeans --n-init 0" 2 "n-init" kmeans "$W/pts.csv" -k 3 --n-init 0 
 expect_error "kmeans on CSV with NaN" 1 "" kmeans "$W/nan.csv" -k 2 $KOUTS
 expect_error "kmeans on an empty file" 1 "" kmeans "$W/empty.csv" -k 2 $KOUTS
 expect_error "kmeans on a missing file" 1 "nope.csv" kmeans "$W/nope.csv" -k 2 $KOUTS
+expect_error "kmeans --cuda-variant bogus" 2 "bogus" kmeans "$W/pts.csv" -k 3 --cuda-variant bogus $KOUTS
+run kmvar kmeans "$W/pts.csv" -k 3 --backend seq --labels "$W/kmv0_l.csv"
+for v in fast seed gemm direct tensor; do
+    run "kmvar_$v" kmeans "$W/pts.csv" -k 3 --backend seq --cuda-variant $v --labels "$W/kmv_l.csv"
+    check "kmeans --cuda-variant $v is a known name (on the CPU it changes nothing): same labels" \
+        cmp -s "$W/kmv_l.csv" "$W/kmv0_l.csv"
+done
 expect_error "kmeans --backend bogus" 2 "bogus" kmeans "$W/pts.csv" -k 3 --backend bogus $KOUTS
 expect_error "kmeans unknown option --foo" 2 "foo" kmeans "$W/pts.csv" -k 3 --foo $KOUTS
 expect_error "kmeans without an input file" 2 "" kmeans -k 3 $KOUTS

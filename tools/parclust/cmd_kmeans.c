@@ -22,7 +22,8 @@ static const char *const help =
     "                       (scikit-learn's rule; default 1e-4, 0 = only when no label changes)\n"
     "  --seed S             random seed of the initialisation (default 0)\n"
     "  --backend B          auto (default), seq, openmp or cuda\n"
-    "  --cuda-variant V     fast (default: fused assignment and sums) or seed (seed 002's kernels)\n"
+    "  --cuda-variant V     fast (default: the best of the others by size), seed (seed 002's kernels),\n"
+    "                       gemm, direct or tensor (see pc_kmeans_cuda_variant in parclust.h)\n"
     "  --threads T          OpenMP threads (default: all cores)\n"
     "  --labels OUT         one label per point (.csv/.txt or .npy)\n"
     "  --centers OUT        the centres, one row each\n"
@@ -73,15 +74,16 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
         } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
             if (bad) return -1;
         } else if (cli_is(&a, "--cuda-variant")) {
+            static const char *const variants[] = {"fast", "seed", "gemm", "direct", "tensor"};
             if (!(v = cli_value(&a))) return -1;
-            if (strcmp(v, "fast") == 0)
-                p->cuda_variant = PC_KMEANS_CUDA_FAST;
-            else if (strcmp(v, "seed") == 0)
-                p->cuda_variant = PC_KMEANS_CUDA_SEED;
-            else {
-                cli_error(a.cmd, "unknown CUDA variant '%s' (expected fast or seed)", v);
+            size_t q = 0;
+            while (q < sizeof variants / sizeof variants[0] && strcmp(v, variants[q]) != 0)
+                q++;
+            if (q == sizeof variants / sizeof variants[0]) {
+                cli_error(a.cmd, "unknown CUDA variant '%s' (expected fast, seed, gemm, direct or tensor)", v);
                 return -1;
             }
+            p->cuda_variant = (pc_kmeans_cuda_variant)q; /* the names in the enum's order */
         } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
             if (bad) return -1;
         } else {
