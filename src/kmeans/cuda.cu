@@ -41,16 +41,60 @@ typedef unsigned long long fixed;
 
 __device__ __forceinline__ fixed to_fixed(float v, float scale) { return (fixed)__float2ll_rn(v * scale); }
 
+// The count of changed labels of a block's threads, one atomic a warp.
+__device__ __forceinline__ void count_moved(unsigned moved, unsigned long long *changed)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        moved += __shfl_down_sync(0xffffffffu, moved, off);
+    if ((threadIdx.x & 31) == 0 && moved)
+        atomicAdd(changed, (unsigned long long)moved);
+}
+
+// The centres into shared memory with their |c|^2 (by fmaf from 0, in dimension order: the value every
+// exact kernel compares): specialised D, rows of padded(D) floats with |c|^2 at D; D = 0, rows of dim
+// floats and the norms apart in sn.
+template <int D> __device__ __forceinline__ void stage_centres(const float *centres, int k, int dim, float *sc, float *sn)
+{
+    constexpr int DP = D > 0 ? padded(D) : 4;
+    const int stride = D > 0 ? DP : dim;
+    for (int c = threadIdx.x; c < k; c += blockDim.x) {
+        float norm = 0.0f;
+        for (int j = 0; j < (D > 0 ? D : dim); j++) {
+            float v = centres[c * dim + j];
+            sc[c * stride + j] = v;
+            norm = fmaf(v, v, norm);
+        }
+        if (D > 0) {
+            sc[c * DP + D] = norm;
+            for (int j = D + 1; j < DP; j++)
+                sc[c * DP + j] = 0.0f;
+        } else {
+            sn[c] = norm;
+        }
+    }
+}
+
+// Centre c of a specialised D staged as float4s: its padded(D) floats, |c|^2 at D.
+template <int D> __device__ __forceinline__ void load_centre(const float4 *smem4, int c, float *cv)
+{
+    constexpr int V = padded(D) / 4;
+#pragma unroll
+    for (int v = 0; v < V; v++) {
+        float4 f = smem4[c * V + v];
+        cv[4 * v] = f.x;
+        cv[4 * v + 1] = f.y;
+        cv[4 * v + 2] = f.z;
+        cv[4 * v + 3] = f.w;
+    }
+}
+
 // The end of an assignment block: the count of changed labels, and the block's per-cluster sums
 // (entries) written to its row of `partial`.
 template <bool ACCUMULATE>
 __device__ __forceinline__ void finish_block(unsigned moved, unsigned long long *changed, const fixed *acc,
                                              fixed *partial, int entries)
 {
-    for (int off = 16; off > 0; off >>= 1)
-        moved += __shfl_down_sync(0xffffffffu, moved, off);
-    if ((threadIdx.x & 31) == 0 && moved)
-        atomicAdd(changed, (unsigned long long)moved);
+    count_moved(moved, changed);
     if (ACCUMULATE) {
         __syncthreads();
         fixed *out = partial + (size_t)blockIdx.x * entries;
@@ -67,21 +111,11 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
                                                        fixed *partial, unsigned long long *changed, float scale)
 {
     extern __shared__ float4 smem4[];
-    constexpr int DP = padded(D), V = DP / 4;
+    constexpr int DP = padded(D);
     float *sc = reinterpret_cast<float *>(smem4);
     fixed *acc = reinterpret_cast<fixed *>(sc + (size_t)k * DP);
     (void)dim;
-    for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        float norm = 0.0f;
-        for (int j = 0; j < D; j++) {
-            float v = centres[c * D + j];
-            sc[c * DP + j] = v;
-            norm = fmaf(v, v, norm);
-        }
-        sc[c * DP + D] = norm;
-        for (int j = D + 1; j < DP; j++)
-            sc[c * DP + j] = 0.0f;
-    }
+    stage_centres<D>(centres, k, D, sc, nullptr);
     if (ACCUMULATE)
         for (int q = threadIdx.x; q < k * (D + 1); q += blockDim.x)
             acc[q] = 0;
@@ -107,14 +141,7 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
 #pragma unroll 4
         for (int c = 0; c < k; c++) {
             float cv[DP];
-#pragma unroll
-            for (int v = 0; v < V; v++) {
-                float4 f = smem4[c * V + v];
-                cv[4 * v] = f.x;
-                cv[4 * v + 1] = f.y;
-                cv[4 * v + 2] = f.z;
-                cv[4 * v + 3] = f.w;
-            }
+            load_centre<D>(smem4, c, cv);
 #pragma unroll
             for (int p = 0; p < POINTS; p++) {
                 float d = cv[D];
@@ -212,24 +239,9 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
         return; // the whole block has nothing to do
     extern __shared__ float4 smem4[];
     float *sc = reinterpret_cast<float *>(smem4);
-    constexpr int DP = D > 0 ? padded(D) : 4, V = DP / 4;
-    const int stride = D > 0 ? DP : dim;
+    constexpr int DP = D > 0 ? padded(D) : 4;
     float *sn = sc + (size_t)k * dim; // D = 0 only
-    for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        float norm = 0.0f;
-        for (int j = 0; j < dim; j++) {
-            float v = centres[c * dim + j];
-            sc[c * stride + j] = v;
-            norm = fmaf(v, v, norm);
-        }
-        if (D > 0) {
-            sc[c * DP + D] = norm;
-            for (int j = D + 1; j < DP; j++)
-                sc[c * DP + j] = 0.0f;
-        } else {
-            sn[c] = norm;
-        }
-    }
+    stage_centres<D>(centres, k, dim, sc, sn);
     __syncthreads();
     unsigned moved = 0;
     const size_t tile = (size_t)gridDim.x * blockDim.x * P;
@@ -254,14 +266,7 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
 #pragma unroll 2
             for (int c = 0; c < k; c++) {
                 float cv[DP];
-#pragma unroll
-                for (int v = 0; v < V; v++) {
-                    float4 f = smem4[c * V + v];
-                    cv[4 * v] = f.x;
-                    cv[4 * v + 1] = f.y;
-                    cv[4 * v + 2] = f.z;
-                    cv[4 * v + 3] = f.w;
-                }
+                load_centre<D>(smem4, c, cv);
 #pragma unroll
                 for (int p = 0; p < P; p++) {
                     float d = cv[D];
@@ -293,10 +298,7 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
                 moved++;
             }
     }
-    for (int off = 16; off > 0; off >>= 1)
-        moved += __shfl_down_sync(0xffffffffu, moved, off);
-    if ((threadIdx.x & 31) == 0 && moved)
-        atomicAdd(changed, (unsigned long long)moved);
+    count_moved(moved, changed);
 }
 
 // Candidates for the exact pass, by the triangle inequality (the tensor path, k <= PC__KM_NB_MAX_K).
@@ -404,24 +406,9 @@ __global__ void __launch_bounds__(BLOCK) exact_nb_kernel(const float *__restrict
         return;
     extern __shared__ float4 smem4[];
     float *sc = reinterpret_cast<float *>(smem4);
-    constexpr int DP = D > 0 ? padded(D) : 4, V = DP / 4;
-    const int stride = D > 0 ? DP : dim;
+    constexpr int DP = D > 0 ? padded(D) : 4;
     float *sn = sc + (size_t)k * dim; // D = 0 only
-    for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        float norm = 0.0f;
-        for (int j = 0; j < dim; j++) {
-            float v = centres[c * dim + j];
-            sc[c * stride + j] = v;
-            norm = fmaf(v, v, norm);
-        }
-        if (D > 0) {
-            sc[c * DP + D] = norm;
-            for (int j = D + 1; j < DP; j++)
-                sc[c * DP + j] = 0.0f;
-        } else {
-            sn[c] = norm;
-        }
-    }
+    stage_centres<D>(centres, k, dim, sc, sn);
     __syncthreads();
     unsigned moved = 0;
     for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x) {
@@ -442,14 +429,7 @@ __global__ void __launch_bounds__(BLOCK) exact_nb_kernel(const float *__restrict
             float d;
             if (D > 0) {
                 float cv[DP];
-#pragma unroll
-                for (int v = 0; v < V; v++) {
-                    float4 f = smem4[c * V + v];
-                    cv[4 * v] = f.x;
-                    cv[4 * v + 1] = f.y;
-                    cv[4 * v + 2] = f.z;
-                    cv[4 * v + 3] = f.w;
-                }
+                load_centre<D>(smem4, c, cv);
                 d = cv[D > 0 ? D : 0];
 #pragma unroll
                 for (int j = 0; j < D; j++)
@@ -470,10 +450,7 @@ __global__ void __launch_bounds__(BLOCK) exact_nb_kernel(const float *__restrict
             moved++;
         }
     }
-    for (int off = 16; off > 0; off >>= 1)
-        moved += __shfl_down_sync(0xffffffffu, moved, off);
-    if ((threadIdx.x & 31) == 0 && moved)
-        atomicAdd(changed, (unsigned long long)moved);
+    count_moved(moved, changed);
 }
 
 // Seed 002's second kernel: each block sums its points per cluster into its row of the
