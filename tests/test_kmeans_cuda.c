@@ -80,9 +80,20 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
     } else if (a && b) {
         CHECK(pc_result_backend(b) == PC_BACKEND_CUDA);
         /* After one step from the same centres, labels may differ only at near-ties of |c|^2 - 2 x.c
-         * (summed in another order). Over many steps one such flip moves a centre a little and the
-         * runs part: then at most 0.1% of the labels may differ, at the same inertia. */
-        size_t differ = 0, real = 0;
+         * (summed in another order). But the final labels are those against the updated centres: a
+         * near-tie flipped in the first assignment moves the two centres it touched, and then labels
+         * near those may differ by more than a near-tie of the sequential run's centres (seed 5:
+         * n 40001, dim 17, k 300, one label). So a difference counts as real only when no centre
+         * moved; and over many steps, where such a flip can lead the runs apart (seed 2: n 50051,
+         * dim 4, k 100, 10 steps, 0.29% of the labels, every variant alike), up to 1% may differ, at
+         * the same inertia to 0.1%. */
+        size_t differ = 0, real = 0, moved_centres = 0;
+        for (size_t c = 0; c < k; c++) {
+            double d = 0;
+            for (size_t j = 0; j < dim; j++)
+                d = fmax(d, fabs(pc_result_centers(a)[c * dim + j] - pc_result_centers(b)[c * dim + j]));
+            moved_centres += d > 1e-4;
+        }
         for (size_t i = 0; i < n; i++) {
             int32_t la = pc_result_labels(a)[i], lb = pc_result_labels(b)[i];
             if (la == lb)
@@ -97,9 +108,11 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
             }
             real += fabs(da - db) > 1e-4 * (da + db) + 1e-5;
         }
-        CHECK_MSG((max_iter == 1 ? real == 0 : 1) && differ <= n / 1000 + 1,
-                  "n %zu dim %zu k %zu variant %d, %d iterations: %zu labels differ, %zu of them not near-ties", n,
-                  dim, k, (int)variant, max_iter, differ, real);
+        CHECK_MSG((max_iter == 1 && moved_centres == 0 ? real == 0 : 1) &&
+                      differ <= (max_iter == 1 ? n / 1000 + 1 : n / 100 + 1),
+                  "n %zu dim %zu k %zu variant %d, %d iterations: %zu labels differ, %zu of them not near-ties "
+                  "(%zu centres moved)",
+                  n, dim, k, (int)variant, max_iter, differ, real, moved_centres);
         /* Same labels: the same inertia to rounding; a few flipped labels move it a little. */
         double rel = differ == 0 ? 1e-5 : 1e-3;
         CHECK_MSG(fabs(pc_result_inertia(a) - pc_result_inertia(b)) <= rel * pc_result_inertia(a),

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <math.h>
+#include <type_traits>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,24 @@ template <int D> __device__ __forceinline__ void load_centre(const float4 *smem4
     }
 }
 
+// Each of P points (rows of m2x = -2 x) against staged centre c: d = |c|^2 - 2 x.c in dimension order,
+// kept where it is the lowest so far (centres come in increasing index: ties stay with the lower).
+template <int D, int P>
+__device__ __forceinline__ void nearer(const float (*m2x)[D], const float *cv, int c, float *best, int *arg)
+{
+#pragma unroll
+    for (int p = 0; p < P; p++) {
+        float d = cv[D];
+#pragma unroll
+        for (int j = 0; j < D; j++)
+            d = fmaf(m2x[p][j], cv[j], d);
+        if (d < best[p]) {
+            best[p] = d;
+            arg[p] = c;
+        }
+    }
+}
+
 // The end of an assignment block: the count of changed labels, and the block's per-cluster sums
 // (entries) written to its row of `partial`.
 template <bool ACCUMULATE>
@@ -142,17 +161,7 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
         for (int c = 0; c < k; c++) {
             float cv[DP];
             load_centre<D>(smem4, c, cv);
-#pragma unroll
-            for (int p = 0; p < POINTS; p++) {
-                float d = cv[D];
-#pragma unroll
-                for (int j = 0; j < D; j++)
-                    d = fmaf(m2x[p][j], cv[j], d);
-                if (d < best[p]) {
-                    best[p] = d;
-                    arg[p] = c;
-                }
-            }
+            nearer<D, POINTS>(m2x, cv, c, best, arg);
         }
 #pragma unroll
         for (int p = 0; p < POINTS; p++) {
@@ -267,17 +276,7 @@ __global__ void __launch_bounds__(BLOCK) exact_kernel(const float *__restrict__ 
             for (int c = 0; c < k; c++) {
                 float cv[DP];
                 load_centre<D>(smem4, c, cv);
-#pragma unroll
-                for (int p = 0; p < P; p++) {
-                    float d = cv[D];
-#pragma unroll
-                    for (int j = 0; j < D; j++)
-                        d = fmaf(m2x[p][j], cv[j], d);
-                    if (d < best[p]) {
-                        best[p] = d;
-                        arg[p] = c;
-                    }
-                }
+                nearer<(D > 0 ? D : 1), P>(m2x, cv, c, best, arg);
             }
         } else {
             const float *xg = x + idx[0] * dim;
@@ -475,19 +474,32 @@ __global__ void __launch_bounds__(BLOCK) block_sums_kernel(const float *__restri
 }
 
 // The unfused paths' sums: a warp takes 32 points at a time, their labels in one load; then a group
-// of G lanes (a power of two >= dim + 1, at most 32) takes one point, lane j its coordinate j (and
-// j + 32, ... when dim >= 32) and lane dim (lane 0 when dim >= 32) its count. All G of a lane's
-// coordinates are loaded before the first is added, so the loads overlap; a warp's loads cover whole
-// points and its atomics hit consecutive shared addresses.
-template <int G>
-__global__ void __launch_bounds__(BLOCK) group_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
-                                                           const int32_t *__restrict__ labels, fixed *partial,
-                                                           float scale)
+// of G lanes (a power of two >= dim + 1 for fixed-point sums, >= dim for float ones; at most 32) takes
+// one point, lane j its coordinate j (and j + 32, ... when dim >= 32) and lane dim (lane 0 when
+// dim >= G) its count. All G of a lane's coordinates are loaded before the first is added, so the
+// loads overlap; a warp's loads cover whole points and its atomics hit consecutive shared addresses
+// (against a thread a point: atomics 4 (dim + 1) bytes apart across the lanes, bank conflicts on
+// every float compare-and-swap loop). Acc: fixed (exact in any order, see to_fixed) or float (the
+// seed's sums; at most 85 registers so that three blocks share an SM: profiled at two, 126
+// registers, the compare-and-swap latency not hidden, 33% of issue slots busy).
+template <typename Acc> __device__ __forceinline__ Acc as_sum(float v, float scale)
 {
-    extern __shared__ fixed facc[];
+    if constexpr (std::is_same<Acc, fixed>::value)
+        return to_fixed(v, scale);
+    else
+        return (void)scale, v;
+}
+
+template <typename Acc, int G>
+__global__ void __launch_bounds__(BLOCK, std::is_same<Acc, float>::value ? (G <= 16 ? 3 : 2) : 0)
+    group_sums_kernel(const float *__restrict__ x, int n, int dim, int k, const int32_t *__restrict__ labels,
+                      Acc *partial, float scale)
+{
+    extern __shared__ __align__(8) unsigned char group_smem[];
+    Acc *acc = reinterpret_cast<Acc *>(group_smem);
     const int entries = k * (dim + 1);
     for (int q = threadIdx.x; q < entries; q += blockDim.x)
-        facc[q] = 0;
+        acc[q] = 0;
     __syncthreads();
     constexpr int PER = 32 / G; // points a warp takes at once
     const int lane = threadIdx.x & 31, j0 = lane % G, sub = lane / G, counter = dim < G ? dim : 0;
@@ -507,68 +519,41 @@ __global__ void __launch_bounds__(BLOCK) group_sums_kernel(const float *__restri
         for (int r = 0; r < G; r++) {
             if (c[r] < 0)
                 continue;
-            fixed *a = facc + c[r] * (dim + 1);
+            Acc *a = acc + c[r] * (dim + 1);
             if (j0 < dim)
-                atomicAdd(a + j0, to_fixed(v[r], scale));
+                atomicAdd(a + j0, as_sum<Acc>(v[r], scale));
             if (j0 == counter)
-                atomicAdd(a + dim, 1ull);
+                atomicAdd(a + dim, (Acc)1);
             for (int j = j0 + 32; j < dim; j += 32) // dim > 32 only
-                atomicAdd(a + j, to_fixed(x[(base + r * PER + sub) * dim + j], scale));
+                atomicAdd(a + j, as_sum<Acc>(x[(base + r * PER + sub) * dim + j], scale));
         }
     }
     __syncthreads();
-    fixed *out = partial + (size_t)blockIdx.x * entries;
-    for (int q = threadIdx.x; q < entries; q += blockDim.x)
-        out[q] = facc[q];
-}
-
-// The seed's float per-block sums laid out as group_sums_kernel's: G lanes (a power of two >= dim, at
-// most 32) take one point, lane j its coordinate j (j + 32, ... when dim > 32), lane dim (lane 0 when
-// dim == G or dim > 32) also its count. Against block_sums_kernel (a thread a point: its dim + 1
-// float atomics on addresses 68 bytes apart across the warp's lanes, shared-memory bank conflicts on
-// every one of these compare-and-swap loops) a warp's atomics hit consecutive addresses. At most 85
-// registers, so that three blocks share an SM (profiled at two: 126 registers, its shared-memory
-// compare-and-swap latency not hidden, 33% of issue slots busy).
-template <int G>
-__global__ void __launch_bounds__(BLOCK, G <= 16 ? 3 : 2) float_group_sums_kernel(const float *__restrict__ x, int n, int dim, int k,
-                                                                 const int32_t *__restrict__ labels, float *partial)
-{
-    extern __shared__ float acc[];
-    const int entries = k * (dim + 1);
-    for (int q = threadIdx.x; q < entries; q += blockDim.x)
-        acc[q] = 0.0f;
-    __syncthreads();
-    constexpr int PER = 32 / G; // points a warp takes at once
-    const int lane = threadIdx.x & 31, j0 = lane % G, sub = lane / G, counter = dim < G ? dim : 0;
-    const long warps = (long)gridDim.x * blockDim.x >> 5;
-    for (long base = ((blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5) * 32; base < n; base += warps * 32) {
-        const int mine = base + lane < n ? labels[base + lane] : -1;
-        float v[32 / PER];
-        int c[32 / PER];
-#pragma unroll
-        for (int r = 0; r < 32 / PER; r++) {
-            const int p = r * PER + sub;
-            const long i = base + p;
-            c[r] = __shfl_sync(0xffffffffu, mine, p);
-            v[r] = i < n && j0 < dim ? x[i * dim + j0] : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < 32 / PER; r++) {
-            if (c[r] < 0)
-                continue;
-            float *a = acc + c[r] * (dim + 1);
-            if (j0 < dim)
-                atomicAdd(a + j0, v[r]);
-            if (j0 == counter)
-                atomicAdd(a + dim, 1.0f);
-            for (int j = j0 + 32; j < dim; j += 32) // dim > 32 only
-                atomicAdd(a + j, x[(base + r * PER + sub) * dim + j]);
-        }
-    }
-    __syncthreads();
-    float *out = partial + (size_t)blockIdx.x * entries;
+    Acc *out = partial + (size_t)blockIdx.x * entries;
     for (int q = threadIdx.x; q < entries; q += blockDim.x)
         out[q] = acc[q];
+}
+
+// The rows of a blocks x entries array summed column by column in a fixed order: thread (r, e) of a
+// block of 8 x 32 adds rows r, r + 8, ... of entry e (a warp reads 32 consecutive entries of a row),
+// then the 8 row sums are added in row order; finish(q, total) takes entry q's total.
+template <typename Acc, typename In, class Finish>
+__device__ __forceinline__ void column_sums(const In *partial, int blocks, int entries, Finish finish)
+{
+    __shared__ Acc part[8][32];
+    const int e = threadIdx.x & 31, r = threadIdx.x >> 5, q = blockIdx.x * 32 + e;
+    Acc s = 0;
+    if (q < entries)
+        for (int b = r; b < blocks; b += 8)
+            s += partial[(size_t)b * entries + q];
+    part[r][e] = s;
+    __syncthreads();
+    if (r == 0 && q < entries) {
+        Acc t = 0;
+        for (int w = 0; w < 8; w++)
+            t += part[w][e];
+        finish(q, t);
+    }
 }
 
 // The fixed-point sums over the blocks (exact integers, any order), then scaled: entry q is a
@@ -576,20 +561,9 @@ __global__ void __launch_bounds__(BLOCK, G <= 16 ? 3 : 2) float_group_sums_kerne
 __global__ void __launch_bounds__(256) reduce_fixed(const fixed *partial, int blocks, int entries, int dim,
                                                     double unscale, double *sums)
 {
-    __shared__ fixed part[8][32];
-    const int e = threadIdx.x & 31, r = threadIdx.x >> 5, q = blockIdx.x * 32 + e;
-    fixed s = 0;
-    if (q < entries)
-        for (int b = r; b < blocks; b += 8)
-            s += partial[(size_t)b * entries + q];
-    part[r][e] = s;
-    __syncthreads();
-    if (r == 0 && q < entries) {
-        fixed t = 0;
-        for (int w = 0; w < 8; w++)
-            t += part[w][e];
+    column_sums<fixed>(partial, blocks, entries, [&](int q, fixed t) {
         sums[q] = q % (dim + 1) == dim ? (double)(long long)t : (double)(long long)t * unscale;
-    }
+    });
 }
 
 // The largest |x| (as float bits: for non-negative floats the integer order is the float order).
@@ -604,25 +578,10 @@ __global__ void amax_kernel(const float *x, size_t count, unsigned *out)
         atomicMax(out, m);
 }
 
-// Seed 002's final sum over its float per-block sums, in a fixed order, in double: thread (r, e) of a block of 8 x 32 adds
-// rows r, r + 8, ... of entry e (a warp reads 32 consecutive entries of a row), then the 8 row sums
-// are added in row order.
+// Seed 002's final sum over its float per-block sums, in a fixed order, in double.
 __global__ void __launch_bounds__(256) reduce_blocks(const float *partial, int blocks, int entries, double *sums)
 {
-    __shared__ double part[8][32];
-    const int e = threadIdx.x & 31, r = threadIdx.x >> 5, q = blockIdx.x * 32 + e;
-    double s = 0.0;
-    if (q < entries)
-        for (int b = r; b < blocks; b += 8)
-            s += partial[(size_t)b * entries + q];
-    part[r][e] = s;
-    __syncthreads();
-    if (r == 0 && q < entries) {
-        double t = 0.0;
-        for (int w = 0; w < 8; w++)
-            t += part[w][e];
-        sums[q] = t;
-    }
+    column_sums<double>(partial, blocks, entries, [&](int q, double t) { sums[q] = t; });
 }
 
 __global__ void inertia_kernel(const float *x, int n, int dim, const float *centres, const int32_t *labels,
@@ -694,29 +653,20 @@ typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *
                           float);
 typedef void (*sums_fn)(const float *, int, int, int, const int32_t *, fixed *, float);
 
-typedef void (*float_sums_fn)(const float *, int, int, int, const int32_t *, float *);
+typedef void (*float_sums_fn)(const float *, int, int, int, const int32_t *, float *, float);
 
-float_sums_fn pick_float_sums(int group)
+template <typename Acc> void (*pick_group_sums(int group))(const float *, int, int, int, const int32_t *, Acc *, float)
 {
     switch (group) {
-    case 2: return float_group_sums_kernel<2>;
-    case 4: return float_group_sums_kernel<4>;
-    case 8: return float_group_sums_kernel<8>;
-    case 16: return float_group_sums_kernel<16>;
-    default: return float_group_sums_kernel<32>;
+    case 2: return group_sums_kernel<Acc, 2>;
+    case 4: return group_sums_kernel<Acc, 4>;
+    case 8: return group_sums_kernel<Acc, 8>;
+    case 16: return group_sums_kernel<Acc, 16>;
+    default: return group_sums_kernel<Acc, 32>;
     }
 }
-
-sums_fn pick_sums(int group)
-{
-    switch (group) {
-    case 2: return group_sums_kernel<2>;
-    case 4: return group_sums_kernel<4>;
-    case 8: return group_sums_kernel<8>;
-    case 16: return group_sums_kernel<16>;
-    default: return group_sums_kernel<32>;
-    }
-}
+float_sums_fn pick_float_sums(int group) { return pick_group_sums<float>(group); }
+sums_fn pick_sums(int group) { return pick_group_sums<fixed>(group); }
 
 bool specialised(size_t dim) { return dim <= 4 || dim == 8 || dim == 16; }
 
@@ -738,34 +688,25 @@ assign_fn pick(int dim, bool accumulate)
 typedef void (*exact_fn)(const float *, int, int, const float *, const int32_t *, const unsigned *, int32_t *,
                          unsigned long long *);
 
-exact_fn pick_exact(int dim)
-{
-    switch (dim) {
-    case 1: return exact_kernel<1>;
-    case 2: return exact_kernel<2>;
-    case 3: return exact_kernel<3>;
-    case 4: return exact_kernel<4>;
-    case 8: return exact_kernel<8>;
-    case 16: return exact_kernel<16>;
-    default: return exact_kernel<0>;
+// The specialised dimensions' instance of an exact kernel template, D = 0 (any dimension) otherwise.
+#define PC__PICK_BY_DIM(KERNEL)                                                                                \
+    switch (dim) {                                                                                             \
+    case 1: return KERNEL<1>;                                                                                  \
+    case 2: return KERNEL<2>;                                                                                  \
+    case 3: return KERNEL<3>;                                                                                  \
+    case 4: return KERNEL<4>;                                                                                  \
+    case 8: return KERNEL<8>;                                                                                  \
+    case 16: return KERNEL<16>;                                                                                \
+    default: return KERNEL<0>;                                                                                 \
     }
-}
+
+exact_fn pick_exact(int dim) { PC__PICK_BY_DIM(exact_kernel) }
 
 typedef void (*exact_nb_fn)(const float *, int, int, const float *, const int32_t *, const int32_t *,
                             const unsigned *, const int32_t *, const int *, int32_t *, unsigned long long *);
 
-exact_nb_fn pick_exact_nb(int dim)
-{
-    switch (dim) {
-    case 1: return exact_nb_kernel<1>;
-    case 2: return exact_nb_kernel<2>;
-    case 3: return exact_nb_kernel<3>;
-    case 4: return exact_nb_kernel<4>;
-    case 8: return exact_nb_kernel<8>;
-    case 16: return exact_nb_kernel<16>;
-    default: return exact_nb_kernel<0>;
-    }
-}
+exact_nb_fn pick_exact_nb(int dim) { PC__PICK_BY_DIM(exact_nb_kernel) }
+#undef PC__PICK_BY_DIM
 
 // Shared memory of a direct assignment kernel: the centres (padded for the specialised kernels), and
 // the per-cluster sums when it accumulates.
@@ -822,7 +763,7 @@ pc_status block_sums(gpu_engine &e)
 {
     if (e.float_sums && e.float_group)
         pick_float_sums(e.float_group_size)<<<e.sum_blocks, BLOCK, e.smem_sums>>>(
-            e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr, e.partial_float.ptr);
+            e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr, e.partial_float.ptr, 1.0f);
     else if (e.float_sums)
         block_sums_kernel<<<e.sum_blocks, BLOCK, e.smem_sums>>>(e.x.ptr, (int)e.n, (int)e.dim, (int)e.k, e.labels.ptr,
                                                                 e.partial_float.ptr);
