@@ -18,20 +18,7 @@
 #include <cuda_runtime.h>
 #endif
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
+#include "bench_util.h"
 
 /* 8 classes with random spectra over 64 x 64-pixel blocks, noise -12..12 (triangular). */
 static uint8_t *scene(size_t pixels, size_t bands, uint64_t seed)
@@ -61,19 +48,7 @@ static uint8_t *scene(size_t pixels, size_t bands, uint64_t seed)
     return img;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 #ifdef PC_BENCH_HAVE_CUDART
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return x[n / 2];
-}
-
 static double stage_ms(const pc_result *r, const char *want)
 {
     for (size_t s = 0; s < pc_result_stage_count(r); s++) {

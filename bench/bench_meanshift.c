@@ -16,13 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static float *generate(pc_dataset kind, size_t n, size_t dim, size_t k, double spread, double box, int32_t *truth)
 {
@@ -40,12 +34,6 @@ static float *generate(pc_dataset kind, size_t n, size_t dim, size_t k, double s
         exit(1);
     }
     return pts;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Median wall time of `repeats` runs; *out keeps the last result (caller frees). */

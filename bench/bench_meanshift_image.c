@@ -15,21 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
+#include "bench_util.h"
 
 static double uniform(uint64_t *s) { return (double)(next(s) >> 11) * 0x1.0p-53; }
 
@@ -68,12 +54,6 @@ static uint8_t *scene(size_t w, size_t h, uint64_t seed, int32_t *truth)
         }
     }
     return img;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
