@@ -462,6 +462,17 @@ static void test_degenerate(void)
     for (size_t i = 0; i < n * 4; i++)
         same[i] = 5;
     compare(&vs, &p, 0, "all points equal");
+    /* Host values are checked on the GPU as it reads them: NaN, and float64 beyond float's range. */
+    same[7] = NAN;
+    p.backend = PC_BACKEND_CUDA;
+    pc_result *none = NULL;
+    CHECK(pc_hca(&vs, &p, &none) == PC_INVALID_ARGUMENT && none == NULL);
+    CHECK_MSG(strstr(pc_last_error(), "non-finite") != NULL, "message: %s", pc_last_error());
+    double big[6] = {1, 2, 3, 4e38, 5, 6};
+    pc_points vb = pc_points_f64(big, 3, 2);
+    CHECK(pc_hca(&vb, &p, &none) == PC_INVALID_ARGUMENT && none == NULL);
+    p.backend = PC_BACKEND_SEQUENTIAL;
+    CHECK(pc_hca(&vb, &p, &none) == PC_INVALID_ARGUMENT && none == NULL);
     free(same);
 }
 

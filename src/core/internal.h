@@ -57,6 +57,11 @@ struct pc_result {
 /* The start every algorithm shares: result and parameters present, *result cleared, the last error
  * reset, the points checked. */
 pc_status pc__begin(const pc_points *points, const void *params, pc_result **result);
+/* The same without the pass over the values (for backends that check them as they read them, and
+ * for views of device memory, which the host cannot read). */
+pc_status pc__begin_shape(const pc_points *points, const void *params, pc_result **result);
+/* The view's shape: present, a type, n and dim >= 1, data, a stride at least a row. */
+pc_status pc__points_check_shape(const pc_points *points);
 
 pc_result *pc__result_new(size_t n, size_t dim);
 void pc__result_add_stage(pc_result *result, const char *name, double seconds);

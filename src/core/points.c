@@ -45,7 +45,7 @@ void pc__points_row_f32(const pc_points *p, size_t i, float *out)
     }
 }
 
-pc_status pc_points_check(const pc_points *p)
+pc_status pc__points_check_shape(const pc_points *p)
 {
     if (!p)
         return pc__fail(PC_INVALID_ARGUMENT, "points view is NULL");
@@ -61,6 +61,14 @@ pc_status pc_points_check(const pc_points *p)
     if (p->stride && p->stride < p->dim * es)
         return pc__fail(PC_INVALID_ARGUMENT, "row stride %zu bytes is shorter than a row (%zu bytes)",
                         p->stride, p->dim * es);
+    return PC_OK;
+}
+
+pc_status pc_points_check(const pc_points *p)
+{
+    pc_status st = pc__points_check_shape(p);
+    if (st != PC_OK)
+        return st;
     if (p->dtype == PC_U8 || p->dtype == PC_U16)
         return PC_OK; /* integers are always finite */
     const unsigned char *base = p->data;

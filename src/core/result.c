@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-pc_status pc__begin(const pc_points *points, const void *params, pc_result **result)
+pc_status pc__begin_shape(const pc_points *points, const void *params, pc_result **result)
 {
     if (!result)
         return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
@@ -11,7 +11,13 @@ pc_status pc__begin(const pc_points *points, const void *params, pc_result **res
     if (!params)
         return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
     pc__clear_error();
-    return pc_points_check(points);
+    return pc__points_check_shape(points);
+}
+
+pc_status pc__begin(const pc_points *points, const void *params, pc_result **result)
+{
+    pc_status st = pc__begin_shape(points, params, result);
+    return st != PC_OK ? st : pc_points_check(points);
 }
 
 pc_result *pc__result_new(size_t n, size_t dim)

@@ -250,7 +250,8 @@ pc_status bounding_box(pc__hca_gpu &s, row_source &src, size_t n, int device_inp
     PC_CUDA_TRY(cudaMemcpyAsync(host, w, sizeof host, cudaMemcpyDeviceToHost, s.stream), "HCA bounding box");
     PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA bounding box");
     if (host[2 * PC__HCA_MAX_DIM])
-        return pc__fail(PC_INVALID_ARGUMENT, "%llu non-finite value(s) (NaN or infinity) in the %s points",
+        return pc__fail(PC_INVALID_ARGUMENT,
+                        "%llu non-finite value(s) (NaN or infinity, or float64 beyond float range) in the %s points",
                         host[2 * PC__HCA_MAX_DIM], device_input ? "device" : "host");
     for (size_t j = 0; j < s.dim; j++) {
         unsigned long long lo = pc__hca_unorder_bits(host[j]), hi = pc__hca_unorder_bits(host[PC__HCA_MAX_DIM + j]);

@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(BLOCK) bounds_kernel(pc__hca_rows rows, unsign
                 break;
             A x = (A)v[j];
             if constexpr (integer_band<T>::values == 0) {
-                if (!isfinite(x)) {
+                // As pc_points_check: float64 values beyond float's range are refused too.
+                if (!isfinite(x) || (sizeof(T) == 8 && fabs((double)x) > 3.4e38)) {
                     bad++;
                     continue;
                 }

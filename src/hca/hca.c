@@ -306,14 +306,18 @@ static pc_status check_shape(const pc_hca_plan *plan, const pc_points *points)
 static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device_input, int32_t *device_labels,
                           pc_result **result)
 {
+    /* The GPU counts non-finite values while it reads them; the CPU backends look first. */
+    pc_status st = PC_OK;
+    if (plan->backend != PC_BACKEND_CUDA && (st = pc_points_check(points)) != PC_OK)
+        return st;
     pc_result *r = pc__result_new(points->n, points->dim);
     if (!r)
         return PC_OUT_OF_MEMORY;
     r->backend = plan->backend;
     int64_t min_size = min_size_for(&plan->params, points->n);
-    pc_status st = plan->backend == PC_BACKEND_CUDA
-                       ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
-                       : run_cpu(points, &plan->params, plan->threads, min_size, r);
+    st = plan->backend == PC_BACKEND_CUDA
+             ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
+             : run_cpu(points, &plan->params, plan->threads, min_size, r);
     if (st != PC_OK) {
         pc_result_free(r);
         return st;
@@ -326,7 +330,7 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
 {
     if (!plan)
         return pc__fail(PC_INVALID_ARGUMENT, "plan is NULL");
-    pc_status st = pc__begin(points, &plan->params, result);
+    pc_status st = pc__begin_shape(points, &plan->params, result);
     if (st != PC_OK || (st = check_shape(plan, points)) != PC_OK)
         return st;
     return run_plan(plan, points, 0, NULL, result);
@@ -335,26 +339,22 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
 pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
                                  pc_result **result)
 {
-    if (!result)
-        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
-    *result = NULL;
-    if (!plan || !points || !points->data)
-        return pc__fail(PC_INVALID_ARGUMENT, "plan, points or their data is NULL");
-    pc__clear_error();
+    if (!plan)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan is NULL");
+    pc_status st = pc__begin_shape(points, &plan->params, result);
+    if (st != PC_OK)
+        return st;
     if (plan->backend != PC_BACKEND_CUDA)
         return pc__fail(PC_INVALID_ARGUMENT, "device input needs a CUDA plan, this one runs on %s",
                         pc_backend_name(plan->backend));
-    if (points->n == 0)
-        return pc__fail(PC_INVALID_ARGUMENT, "no points (n = 0)");
-    pc_status st = check_shape(plan, points);
-    if (st != PC_OK)
+    if ((st = check_shape(plan, points)) != PC_OK)
         return st;
     return run_plan(plan, points, 1, device_labels, result);
 }
 
 pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
 {
-    pc_status st = pc__begin(points, params, result);
+    pc_status st = pc__begin_shape(points, params, result);
     if (st != PC_OK || (st = check(points, params)) != PC_OK)
         return st;
     pc_hca_plan *plan = NULL;
