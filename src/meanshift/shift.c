@@ -15,6 +15,11 @@
 /* 2^x for x <= 0 without a libm call, so the loop vectorises: round x to an integer n with the
  * 1.5 * 2^23 trick, a degree-6 polynomial for 2^f on [-0.5, 0.5] (relative error about 1e-7), and n
  * put into the exponent bits. Below -125 the weight is 0, as a true exp would nearly be. */
+/* The polynomial, written once for a float or for all lanes (Horner, the same steps either way). */
+#define EXP2_POLY(f)                                                                                           \
+    ((((((1.5403530393381608e-4f * (f) + 1.3333558146428443e-3f) * (f) + 9.6181291076284772e-3f) * (f) +      \
+        5.5504108664821580e-2f) * (f) + 2.4022650695910071e-1f) * (f) + 6.9314718055994531e-1f) * (f) + 1.0f)
+
 PC__INLINE float exp2_nonpositive(float x)
 {
     const float shifter = 12582912.0f;
@@ -22,13 +27,7 @@ PC__INLINE float exp2_nonpositive(float x)
     float t = xc + shifter;
     float n = t - shifter;
     float f = xc - n;
-    float p = 1.5403530393381608e-4f;
-    p = p * f + 1.3333558146428443e-3f;
-    p = p * f + 9.6181291076284772e-3f;
-    p = p * f + 5.5504108664821580e-2f;
-    p = p * f + 2.4022650695910071e-1f;
-    p = p * f + 6.9314718055994531e-1f;
-    p = p * f + 1.0f;
+    float p = EXP2_POLY(f);
     int32_t bits;
     memcpy(&bits, &t, sizeof bits);
     int32_t scale_bits = (bits - 0x4B400000 + 127) << 23;
@@ -72,13 +71,7 @@ static inline __attribute__((always_inline)) vfloat exp2_nonpositive_lanes(vfloa
     vfloat t = xc + shifter;
     vfloat n = t - shifter;
     vfloat f = xc - n;
-    vfloat p = (vfloat){0} + 1.5403530393381608e-4f;
-    p = p * f + 1.3333558146428443e-3f;
-    p = p * f + 9.6181291076284772e-3f;
-    p = p * f + 5.5504108664821580e-2f;
-    p = p * f + 2.4022650695910071e-1f;
-    p = p * f + 6.9314718055994531e-1f;
-    p = p * f + 1.0f;
+    vfloat p = EXP2_POLY(f);
     vint scale = ((vint)t - (0x4B400000 - 127)) << 23;
     return (vfloat)((vint)(p * (vfloat)scale) & ~too_small);
 }
