@@ -293,7 +293,7 @@ pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, 
 }
 
 /* A run's points against the plan's shape. */
-static pc_status check_shape(const pc_hca_plan *plan, const pc_points *points)
+static pc_status check_plan_fits(const pc_hca_plan *plan, const pc_points *points)
 {
     if (points->dim != plan->dim || points->dtype != plan->dtype)
         return pc__fail(PC_INVALID_ARGUMENT, "the plan was made for rows of %zu values of type %d, got %zu of type %d",
@@ -331,7 +331,7 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
     if (!plan)
         return pc__fail(PC_INVALID_ARGUMENT, "plan is NULL");
     pc_status st = pc__begin_shape(points, &plan->params, result);
-    if (st != PC_OK || (st = check_shape(plan, points)) != PC_OK)
+    if (st != PC_OK || (st = check_plan_fits(plan, points)) != PC_OK)
         return st;
     return run_plan(plan, points, 0, NULL, result);
 }
@@ -347,7 +347,7 @@ pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int
     if (plan->backend != PC_BACKEND_CUDA)
         return pc__fail(PC_INVALID_ARGUMENT, "device input needs a CUDA plan, this one runs on %s",
                         pc_backend_name(plan->backend));
-    if ((st = check_shape(plan, points)) != PC_OK)
+    if ((st = check_plan_fits(plan, points)) != PC_OK)
         return st;
     return run_plan(plan, points, 1, device_labels, result);
 }
