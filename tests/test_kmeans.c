@@ -222,13 +222,27 @@ static void test_bad_input(void)
         pc_result_free(r);
         r = NULL;
     }
-    /* Values whose distance from the mean overflows float: a clear error, not a crash. */
+    /* Values whose distance from the mean overflows float32 (6e38): clustered in scaled units. */
     float huge[4] = {-3e38f, 3e38f, 3e38f, 3e38f};
     pc_points hv = pc_points_f32(huge, 4, 1);
     p.backend = PC_BACKEND_AUTO;
     p.k = 2;
-    CHECK_STATUS(pc_kmeans(&hv, &p, &r), PC_INVALID_ARGUMENT);
+    CHECK_STATUS(pc_kmeans(&hv, &p, &r), PC_OK);
+    if (r) {
+        const int32_t *l = pc_result_labels(r);
+        CHECK(l[0] != l[1] && l[1] == l[2] && l[2] == l[3]);
+        CHECK(fabs(pc_result_centers(r)[l[0]] / -3e38 - 1) < 1e-6 && fabs(pc_result_centers(r)[l[1]] / 3e38 - 1) < 1e-6);
+    }
+    pc_result_free(r);
+    r = NULL;
+    /* Given centres 1e12 spreads away from the points: refused, not mis-assigned. */
+    float far[4] = {0, 0, 1e30f, 1e30f};
+    p.init = PC_INIT_GIVEN;
+    p.initial_centers = far;
+    CHECK_STATUS(pc_kmeans(&v, &p, &r), PC_INVALID_ARGUMENT);
     CHECK(r == NULL);
+    p.init = PC_INIT_KMEANSPP;
+    p.initial_centers = NULL;
     /* k = n: every point its own cluster, inertia 0. */
     p.backend = PC_BACKEND_AUTO;
     p.k = 3;

@@ -68,8 +68,21 @@ void pc__result_add_stage(pc_result *result, const char *name, double seconds);
 
 /* Converts row i of any view to float32. */
 void pc__points_row_f32(const pc_points *points, size_t i, float *out);
-/* The view as packed float32 rows: the caller's memory when it already is, else a new copy that
- * *owned receives (free it). */
-pc_status pc__points_as_f32(const pc_points *points, const float **data, float **owned);
+/* Data in any units. The float32 kernels square coordinate differences, which overflow beyond about
+ * 1e19 and lose every bit below about 1e-19, so mean shift and k-means work on the points times 2^e,
+ * e chosen from the largest magnitude. Scaling by a power of two is exact in binary floating point:
+ * every sum, product and comparison of the scaled run equals the unscaled one times a power of two,
+ * so inside the safe range nothing changes, and outside it the result is the one the same data in
+ * ordinary units would give (ARCHITECTURE.md, "Numbers in any units").
+ * The exponent: 0 while max_abs is within [2^-24, 2^24] (0 included), else the e that brings it
+ * into [1, 2). */
+int pc__scale_exponent(double max_abs);
+/* The largest magnitude of the view's values (the values are finite: checked before). */
+double pc__points_max_abs(const pc_points *points);
+/* The view times 2^e as packed float32 rows: the caller's memory when it already is that (e = 0,
+ * packed float32), else a new copy that *owned receives (free it). */
+pc_status pc__points_scaled_f32(const pc_points *points, int e, const float **data, float **owned);
+/* Scales count float32 values in place by 2^e (e may be negative: results back to the user's units). */
+void pc__scale_f32(float *values, size_t count, int e);
 
 #endif

@@ -92,19 +92,70 @@ pc_status pc_points_check(const pc_points *p)
     return PC_OK;
 }
 
-pc_status pc__points_as_f32(const pc_points *p, const float **data, float **owned)
+int pc__scale_exponent(double max_abs)
+{
+    if (max_abs == 0 || (max_abs >= 0x1p-24 && max_abs <= 0x1p24))
+        return 0;
+    return -ilogb(max_abs);
+}
+
+double pc__points_max_abs(const pc_points *p)
+{
+    if (p->dtype == PC_U8 || p->dtype == PC_U16)
+        return p->dtype == PC_U8 ? 255 : 65535; /* a bound is enough: both lie in the safe range */
+    const unsigned char *base = p->data;
+    size_t stride = row_stride(p);
+    double m = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const unsigned char *row = base + i * stride;
+        for (size_t j = 0; j < p->dim; j++) {
+            double v;
+            if (p->dtype == PC_F32) {
+                float f;
+                memcpy(&f, row + 4 * j, 4);
+                v = f;
+            } else
+                memcpy(&v, row + 8 * j, 8);
+            v = fabs(v);
+            m = v > m ? v : m;
+        }
+    }
+    return m;
+}
+
+pc_status pc__points_scaled_f32(const pc_points *p, int e, const float **data, float **owned)
 {
     *owned = NULL;
-    if (p->dtype == PC_F32 && (p->stride == 0 || p->stride == 4 * p->dim)) {
+    if (e == 0 && p->dtype == PC_F32 && (p->stride == 0 || p->stride == 4 * p->dim)) {
         *data = p->data;
         return PC_OK;
     }
     float *copy = pc__alloc(p->n, p->dim * sizeof(float), "float32 copy of the points");
     if (!copy)
         return PC_OUT_OF_MEMORY;
-    for (size_t i = 0; i < p->n; i++)
-        pc__points_row_f32(p, i, copy + i * p->dim);
+    if (p->dtype == PC_F64 && e != 0) { /* scaled in double, then rounded once */
+        const unsigned char *base = p->data;
+        size_t stride = row_stride(p);
+        for (size_t i = 0; i < p->n; i++)
+            for (size_t j = 0; j < p->dim; j++) {
+                double v;
+                memcpy(&v, base + i * stride + 8 * j, 8);
+                copy[i * p->dim + j] = (float)ldexp(v, e);
+            }
+    } else {
+        for (size_t i = 0; i < p->n; i++)
+            pc__points_row_f32(p, i, copy + i * p->dim);
+        pc__scale_f32(copy, p->n * p->dim, e);
+    }
     *data = copy;
     *owned = copy;
     return PC_OK;
+}
+
+void pc__scale_f32(float *values, size_t count, int e)
+{
+    if (e == 0)
+        return;
+    for (size_t i = 0; i < count; i++)
+        values[i] = ldexpf(values[i], e);
 }

@@ -83,6 +83,20 @@ static double absolute_tolerance(const float *x, size_t n, size_t dim, double to
     return tol * total / (double)dim;
 }
 
+/* The user's initial centres in the centred, scaled frame of the points. A centre 2^40 times the
+ * data's spread away from it would overflow |c|^2 in float32: refused rather than mis-assigned. */
+static pc_status given_centres(const float *given, size_t k, size_t dim, const double *mean, int e, float *centres)
+{
+    for (size_t q = 0; q < k * dim; q++) {
+        double c = ldexp(given[q] - mean[q % dim], e);
+        if (!(fabs(c) <= 0x1p40))
+            return pc__fail(PC_INVALID_ARGUMENT, "initial centre %zu, dimension %zu: %g is too far from the "
+                            "points (over 1e12 times their spread) for float32 arithmetic", q / dim, q % dim, (double)given[q]);
+        centres[q] = (float)c;
+    }
+    return PC_OK;
+}
+
 pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result)
 {
     pc_status st = pc__begin(points, params, result);
@@ -110,38 +124,44 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     }
     r->backend = backend;
     /* Like scikit-learn, cluster a centred copy: the nearest-centre test |c|^2 - 2 x.c in float loses
-     * precision with the size of the coordinates, not of the distances. */
+     * precision with the size of the coordinates, not of the distances. The copy is also scaled by
+     * 2^e (pc__scale_exponent), so that squares of distances neither overflow nor underflow float32
+     * whatever the data's units: exact, the labels are those of the data in ordinary units. */
     double mean[4096];
     if (dim > 4096) {
         st = pc__fail(PC_INVALID_ARGUMENT, "k-means handles up to 4096 dimensions, got %zu", dim);
         goto fail;
     }
+    int e;
     {
         owned = pc__alloc(n, dim * sizeof *owned, "centred copy of the points");
         if (!owned) {
             st = PC_OUT_OF_MEMORY;
             goto fail;
         }
+        float row[4096], lo[4096], hi[4096];
         for (size_t d = 0; d < dim; d++)
             mean[d] = 0;
-        float row[4096];
-        for (size_t i = 0; i < n; i++) {
-            pc__points_row_f32(points, i, row);
-            for (size_t d = 0; d < dim; d++)
-                mean[d] += row[d];
-        }
-        for (size_t d = 0; d < dim; d++)
-            mean[d] /= (double)n;
         for (size_t i = 0; i < n; i++) {
             pc__points_row_f32(points, i, row);
             for (size_t d = 0; d < dim; d++) {
-                owned[i * dim + d] = (float)(row[d] - mean[d]);
-                if (!isfinite(owned[i * dim + d])) {
-                    st = pc__fail(PC_INVALID_ARGUMENT, "point %zu, dimension %zu: %g is too far from the mean "
-                                  "for float32 arithmetic", i, d, (double)row[d]);
-                    goto fail;
-                }
+                mean[d] += row[d];
+                lo[d] = i == 0 || row[d] < lo[d] ? row[d] : lo[d];
+                hi[d] = i == 0 || row[d] > hi[d] ? row[d] : hi[d];
             }
+        }
+        double spread = 0; /* the largest distance of a coordinate from its mean */
+        for (size_t d = 0; d < dim; d++) {
+            mean[d] /= (double)n;
+            double below = mean[d] - lo[d], above = hi[d] - mean[d];
+            spread = below > spread ? below : spread;
+            spread = above > spread ? above : spread;
+        }
+        e = pc__scale_exponent(spread);
+        for (size_t i = 0; i < n; i++) {
+            pc__points_row_f32(points, i, row);
+            for (size_t d = 0; d < dim; d++)
+                owned[i * dim + d] = (float)ldexp(row[d] - mean[d], e);
         }
         x = owned;
     }
@@ -153,8 +173,8 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     for (int run = 0; run < runs; run++) {
         double t0 = pc__now();
         if (params->init == PC_INIT_GIVEN) {
-            for (size_t q = 0; q < k * dim; q++)
-                centres[q] = (float)(params->initial_centers[q] - mean[q % dim]);
+            if ((st = given_centres(params->initial_centers, k, dim, mean, e, centres)) != PC_OK)
+                goto fail;
         } else if ((st = pc__km_init(x, n, dim, k, params->init, params->seed + 0x9E3779B97F4A7C15ull * (uint64_t)run,
                                    threads, centres)) != PC_OK)
             goto fail;
@@ -167,8 +187,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
             if (st == PC_UNSUPPORTED && params->backend == PC_BACKEND_AUTO) { /* beyond the GPU kernel */
                 backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
                 if (params->init == PC_INIT_GIVEN)
-                    for (size_t q = 0; q < k * dim; q++)
-                        centres[q] = (float)(params->initial_centers[q] - mean[q % dim]);
+                    given_centres(params->initial_centers, k, dim, mean, e, centres); /* checked above */
                 st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
             }
         } else
@@ -193,8 +212,9 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         }
     }
     r->k = k;
-    for (size_t q = 0; q < k * dim; q++) /* back from the centred copy */
-        r->centers[q] = (float)(r->centers[q] + mean[q % dim]);
+    for (size_t q = 0; q < k * dim; q++) /* back from the centred, scaled copy */
+        r->centers[q] = (float)(ldexp(r->centers[q], -e) + mean[q % dim]);
+    r->inertia = ldexp(r->inertia, -2 * e);
     r->sizes = pc__calloc(k, sizeof *r->sizes, "cluster sizes");
     if (!r->sizes) {
         st = PC_OUT_OF_MEMORY;

@@ -60,7 +60,7 @@ static pc_status check_params(const pc_meanshift_image_params *p)
 
 /* Copies the pixels into band planes (NaN where invalid) and the validity flags, checking that
  * valid values are finite floats. *valid_count receives the valid pixels. */
-static pc_status make_planes(const pc_points *px, const uint8_t *valid, float *planes, size_t plane_stride,
+static pc_status make_planes(const pc_points *px, const uint8_t *valid, int e, float *planes, size_t plane_stride,
                              uint8_t *ok, size_t width, size_t *valid_count)
 {
     size_t n = px->n, bands = px->dim, count = 0;
@@ -85,7 +85,7 @@ static pc_status make_planes(const pc_points *px, const uint8_t *valid, float *p
                               i / width, i % width, b, (double)v[b]);
                 goto done;
             }
-            planes[b * plane_stride + i] = v[b];
+            planes[b * plane_stride + i] = ldexpf(v[b], e);
         }
         count++;
     }
@@ -96,6 +96,29 @@ static pc_status make_planes(const pc_points *px, const uint8_t *valid, float *p
 done:
     free(wide);
     return st;
+}
+
+/* The largest magnitude among the valid pixels' values (invalid ones may hold anything). */
+static double valid_max_abs(const pc_points *px, const uint8_t *valid)
+{
+    if (px->dtype == PC_U8 || px->dtype == PC_U16)
+        return pc__points_max_abs(px);
+    double m = 0;
+    float row[64];
+    for (size_t i = 0; i < px->n; i++) {
+        if (valid && !valid[i])
+            continue;
+        for (size_t b0 = 0; b0 < px->dim; b0 += 64) { /* rows of any width, 64 values at a time */
+            pc_points part = *px;
+            part.dim = px->dim - b0 < 64 ? px->dim - b0 : 64;
+            part.data = (const char *)px->data + b0 * (px->dtype == PC_F64 ? 8 : 4);
+            part.stride = px->stride ? px->stride : px->dim * (px->dtype == PC_F64 ? 8 : 4);
+            pc__points_row_f32(&part, i, row);
+            for (size_t b = 0; b < part.dim; b++)
+                m = isfinite(row[b]) && fabs(row[b]) > m ? fabs(row[b]) : m;
+        }
+    }
+    return m;
 }
 
 pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t height, const uint8_t *valid,
@@ -139,8 +162,19 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
         st = PC_OUT_OF_MEMORY;
         goto fail;
     }
+    /* Band values in any units: planes and range bandwidth times 2^e (pc__scale_exponent); the
+     * spatial bandwidth is in pixels and keeps its units. */
+    double max_abs = valid_max_abs(pixels, valid);
+    int e = pc__scale_exponent(max_abs);
+    double hr = ldexp(params->range_bandwidth, e);
+    if (!(hr >= 0x1p-40)) { /* a larger one only means every value is in range */
+        st = pc__fail(PC_INVALID_ARGUMENT, "range bandwidth %g is too small for band values up to %g: float32 "
+                      "arithmetic cannot weigh differences below 1e-12 times their range", params->range_bandwidth,
+                      max_abs);
+        goto fail;
+    }
     size_t valid_count = 0;
-    if ((st = make_planes(pixels, valid, planes, stride, ok, width, &valid_count)) != PC_OK)
+    if ((st = make_planes(pixels, valid, e, planes, stride, ok, width, &valid_count)) != PC_OK)
         goto fail;
     if (valid_count == 0) {
         st = pc__fail(PC_INVALID_ARGUMENT, "every pixel of the %zu x %zu image is marked invalid (nodata)", width,
@@ -152,7 +186,7 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
     pc__result_add_stage(r, "prepare", t1 - t0);
 
     pc__msi_filter_params fp = {params->spatial_bandwidth,
-                                params->range_bandwidth,
+                                hr,
                                 params->eps,
                                 params->max_iter,
                                 backend == PC_BACKEND_OPENMP,
@@ -162,8 +196,10 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
     if ((st = pc__msi_filter(&im, &fp, r->modes, NULL, &r->iterations)) != PC_OK)
         goto fail;
     pc__result_add_stage(r, "filter", pc__now() - t1);
-    if ((st = pc__msi_regions(&im, r->modes, params->range_bandwidth, params->min_region_size, r)) != PC_OK)
+    if ((st = pc__msi_regions(&im, r->modes, hr, params->min_region_size, r)) != PC_OK)
         goto fail;
+    pc__scale_f32(r->modes, n * bands, -e); /* back to the band's units */
+    pc__scale_f32(r->centers, r->k * bands, -e);
     free(planes);
     free(ok);
     *result = r;

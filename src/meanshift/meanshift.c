@@ -114,6 +114,31 @@ static pc_status resolve(const pc_meanshift_params *p, pc__ms_setup *s, double *
     return PC_OK;
 }
 
+/* The parameters that carry the data's units, times 2^e like the points (pc__scale_exponent). */
+static pc_meanshift_params scaled_params(const pc_meanshift_params *p, int e)
+{
+    pc_meanshift_params s = *p;
+    s.bandwidth = ldexp(p->bandwidth, e);
+    s.radius = ldexp(p->radius, e);
+    if (p->eps >= 0)
+        s.eps = ldexp(p->eps, e);
+    if (p->merge_radius >= 0)
+        s.merge_radius = ldexp(p->merge_radius, e);
+    return s;
+}
+
+/* After scaling, the bandwidth must still be usable in float32 next to the points: h^2 (and a
+ * millionth of it, the default stop) a normal float, the weights' exponents finite. A larger one
+ * only means that every point is near every other. */
+static pc_status check_scaled_bandwidth(const pc_meanshift_params *user, double h, double max_abs)
+{
+    if (h >= 0x1p-40)
+        return PC_OK;
+    return pc__fail(PC_INVALID_ARGUMENT,
+                    "bandwidth %g is too small for points of magnitude up to %g: float32 arithmetic cannot "
+                    "weigh distances below 1e-12 times the data's range", user->bandwidth, max_abs);
+}
+
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result)
 {
     pc_status st = pc__begin(points, params, result);
@@ -121,7 +146,13 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
         return st;
     pc__ms_setup setup;
     double merge_radius = 0;
-    if ((st = resolve(params, &setup, &merge_radius)) != PC_OK)
+    if ((st = resolve(params, &setup, &merge_radius)) != PC_OK) /* checks in the user's units */
+        return st;
+    double max_abs = pc__points_max_abs(points);
+    int e = pc__scale_exponent(max_abs);
+    pc_meanshift_params scaled = scaled_params(params, e);
+    if ((st = check_scaled_bandwidth(params, scaled.bandwidth, max_abs)) != PC_OK ||
+        (st = resolve(&scaled, &setup, &merge_radius)) != PC_OK)
         return st;
     size_t n = points->n, dim = points->dim;
     pc_backend backend;
@@ -136,7 +167,7 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
         return PC_OUT_OF_MEMORY;
     r->backend = backend;
     double t0 = pc__now();
-    if ((st = pc__points_as_f32(points, &data, &owned)) != PC_OK)
+    if ((st = pc__points_scaled_f32(points, e, &data, &owned)) != PC_OK)
         goto fail;
     r->modes = pc__alloc(n, dim * sizeof *r->modes, "modes");
     if (!r->modes) {
@@ -162,6 +193,8 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
     double t2 = pc__now();
     if ((st = pc__merge_modes(r->modes, n, dim, merge_radius, r)) != PC_OK)
         goto fail;
+    pc__scale_f32(r->modes, n * dim, -e); /* back to the user's units */
+    pc__scale_f32(r->centers, r->k * dim, -e);
     pc__result_add_stage(r, "merge", pc__now() - t2);
     free(owned);
     *result = r;
