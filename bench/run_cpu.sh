@@ -5,7 +5,7 @@ set -eu
 BUILD=${1:-build}
 QUICK=${2:-}
 B=$BUILD/bench/bench_meanshift
-[ -x "$B" ] || { echo "build first: make all" >&2; exit 1; }
+[ -x "$B" ] || { echo "build first: sh build.sh" >&2; exit 1; }
 echo "## $(date -u +%Y-%m-%d) CPU mean shift: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 echo
 echo "### ms-agnolucci (3D blobs, gaussian, h = 2, 10 iterations, no stop, no cut-off)"

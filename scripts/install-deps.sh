@@ -3,8 +3,8 @@
 # Does nothing for packages already present; uses sudo when not run as root.
 set -e
 # libgdal-dev: the CLI's raster input/output (parclust segment on GeoTIFF, PNG, ...); optional to
-# the build, which works without it, but installed so that `make demo` and the tests have it.
-packages="cmake gcc make libc6-dev libgdal-dev"
+# the build, which works without it, but installed so that the demo and the tests have it.
+packages="cmake gcc libc6-dev libgdal-dev"
 if [ "${1:-}" = "test" ]; then
     # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL.
     packages="$packages python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
@@ -16,6 +16,9 @@ done
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
 SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: run as root, or install sudo, to install:$missing" >&2; exit 1; }
+    SUDO=sudo
+fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
