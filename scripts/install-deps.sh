@@ -6,8 +6,9 @@ set -e
 # the build, which works without it, but installed so that the demo and the tests have it.
 packages="cmake gcc libc6-dev libgdal-dev"
 if [ "${1:-}" = "test" ]; then
-    # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL.
-    packages="$packages python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
+    # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL; pkgconf:
+    # the installed-library test builds a program with pkg-config.
+    packages="$packages pkgconf python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
 fi
 missing=""
 for p in $packages; do
