@@ -70,7 +70,7 @@ void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels);
 /* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */
 void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
 
-/* The CUDA backend (src/hca/cuda*.cu; a stub without CUDA). Device state lives in a pc__hca_gpu, kept
+/* The CUDA backend (src/hca/cuda*.cu; cuda_off.c without CUDA). Device state lives in a pc__hca_gpu, kept
  * by a plan from one run to the next. */
 typedef struct pc__hca_gpu pc__hca_gpu;
 /* Reserves device memory for inputs of up to n rows of dim values of dtype (in pieces when the card

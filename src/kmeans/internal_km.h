@@ -61,7 +61,7 @@ pc_status pc__km_lloyd(const pc__km_engine *e, const float *x, size_t n, size_t 
 pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
                            int32_t *labels, int *iterations, double *inertia);
 
-/* The CUDA backend of Lloyd's iterations (cuda.cu; src/cuda/stub.c without CUDA): the same loop and
+/* The CUDA backend of Lloyd's iterations (cuda.cu; cuda_off.c without CUDA): the same loop and
  * rules as pc__km_lloyd_cpu, iterations on the GPU. */
 pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
                             pc_kmeans_cuda_variant variant, float *centres, int32_t *labels, int *iterations,

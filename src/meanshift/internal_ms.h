@@ -34,7 +34,7 @@ typedef struct {
     int block; /* threads per block, 0 = the kernel's default */
 } pc__ms_cuda_options;
 
-/* The CUDA backend (cuda.cu; src/cuda/stub.c when CUDA is not built). stage_seconds receives the
+/* The CUDA backend (cuda.cu; cuda_off.c when CUDA is not built). stage_seconds receives the
  * upload, shift (GPU time of the iterations) and download times. */
 pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
                              const pc__ms_cuda_options *options, float *modes, int *iterations,

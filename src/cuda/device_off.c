@@ -1,0 +1,14 @@
+/* Device discovery when parclust is built without CUDA: there are no devices. */
+#include "../core/internal.h"
+
+#include <stdio.h>
+
+int pc_cuda_device_count(void) { return 0; }
+
+pc_status pc_cuda_device_describe(int index, char *buf, size_t size)
+{
+    (void)index;
+    if (buf && size)
+        snprintf(buf, size, "built without CUDA");
+    return PC_UNSUPPORTED;
+}
