@@ -2,9 +2,9 @@
 # Installs from Debian's repositories what building (and, with "test", testing) parclust needs.
 # Does nothing for packages already present; uses sudo when not run as root.
 set -e
-# libgdal-dev: the CLI's raster input/output (parclust segment on GeoTIFF, PNG, ...); optional to
+# make: what CMake's default generator drives (build.sh itself needs only sh). libgdal-dev: the CLI's raster input/output (parclust segment on GeoTIFF, PNG, ...); optional to
 # the build, which works without it, but installed so that the demo and the tests have it.
-packages="cmake gcc libc6-dev libgdal-dev"
+packages="cmake make gcc libc6-dev libgdal-dev"
 if [ "${1:-}" = "test" ]; then
     # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL; pkgconf:
     # the installed-library test builds a program with pkg-config.
