@@ -480,7 +480,8 @@ expect_error "kmeans --init file of 2 centres for -k 3" 1 "init_2x2" kmeans "$W/
 expect_error "kmeans --init file of 3-dimensional centres for 2-D points" 1 "init_3x3" \
     kmeans "$W/pts.csv" -k 3 --init "$W/init_3x3.csv" $KOUTS
 expect_error "kmeans --init file with NaN" 1 "init_nan" kmeans "$W/pts.csv" -k 3 --init "$W/init_nan.csv" $KOUTS
-expect_error "kmeans --init missing file" 1 "nope_init" kmeans "$W/pts.csv" -k 3 --init "$W/nope_init.csv" $KOUTS
+# neither an init name nor a file: a wrong command line (cli_switches_test.sh checks the message)
+expect_error "kmeans --init missing file" 2 "nope_init" kmeans "$W/pts.csv" -k 3 --init "$W/nope_init.csv" $KOUTS
 expect_error "kmeans --tol -1" 2 "tol" kmeans "$W/pts.csv" -k 3 --tol -1 $KOUTS
 expect_error "kmeans --tol nan" 2 "tol" kmeans "$W/pts.csv" -k 3 --tol nan $KOUTS
 expect_error "kmeans --max-iter 0" 2 "max-iter" kmeans "$W/pts.csv" -k 3 --max-iter 0 $KOUTS

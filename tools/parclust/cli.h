@@ -32,10 +32,15 @@ const char *cli_next(cli_args *a);
 int cli_is(const cli_args *a, const char *option);
 /* The value of the current option; NULL (error printed) when missing. */
 const char *cli_value(cli_args *a);
-/* Parse the current option's value; 0 ok, -1 with an error printed. */
+/* Parse the current option's value; 0 ok, -1 with an error printed. cli_double tells a value that
+ * is not a number from one too large or too close to zero for a double (strtod's ERANGE). */
 int cli_double(cli_args *a, double *out);
 int cli_int(cli_args *a, long min, long max, long *out);
 int cli_size(cli_args *a, size_t *out);
+/* A switch (an option that takes no separate value): *out = 1 for "--name", and for "--name=V" the
+ * truth of V: yes/true/1 or no/false/0, any case. Never reads the next argument. 0, or -1 with the
+ * error printed for any other V (the caller exits CLI_USAGE). */
+int cli_switch(cli_args *a, int *out);
 int cli_unknown(const cli_args *a); /* prints the error, returns CLI_USAGE */
 
 /* Whether path ends with ext (case-insensitive, ext includes the dot). */

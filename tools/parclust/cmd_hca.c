@@ -27,7 +27,10 @@ static const char *const help =
     "                         height, leaves\n"
     "  --components OUT       per component (.csv/.txt): representative cell, its density, points\n"
     "  --plot OUT             the points coloured by cluster (.png or .svg)\n"
-    "  --verbose              per-stage timings\n";
+    "  --verbose              per-stage timings\n"
+    "\n"
+    "Options without a value are switches: --noise=no (or =false, =0) is as if not given, =yes (=true,\n"
+    "=1) as given.\n";
 
 typedef struct {
     const char *input, *dendrogram, *components;
@@ -48,12 +51,15 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
     cli_args a;
     cli_args_init(&a, "hca", argc, argv);
     long l;
-    int bad = 0;
+    int bad = 0, on;
     int threshold_given = 0;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
-            fputs(help, stdout);
-            return -2;
+            if (cli_switch(&a, &on)) return -1;
+            if (on) {
+                fputs(help, stdout);
+                return -2;
+            }
         } else if (cli_is(&a, "-m") || cli_is(&a, "--m")) {
             if (cli_int(&a, 2, 65536, &l)) return -1;
             p->m = (int)l;
@@ -71,7 +77,8 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
             if (cli_int(&a, 0, 2000000000, &l)) return -1;
             p->min_cluster_size = l;
         } else if (cli_is(&a, "--noise")) {
-            p->noise = 1;
+            if (cli_switch(&a, &on)) return -1;
+            p->noise = on;
         } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
             if (bad) return -1;
         } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {

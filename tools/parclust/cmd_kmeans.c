@@ -4,9 +4,11 @@
 #include "points_io.h"
 #include "progress.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const help =
     "usage: parclust kmeans INPUT -k K [options]\n"
@@ -28,7 +30,10 @@ static const char *const help =
     "  --labels OUT         one label per point (.csv/.txt or .npy)\n"
     "  --centers OUT        the centres, one row each\n"
     "  --plot OUT           the points coloured by cluster (.png or .svg)\n"
-    "  --verbose            per-stage timings\n";
+    "  --verbose            per-stage timings\n"
+    "\n"
+    "Options without a value are switches: --verbose=no (or =false, =0) is as if not given, =yes (=true,\n"
+    "=1) as given.\n";
 
 typedef struct {
     const char *input, *init_file;
@@ -42,17 +47,28 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
     cli_args_init(&a, "kmeans", argc, argv);
     long l;
     const char *v;
-    int bad = 0;
+    int bad = 0, on;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
-            fputs(help, stdout);
-            return -2;
+            if (cli_switch(&a, &on)) return -1;
+            if (on) {
+                fputs(help, stdout);
+                return -2;
+            }
         } else if (cli_is(&a, "-k") || cli_is(&a, "--clusters")) {
             if (cli_int(&a, 1, 2000000000, &l)) return -1;
             p->k = (size_t)l;
         } else if (cli_is(&a, "--init")) {
             if (!(v = cli_value(&a))) return -1;
             if (pc_kmeans_init_parse(v, &p->init) != PC_OK || p->init == PC_INIT_GIVEN) {
+                /* A misspelt name would otherwise be reported as a file that cannot be opened (a file
+                 * that is there but unreadable is left to the reader to report). */
+                struct stat st;
+                if (stat(v, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+                    cli_error(a.cmd, "--init '%s' is neither an initialisation (kmeans++, random, kmeans-par) nor an "
+                              "existing file of centres", v);
+                    return -1;
+                }
                 p->init = PC_INIT_GIVEN;
                 c->init_file = v;
             }

@@ -31,7 +31,10 @@ static const char *const help =
     "  --centers OUT        write the cluster centres, one row each\n"
     "  --modes OUT          write where each point converged, one row each\n"
     "  --plot OUT           draw the points coloured by cluster (.png or .svg)\n"
-    "  --verbose            print parameters, backend and per-stage timings\n";
+    "  --verbose            print parameters, backend and per-stage timings\n"
+    "\n"
+    "Options without a value are switches: --blurring=no (or =false, =0) is as if not given, =yes (=true,\n"
+    "=1) as given.\n";
 
 typedef struct {
     const char *input, *modes;
@@ -57,11 +60,14 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
     cli_args_init(&a, "meanshift", argc, argv);
     long l;
     const char *v;
-    int bad = 0;
+    int bad = 0, on;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
-            fputs(help, stdout);
-            return -2;
+            if (cli_switch(&a, &on)) return -1;
+            if (on) {
+                fputs(help, stdout);
+                return -2;
+            }
         } else if (cli_is(&a, "--bandwidth")) {
             if (cli_double(&a, &p->bandwidth)) return -1;
             if (!(p->bandwidth > 0) || !isfinite(p->bandwidth)) {
@@ -96,9 +102,11 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
                 return -1;
             }
         } else if (cli_is(&a, "--blurring")) {
-            p->blurring = 1;
+            if (cli_switch(&a, &on)) return -1;
+            p->blurring = on;
         } else if (cli_is(&a, "--no-grid")) {
-            p->use_grid = 0;
+            if (cli_switch(&a, &on)) return -1;
+            p->use_grid = !on; /* --no-grid=no: the grid as by default */
         } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
             if (bad) return -1;
         } else if (cli_is(&a, "--schedule")) {

@@ -2,6 +2,8 @@
 #include "cli.h"
 #include "points_io.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,38 @@ static const char *const generate_help =
     "  --box B              extent of the centres (default 10)\n"
     "  --seed S             random seed (default 42)\n";
 
+/* The largest |x| of the generator's standard normal: Box-Muller from 53-bit uniforms reaches
+ * sqrt(-2 ln 2^-53) = 8.57. */
+#define GENERATE_MAX_NORMAL 8.6
+
+/* The points are float32: parameters that can put a value beyond FLT_MAX would write inf, which every
+ * command then refuses as data. Refused here, before any work, with the largest value that fits. */
+static int check_extent(const pc_generate_params *p)
+{
+    if (p->dataset == PC_DATASET_HCA8 || p->dataset == PC_DATASET_HCA5)
+        return 0; /* fixed layouts in [0, 100]^2; box and spread are not used */
+    double sites = 1; /* the farthest centre (blobs) or ring (rings) is at most box away from 0 */
+    if (p->dataset == PC_DATASET_GRID) { /* the lattice of generate.c: side sites a dimension */
+        double side = ceil(pow((double)p->clusters, 1.0 / (double)p->dim) - 1e-9);
+        sites = side > 1 ? side - 1 : 0;
+    }
+    double centres = sites * p->box, noise = GENERATE_MAX_NORMAL * p->spread;
+    if (centres + noise <= FLT_MAX)
+        return 0;
+    if (centres >= noise && sites > 1)
+        cli_error("generate", "option --box: %g is too large: the lattice of %zu clusters spans %.0f x --box and "
+                  "points would pass %.3g, the largest float32 value (--box at most %.3g with --spread %g)",
+                  p->box, p->clusters, sites, FLT_MAX, (FLT_MAX - noise) / sites, p->spread);
+    else if (centres >= noise)
+        cli_error("generate", "option --box: %g is too large: points would pass %.3g, the largest float32 value "
+                  "(--box at most %.3g with --spread %g)", p->box, FLT_MAX, FLT_MAX - noise, p->spread);
+    else
+        cli_error("generate", "option --spread: %g is too large: points lie up to %.1f spreads from their centre "
+                  "and would pass %.3g, the largest float32 value (--spread at most %.3g with --box %g)", p->spread,
+                  GENERATE_MAX_NORMAL, FLT_MAX, (FLT_MAX - centres) / GENERATE_MAX_NORMAL, p->box);
+    return -1;
+}
+
 int cmd_generate(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* the image generator has options of its own */
@@ -40,8 +74,11 @@ int cmd_generate(int argc, char **argv)
     cli_args a;
     cli_args_init(&a, "generate", argc, argv);
     long l;
+    int on;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            if (cli_switch(&a, &on)) return CLI_USAGE;
+            if (!on) continue;
             fputs(generate_help, stdout);
             return CLI_OK;
         } else if (cli_is(&a, "-o") || cli_is(&a, "--output")) {
@@ -59,10 +96,13 @@ int cmd_generate(int argc, char **argv)
         } else if (cli_is(&a, "--clusters")) {
             if (cli_int(&a, 1, 2000000000, &l)) return CLI_USAGE;
             p.clusters = (size_t)l;
-        } else if (cli_is(&a, "--spread")) {
-            if (cli_double(&a, &p.spread)) return CLI_USAGE;
-        } else if (cli_is(&a, "--box")) {
-            if (cli_double(&a, &p.box)) return CLI_USAGE;
+        } else if (cli_is(&a, "--spread") || cli_is(&a, "--box")) {
+            double *x = cli_is(&a, "--box") ? &p.box : &p.spread;
+            if (cli_double(&a, x)) return CLI_USAGE;
+            if (!(*x >= 0) || isinf(*x)) {
+                cli_error(a.cmd, "%s must be a finite number >= 0, got %g", a.name, *x);
+                return CLI_USAGE;
+            }
         } else if (cli_is(&a, "--seed")) {
             if (cli_int(&a, 0, 0x7fffffffL, &l)) return CLI_USAGE;
             p.seed = (uint64_t)l;
@@ -85,9 +125,12 @@ int cmd_generate(int argc, char **argv)
     if (p.dataset == PC_DATASET_AGNOLUCCI && !dim_given)
         p.dim = 3;
     if (p.n > ((size_t)1 << 31) / p.dim) {
-        cli_error("generate", "n x dim is too large");
+        cli_error("generate", "--n %zu x --dim %zu is %.4g values, more than the 2^31 one output holds", p.n, p.dim,
+                  (double)p.n * (double)p.dim);
         return CLI_USAGE;
     }
+    if (check_extent(&p))
+        return CLI_USAGE;
     float *pts = malloc(p.n * p.dim * sizeof *pts);
     int32_t *labels = malloc(p.n * sizeof *labels);
     int rc = CLI_FAILED;
@@ -134,8 +177,11 @@ int cmd_score(int argc, char **argv)
     const char *truth_path = NULL, *pred_path = NULL;
     cli_args a;
     cli_args_init(&a, "score", argc, argv);
+    int on;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            if (cli_switch(&a, &on)) return CLI_USAGE;
+            if (!on) continue;
             fputs(score_help, stdout);
             return CLI_OK;
         } else if (cli_is(&a, "--truth")) {
@@ -180,13 +226,18 @@ done:
 
 int cmd_info(int argc, char **argv)
 {
-    if (argc > 1) {
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    cli_args a;
+    cli_args_init(&a, "info", argc, argv);
+    int on;
+    while (cli_next(&a)) {
+        if (!cli_is(&a, "--help") && !cli_is(&a, "-h"))
+            return cli_unknown(&a);
+        if (cli_switch(&a, &on))
+            return CLI_USAGE;
+        if (on) {
             puts("usage: parclust info\n\nPrints the version, the backends built, OpenMP threads and CUDA devices.");
             return CLI_OK;
         }
-        cli_error("info", "unexpected argument '%s'", argv[1]);
-        return CLI_USAGE;
     }
     printf("parclust %s\n", pc_version());
     printf("backends: seq%s%s\n", pc_backend_available(PC_BACKEND_OPENMP) ? " openmp" : "",

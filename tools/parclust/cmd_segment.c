@@ -37,13 +37,17 @@ static const char *const help =
     "  --backend B, --threads T\n"
     "\n"
     "HCA (ALGORITHMS.md section 3): -m M (cells per dimension, default 32), -k/--clusters K or\n"
-    "  --threshold T (default 0.5), --min-cluster-size N (default 0.1% of the pixels), --noise\n"
+    "  --threshold T (default 0.5), --min-cluster-size N (default 0.1% of the pixels),\n"
+    "  --noise                label the pixels of too-small clusters -1 (nodata) instead\n"
     "k-means: -k K (required), --init kmeans++|random|kmeans-par, --n-init N, --max-iter N, --tol T,\n"
     "  --seed S\n"
     "mean shift in the joint spatial-range domain (ALGORITHMS.md section 4): --spatial-bandwidth HS\n"
     "  (pixels, default 8), --range-bandwidth HR (band units; default 16 for 8-bit bands, else 16/255\n"
     "  of the widest band's range), --min-region-size N (pixels,\n"
-    "  default 20), --max-iter N (default 20), --eps E (default 0.01)\n";
+    "  default 20), --max-iter N (default 20), --eps E (default 0.01)\n"
+    "\n"
+    "Options without a value are switches: --palette=no (or =false, =0) is as if not given, =yes (=true,\n"
+    "=1) as given.\n";
 
 enum { ALG_HCA = 1, ALG_KMEANS = 2, ALG_MEANSHIFT = 4 };
 
@@ -126,8 +130,11 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
         *bad = cli_int(a, 0, 2000000000, &l);
         c->hca.min_cluster_size = l;
     } else if (cli_is(a, "--noise")) {
-        only(c, "--noise", ALG_HCA);
-        c->hca.noise = 1;
+        int on = 0;
+        *bad = cli_switch(a, &on);
+        if (on) /* --noise=no is as if not given: no HCA option then */
+            only(c, "--noise", ALG_HCA);
+        c->hca.noise = on;
     } else if (cli_is(a, "--init")) {
         only(c, "--init", ALG_KMEANS);
         const char *v = cli_value(a);
@@ -208,10 +215,12 @@ static int parse(int argc, char **argv, seg_cli *c)
 {
     cli_args a;
     cli_args_init(&a, "segment", argc, argv);
-    int bad = 0;
+    int bad = 0, on;
     long l;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            if (cli_switch(&a, &on)) return -1;
+            if (!on) continue;
             fputs(help, stdout);
             return 1;
         } else if (cli_is(&a, "-o") || cli_is(&a, "--output")) {
@@ -238,7 +247,7 @@ static int parse(int argc, char **argv, seg_cli *c)
                 return -1;
             }
         } else if (cli_is(&a, "--palette")) {
-            c->palette = 1;
+            if (cli_switch(&a, &c->palette)) return -1;
         } else if (cli_is(&a, "--preview-size")) {
             if (cli_int(&a, 1, 16384, &l)) return -1;
             c->preview_size = (size_t)l;

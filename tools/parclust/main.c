@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -71,8 +72,20 @@ int cli_double(cli_args *a, double *out)
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (end == v || *end || errno == ERANGE || isnan(x)) {
+    if (end == v || *end || isnan(x)) {
         cli_error(a->cmd, "option %s: '%s' is not a number", a->name, v);
+        return -1;
+    }
+    /* ERANGE is both overflow (x is +-HUGE_VAL) and underflow (x is 0 or subnormal): a number all
+     * the same, only one this program cannot use, and the user should hear which. */
+    if (errno == ERANGE && fabs(x) > 1) {
+        cli_error(a->cmd, "option %s: %s is too large%s (beyond %.3g, the largest double)", a->name, v,
+                  x < 0 ? " in magnitude" : "", DBL_MAX);
+        return -1;
+    }
+    if (errno == ERANGE) {
+        cli_error(a->cmd, "option %s: %s is too small (closer to zero than %.3g, the smallest normal double)",
+                  a->name, v, DBL_MIN);
         return -1;
     }
     *out = x;
@@ -87,8 +100,12 @@ int cli_int(cli_args *a, long min, long max, long *out)
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    if (end == v || *end || errno == ERANGE) {
+    if (end == v || *end) {
         cli_error(a->cmd, "option %s: '%s' is not an integer", a->name, v);
+        return -1;
+    }
+    if (errno == ERANGE) {
+        cli_error(a->cmd, "option %s must be between %ld and %ld, got %s", a->name, min, max, v);
         return -1;
     }
     if (x < min || x > max) {
@@ -106,6 +123,22 @@ int cli_size(cli_args *a, size_t *out)
         return -1;
     *out = (size_t)x;
     return 0;
+}
+
+int cli_switch(cli_args *a, int *out)
+{
+    static const char *const words[] = {"no", "yes", "false", "true", "0", "1"}; /* index & 1: the truth */
+    if (!a->value) {
+        *out = 1;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasecmp(a->value, words[i]) == 0) {
+            *out = (int)(i & 1);
+            return 0;
+        }
+    cli_error(a->cmd, "option %s takes yes/no, true/false or 1/0, got '%s'", a->name, a->value);
+    return -1;
 }
 
 int cli_unknown(const cli_args *a)

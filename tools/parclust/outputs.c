@@ -99,7 +99,8 @@ int cli_common_option(cli_args *a, cli_common_outputs *o, int *verbose, const ch
         if (!(o->plot = cli_value(a)) || cli_check_plot_output(a->cmd, o->plot))
             *rc = -1;
     } else if (cli_is(a, "--verbose") || cli_is(a, "-v")) {
-        *verbose = 1;
+        if (cli_switch(a, verbose))
+            *rc = -1;
     } else if (a->name[0] != '-' && !*input) {
         *input = a->name;
     } else {

@@ -211,9 +211,11 @@ static int parse(int argc, char **argv, scene *s, const char **out, const char *
     cli_args a;
     cli_args_init(&a, "generate", argc, argv);
     long l;
-    int kind_seen = 0;
+    int kind_seen = 0, on;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            if (cli_switch(&a, &on)) return -1;
+            if (!on) continue;
             fputs(help, stdout);
             return 1;
         } else if (cli_is(&a, "-o") || cli_is(&a, "--output")) {
