@@ -506,6 +506,12 @@ else
     echo "skip kmeans --backend cuda without a GPU: this machine has a CUDA device"
 fi
 
+# The kind names the generator, not a value that happens to read "scene" (it ran the scene generator).
+expect_error "generate blobs -o scene: the output's format, not a scene" 2 "unknown output format" \
+    generate blobs --n 10 -o scene
+run genscene_after generate --n 10 blobs -o "$W/after.csv"
+check "generate --n 10 blobs: the kind after an option" test "$rc" = 0 -a "$(lines "$W/after.csv")" = 10
+
 check "no *.tmp.* files anywhere in $W at the end" test -z "$(tmp_files)"
 
 echo "cli: $pass passed, $fail failed"

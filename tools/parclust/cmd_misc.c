@@ -64,9 +64,10 @@ static int check_extent(const pc_generate_params *p)
 
 int cmd_generate(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) /* the image generator has options of its own */
-        if (strcmp(argv[i], "scene") == 0)
-            return cmd_generate_scene(argc, argv);
+    /* The image generator has options of its own. Only the kind names it: a value such as
+     * "-o scene" must not (it did). */
+    if (argc > 1 && strcmp(argv[1], "scene") == 0)
+        return cmd_generate_scene(argc, argv);
     pc_generate_params p;
     pc_generate_params_init(&p);
     const char *kind = NULL, *out = NULL, *labels_out = NULL;
@@ -108,6 +109,8 @@ int cmd_generate(int argc, char **argv)
             p.seed = (uint64_t)l;
         } else if (a.name[0] != '-' && !kind) {
             kind = a.name;
+            if (strcmp(kind, "scene") == 0) /* after options: the scene generator reads them all again */
+                return cmd_generate_scene(argc, argv);
         } else {
             return cli_unknown(&a);
         }
