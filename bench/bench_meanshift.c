@@ -5,6 +5,7 @@
  *   bench_meanshift threads   [--n 10000]
  *   bench_meanshift bindi
  *   bench_meanshift grid      [--n 1000000] [--clusters 10000] [--brute 1]
+ *   bench_meanshift highd     [--n 2000] [--dims 64,1024] [--big 1000000] [--iterations 5] [--repeats 3]
  *   bench_meanshift gpu       [--sizes 100,...,250000] [--floor 3.3e12]   naive, tiled, fast side by side
  *   bench_meanshift gpu-tile  [--n 10000]     seed 000's TILE_WIDTH sweep 16..1024
  *   bench_meanshift gpu-bindi                 seed 001's workload, block-size sweep
@@ -12,6 +13,7 @@
  */
 #include "parclust.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +176,57 @@ static void bench_grid(size_t n, size_t clusters, int brute)
     free(truth);
 }
 
+/* Many dimensions: blobs (3 clusters, spread 1, box 10) at n points and each dimension of `dims`,
+ * gaussian kernel with h = sqrt(dim) (a cluster's points lie about sqrt(2 dim) apart at every
+ * dimension, so the kernel sees the same structure), a fixed number of iterations without a stop, so
+ * every dimension does the same pairs and the time measures the cost per dimension. Then one point of `big`
+ * values (uniform in [-10, 10]) with every default (h = 1, eps stop, 300 iterations at most). */
+static void bench_highd(size_t n, const char *dims, size_t big, int iterations, int repeats)
+{
+    repeats = repeats < 1 ? 1 : repeats;
+    printf("| N | D | h | iterations | clusters | sequential (s) | OpenMP %d threads (s) | vs first D (OpenMP) |\n",
+           pc_openmp_max_threads());
+    printf("|---|---|---|---|---|---|---|---|\n");
+    char *list = strdup(dims);
+    double first = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t dim = strtoull(tok, NULL, 10);
+        float *pts = generate(PC_DATASET_BLOBS, n, dim, 3, 1.0, 10.0, NULL);
+        double h = sqrt((double)dim);
+        pc_meanshift_params p;
+        fixed_iterations(&p, h, iterations, PC_BACKEND_SEQUENTIAL, 0);
+        double ts = time_run(pts, n, dim, &p, repeats, NULL);
+        fixed_iterations(&p, h, iterations, PC_BACKEND_OPENMP, 0);
+        pc_result *r = NULL;
+        double to = time_run(pts, n, dim, &p, repeats, &r);
+        if (first == 0)
+            first = to;
+        printf("| %zu | %zu | %.4g | %d | %zu | %.4f | %.4f | %.1fx |\n", n, dim, h, pc_result_iterations(r),
+               pc_result_cluster_count(r), ts, to, to / first);
+        fflush(stdout);
+        pc_result_free(r);
+        free(pts);
+    }
+    free(list);
+    if (big == 0)
+        return;
+    float *pts = malloc(big * sizeof *pts); /* the generator's blobs stop at 4096 values per point */
+    if (!pts)
+        exit(1);
+    uint64_t state = 42;
+    for (size_t k = 0; k < big; k++)
+        pts[k] = (float)((double)(next(&state) >> 11) * 0x1p-53 * 20.0 - 10.0);
+    pc_meanshift_params p;
+    pc_meanshift_params_init(&p);
+    pc_result *r = NULL;
+    double t = time_run(pts, 1, big, &p, repeats, &r);
+    int same = memcmp(pc_result_modes(r), pts, big * sizeof *pts) == 0;
+    printf("\nN = 1, D = %zu, defaults: %.4f s, %d iterations, %zu cluster, mode %s the point\n", big, t,
+           pc_result_iterations(r), pc_result_cluster_count(r), same ? "is" : "IS NOT");
+    pc_result_free(r);
+    free(pts);
+}
+
 /* GPU time of the iterations (the "shift" stage) and the whole call, medians over `repeats`. */
 static void time_gpu(const float *pts, size_t n, size_t dim, const pc_meanshift_params *p, int repeats,
                      double *kernel_s, double *total_s, size_t *clusters)
@@ -316,6 +369,10 @@ int main(int argc, char **argv)
     else if (strcmp(what, "grid") == 0)
         bench_grid(strtoull(arg(argc, argv, "--n", "1000000"), NULL, 10),
                    strtoull(arg(argc, argv, "--clusters", "10000"), NULL, 10), atoi(arg(argc, argv, "--brute", "1")));
+    else if (strcmp(what, "highd") == 0)
+        bench_highd(strtoull(arg(argc, argv, "--n", "2000"), NULL, 10), arg(argc, argv, "--dims", "64,1024"),
+                    strtoull(arg(argc, argv, "--big", "1000000"), NULL, 10), atoi(arg(argc, argv, "--iterations", "5")),
+                    atoi(arg(argc, argv, "--repeats", "3")));
     else if (strcmp(what, "gpu") == 0)
         bench_gpu(arg(argc, argv, "--sizes", "100,1000,10000,100000,250000"), atof(arg(argc, argv, "--floor", "3.3e12")));
     else if (strcmp(what, "gpu-tile") == 0)
@@ -323,7 +380,7 @@ int main(int argc, char **argv)
     else if (strcmp(what, "gpu-bindi") == 0)
         bench_gpu_bindi();
     else {
-        fprintf(stderr, "usage: bench_meanshift agnolucci|threads|bindi|grid|gpu|gpu-tile|gpu-bindi [options]\n");
+        fprintf(stderr, "usage: bench_meanshift agnolucci|threads|bindi|grid|highd|gpu|gpu-tile|gpu-bindi [options]\n");
         return 2;
     }
     return 0;

@@ -78,6 +78,132 @@ static void test_one_shift_against_double(uint64_t seed)
     }
 }
 
+/* Non-blurring mean shift straight from its definition, in double: every point moved `iterations` times
+ * by the kernel-weighted mean of the original points. *ambiguous[i] is set where a flat kernel's edge
+ * passes within 1e-4 h^2 of a reference (float may then fall on either side). */
+static void reference_modes(const float *pts, size_t n, size_t dim, pc_kernel kern, double h, int iterations,
+                            double *y, unsigned char *ambiguous)
+{
+    double *num = malloc(dim * sizeof *num);
+    for (size_t i = 0; i < n * dim; i++)
+        y[i] = pts[i];
+    memset(ambiguous, 0, n);
+    for (int it = 0; it < iterations; it++) {
+        for (size_t i = 0; i < n; i++) {
+            double den = 0;
+            memset(num, 0, dim * sizeof *num);
+            for (size_t j = 0; j < n; j++) {
+                double d2 = 0;
+                for (size_t k = 0; k < dim; k++) {
+                    double d = y[i * dim + k] - pts[j * dim + k];
+                    d2 += d * d;
+                }
+                if (kern == PC_KERNEL_FLAT && fabs(d2 - h * h) < 1e-4 * h * h)
+                    ambiguous[i] = 1;
+                double w = kern == PC_KERNEL_GAUSSIAN ? exp(-d2 / (2 * h * h))
+                         : d2 > h * h               ? 0
+                         : kern == PC_KERNEL_FLAT   ? 1
+                                                    : 1 - d2 / (h * h);
+                den += w;
+                for (size_t k = 0; k < dim; k++)
+                    num[k] += w * pts[j * dim + k];
+            }
+            if (den > 0)
+                for (size_t k = 0; k < dim; k++)
+                    y[i * dim + k] = num[k] / den;
+        }
+    }
+    free(num);
+}
+
+/* Above 8 dimensions the references are rows, weighed once each and shifted in blocks of queries
+ * (shift.c): modes against the double definition at 9 (the first such dimension), 37 (tails of every
+ * slice width) and 256 dimensions, for every kernel (the flat one's early exit from the distance
+ * included); OpenMP gives the same bits at 2 and 3 threads (blocks split differently). h = sqrt(2 dim):
+ * a blob's points (spread 1) lie about that far apart at every dimension. */
+static void test_high_dim_against_double(uint64_t seed)
+{
+    const size_t n = 300, dims[] = {9, 37, 256};
+    for (size_t c = 0; c < sizeof dims / sizeof dims[0]; c++) {
+        size_t dim = dims[c];
+        float *pts = test_blobs(n, dim, 3, 1.0, 10, seed + 31 * dim, NULL);
+        double *ref = malloc(n * dim * sizeof *ref);
+        unsigned char *ambiguous = malloc(n);
+        for (int kern = PC_KERNEL_GAUSSIAN; kern <= PC_KERNEL_EPANECHNIKOV; kern++) {
+            pc_meanshift_params p;
+            pc_meanshift_params_init(&p);
+            p.kernel = (pc_kernel)kern;
+            p.bandwidth = sqrt(2.0 * (double)dim);
+            p.max_iter = kern == PC_KERNEL_GAUSSIAN ? 5 : 1;
+            p.eps = 0;
+            p.backend = PC_BACKEND_SEQUENTIAL;
+            pc_result *r = run(pts, n, dim, &p);
+            if (!r)
+                continue;
+            reference_modes(pts, n, dim, p.kernel, p.bandwidth, p.max_iter, ref, ambiguous);
+            const float *modes = pc_result_modes(r);
+            double worst = 0;
+            size_t compared = 0, moved = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (ambiguous[i])
+                    continue;
+                compared++;
+                double step = 0;
+                for (size_t k = 0; k < dim; k++) {
+                    double err = fabs(ref[i * dim + k] - modes[i * dim + k]) / p.bandwidth;
+                    worst = err > worst ? err : worst;
+                    step += fabs(ref[i * dim + k] - pts[i * dim + k]);
+                }
+                moved += step > 1e-3 * p.bandwidth;
+            }
+            CHECK_MSG(compared > n * 3 / 4 && moved > n / 2, "dim %zu kernel %s: %zu compared, %zu moved", dim,
+                      pc_kernel_name(p.kernel), compared, moved);
+            CHECK_MSG(worst <= 2e-5, "dim %zu kernel %s: worst error %.3g h", dim, pc_kernel_name(p.kernel), worst);
+            for (int threads = 2; threads <= 3 && pc_backend_available(PC_BACKEND_OPENMP); threads++) {
+                p.backend = PC_BACKEND_OPENMP;
+                p.threads = threads;
+                pc_result *o = run(pts, n, dim, &p);
+                CHECK_MSG(o && memcmp(pc_result_modes(o), modes, n * dim * sizeof *modes) == 0,
+                          "dim %zu kernel %s: OpenMP (%d threads) modes differ from sequential", dim,
+                          pc_kernel_name(p.kernel), threads);
+                pc_result_free(o);
+            }
+            pc_result_free(r);
+        }
+        free(ref);
+        free(ambiguous);
+        free(pts);
+    }
+}
+
+/* One point of 10^5 values: it is its own mode, bit for bit, after one step that costs O(dim). */
+static void test_one_point_many_dims(void)
+{
+    const size_t dim = 100000;
+    float *x = malloc(dim * sizeof *x);
+    uint64_t s = 12345;
+    for (size_t k = 0; k < dim; k++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[k] = (float)((double)(s >> 11) * 0x1p-53 * 2000.0 - 1000.0);
+    }
+    for (int b = 0; b < 2; b++) {
+        pc_meanshift_params p;
+        pc_meanshift_params_init(&p);
+        p.backend = b ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+        if (!pc_backend_available(p.backend))
+            continue;
+        pc_result *r = run(x, 1, dim, &p);
+        if (!r)
+            continue;
+        CHECK(pc_result_cluster_count(r) == 1 && pc_result_labels(r)[0] == 0);
+        CHECK(pc_result_iterations(r) == 1);
+        CHECK_MSG(memcmp(pc_result_modes(r), x, dim * sizeof *x) == 0, "the mode of a single point is not the point");
+        CHECK(memcmp(pc_result_centers(r), x, dim * sizeof *x) == 0);
+        pc_result_free(r);
+    }
+    free(x);
+}
+
 /* OpenMP computes the same function as the sequential reference, at any thread count and schedule. */
 static void test_openmp_matches_sequential(uint64_t seed)
 {
@@ -223,8 +349,10 @@ static void test_merge_identical(void)
 
 static void test_merge_against_search(uint64_t seed)
 {
-    for (size_t dim = 1; dim <= 6; dim++) {
-        size_t n = 900;
+    /* 40 dimensions: every cell within reach of every other, pairs decided by the distance alone. */
+    const size_t dims[] = {1, 2, 3, 4, 5, 6, 40};
+    for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
+        size_t dim = dims[t], n = 900;
         /* Scattered points with chains and near-misses at the merge radius. */
         float *m = test_blobs(n, dim, 30, 0.6, 10, seed + 7 * dim, NULL);
         double radius = 0.35 + 0.1 * (double)dim;
@@ -403,6 +531,8 @@ int main(void)
     uint64_t seed = test_seed("meanshift");
     test_one_shift_against_double(seed);
     test_openmp_matches_sequential(seed);
+    test_high_dim_against_double(seed);
+    test_one_point_many_dims();
     test_grid_matches_all_pairs(seed);
     test_merge_against_search(seed);
     test_merge_identical();

@@ -19,22 +19,51 @@ typedef struct {
     float eps2;
 } step_args;
 
+/* Stores point i's new position (or keeps q where nothing moved it) and stops it once it settles. */
+static void finish_one(const step_args *a, size_t i, const float *q, const float *shifted, int moved)
+{
+    size_t dim = a->refs->shift.dim;
+    double d2 = 0;
+    for (size_t k = 0; moved && k < dim; k++) {
+        double d = (double)shifted[k] - q[k];
+        d2 += d * d;
+    }
+    /* Non-blurring runs update in place: q is read in full before its row is overwritten. */
+    memcpy(a->next + i * dim, moved ? shifted : q, dim * sizeof(float));
+    if (!moved || d2 <= a->eps2)
+        a->stopped[i] = 1;
+}
+
 static void step_one(const step_args *a, pc__ms_scratch *s, size_t t)
 {
     size_t dim = a->refs->shift.dim;
     size_t i = a->active[t];
     const float *q = a->current + i * dim;
     size_t ranges = pc__ms_ranges(a->refs, q, s);
-    int moved = ranges && pc__shift_point(&a->refs->shift, q, s->begin, s->end, ranges, s->shifted);
-    double d2 = 0;
-    for (size_t k = 0; k < dim; k++) {
-        double d = (double)s->shifted[k] - q[k];
-        d2 += d * d;
+    int moved = ranges && pc__shift_point(&a->refs->shift, q, s->begin, s->end, ranges, &s->work, s->shifted);
+    finish_one(a, i, q, s->shifted, moved);
+}
+
+/* The active points t0 .. t0+block-1 (fewer at the end). Point-major references without a grid are
+ * the same single range for every query, so the block is shifted in one pass over them
+ * (pc__shift_points: the same numbers as one by one). */
+static void step_block(const step_args *a, pc__ms_scratch *s, size_t t0, size_t block)
+{
+    size_t dim = a->refs->shift.dim;
+    size_t t1 = a->active_count - t0 < block ? a->active_count : t0 + block;
+    if (t1 - t0 == 1 || a->refs->use_grid || !pc__shift_point_major(dim)) {
+        for (size_t t = t0; t < t1; t++)
+            step_one(a, s, t);
+        return;
     }
-    /* Non-blurring runs update in place: q is read in full before its row is overwritten. */
-    memcpy(a->next + i * dim, moved ? s->shifted : q, dim * sizeof(float));
-    if (!moved || d2 <= a->eps2)
-        a->stopped[i] = 1;
+    const float *q[PC__SHIFT_MAX_BLOCK];
+    int moved[PC__SHIFT_MAX_BLOCK];
+    for (size_t j = 0; j < t1 - t0; j++)
+        q[j] = a->current + a->active[t0 + j] * dim;
+    size_t ranges = pc__ms_ranges(a->refs, a->current + a->active[t0] * dim, s);
+    pc__shift_points(&a->refs->shift, q, t1 - t0, s->begin, s->end, ranges, &s->work, s->shifted, moved);
+    for (size_t j = 0; j < t1 - t0; j++)
+        finish_one(a, a->active[t0 + j], q[j], s->shifted + j * dim, moved[j]);
 }
 
 /* Runs one iteration over the active points; returns PC_OUT_OF_MEMORY if a thread's scratch could
@@ -42,10 +71,12 @@ static void step_one(const step_args *a, pc__ms_scratch *s, size_t t)
 static pc_status step_all(const step_args *a, const pc__ms_cpu_options *o)
 {
     int failed = 0;
+    size_t block = pc__shift_block(a->refs->shift.dim);
+    size_t blocks = (a->active_count + block - 1) / block;
 #ifdef _OPENMP
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
-    int parallel = o->parallel && threads > 1 && a->active_count > 1;
-    long count = (long)a->active_count;
+    int parallel = o->parallel && threads > 1 && blocks > 1;
+    long count = (long)blocks;
     int chunk = o->chunk > 0 ? o->chunk : 1;
 #pragma omp parallel num_threads(threads) if (parallel) reduction(| : failed)
     {
@@ -57,27 +88,27 @@ static pc_status step_all(const step_args *a, const pc__ms_cpu_options *o)
         case PC_SCHEDULE_STATIC:
             if (o->chunk > 0) {
 #pragma omp for schedule(static, chunk)
-                for (long t = 0; t < count; t++)
+                for (long b = 0; b < count; b++)
                     if (!failed)
-                        step_one(a, &s, (size_t)t);
+                        step_block(a, &s, (size_t)b * block, block);
             } else {
 #pragma omp for schedule(static)
-                for (long t = 0; t < count; t++)
+                for (long b = 0; b < count; b++)
                     if (!failed)
-                        step_one(a, &s, (size_t)t);
+                        step_block(a, &s, (size_t)b * block, block);
             }
             break;
         case PC_SCHEDULE_GUIDED:
 #pragma omp for schedule(guided, chunk)
-            for (long t = 0; t < count; t++)
+            for (long b = 0; b < count; b++)
                 if (!failed)
-                    step_one(a, &s, (size_t)t);
+                    step_block(a, &s, (size_t)b * block, block);
             break;
         default:
 #pragma omp for schedule(dynamic, chunk)
-            for (long t = 0; t < count; t++)
+            for (long b = 0; b < count; b++)
                 if (!failed)
-                    step_one(a, &s, (size_t)t);
+                    step_block(a, &s, (size_t)b * block, block);
             break;
         }
         pc__ms_scratch_free(&s);
@@ -87,8 +118,8 @@ static pc_status step_all(const step_args *a, const pc__ms_cpu_options *o)
     pc__ms_scratch s;
     if (pc__ms_scratch_init(&s, a->refs) != PC_OK)
         return PC_OUT_OF_MEMORY;
-    for (size_t t = 0; t < a->active_count; t++)
-        step_one(a, &s, t);
+    for (size_t b = 0; b < blocks; b++)
+        step_block(a, &s, b * block, block);
     pc__ms_scratch_free(&s);
 #endif
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "cannot allocate per-thread scratch") : PC_OK;

@@ -159,7 +159,8 @@ __global__ void tiled_kernel(const float *__restrict__ ref, int n, int dim, floa
 }
 
 // Beyond MAX_GPU_DIM dimensions: one thread per point as the naive kernel, with the point's weighted
-// sums in global scratch (count x dim) that only this thread touches.
+// sums in global scratch (dim x count, dimension-major so that a warp's 32 sums of one dimension are
+// adjacent and each access is one transaction, not 32) that only this thread touches.
 template <int K>
 __global__ void wide_kernel(const float *__restrict__ ref, int n, int dim, float *pos, const int *active, int count,
                             float r2, float eps2, unsigned char *stopped, float *scratch)
@@ -168,9 +169,9 @@ __global__ void wide_kernel(const float *__restrict__ ref, int n, int dim, float
     if (t >= count)
         return;
     int i = active[t];
-    float *acc = scratch + (size_t)t * dim;
+    float *acc = scratch + t; // acc[k * count]: this thread's sum of dimension k
     for (int k = 0; k < dim; k++)
-        acc[k] = 0.0f;
+        acc[(size_t)k * count] = 0.0f;
     float ws = 0.0f;
     for (int j = 0; j < n; j++) {
         float d2 = 0.0f;
@@ -183,7 +184,7 @@ __global__ void wide_kernel(const float *__restrict__ ref, int n, int dim, float
             continue;
         ws += w;
         for (int k = 0; k < dim; k++)
-            acc[k] = fmaf(w, ref[(size_t)k * n + j], acc[k]);
+            acc[(size_t)k * count] = fmaf(w, ref[(size_t)k * n + j], acc[(size_t)k * count]);
     }
     if (!(ws > 0.0f)) {
         stopped[i] = 1;
@@ -191,7 +192,7 @@ __global__ void wide_kernel(const float *__restrict__ ref, int n, int dim, float
     }
     float inv = 1.0f / ws, moved = 0.0f;
     for (int k = 0; k < dim; k++) {
-        float v = acc[k] * inv, d = v - pos[(size_t)k * n + i];
+        float v = acc[(size_t)k * count] * inv, d = v - pos[(size_t)k * n + i];
         moved += d * d;
         pos[(size_t)k * n + i] = v;
     }

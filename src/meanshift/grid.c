@@ -15,6 +15,11 @@
 static void fill_soa(float *soa, size_t stride, const float *points, const size_t *order, size_t n,
                      size_t dim)
 {
+    if (pc__shift_point_major(dim)) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(soa + i * dim, points + (order ? order[i] : i) * dim, dim * sizeof *soa);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         const float *p = points + (order ? order[i] : i) * dim;
         for (size_t k = 0; k < dim; k++)
@@ -30,10 +35,6 @@ pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, si
     refs->shift = keep;
     refs->shift.dim = dim;
     refs->shift.stride = n;
-    refs->soa = pc__alloc(n, dim * sizeof(float), "mean shift references");
-    if (!refs->soa)
-        return PC_OUT_OF_MEMORY;
-    refs->shift.soa = refs->soa;
     if (use_grid && isfinite(radius) && radius > 0) {
         pc_status st = pc__grid_build(&refs->grid, points, n, dim, radius);
         if (st == PC_OUT_OF_MEMORY)
@@ -49,6 +50,14 @@ pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, si
         }
         pc__clear_error();
     }
+    if (pc__shift_point_major(dim) && !refs->use_grid) {
+        refs->shift.soa = points; /* point-major in input order: the points themselves, no copy */
+        return PC_OK;
+    }
+    refs->soa = pc__alloc(n, dim * sizeof(float), "mean shift references");
+    if (!refs->soa)
+        return PC_OUT_OF_MEMORY;
+    refs->shift.soa = refs->soa;
     fill_soa(refs->soa, n, points, refs->use_grid ? refs->grid.order : NULL, n, dim);
     return PC_OK;
 }
@@ -71,8 +80,15 @@ pc_status pc__ms_scratch_init(pc__ms_scratch *s, const pc__ms_refs *refs)
     s->end = pc__alloc(cap, sizeof *s->end, "neighbour ranges");
     s->coords = pc__alloc(dim, sizeof *s->coords, "cell coordinates");
     s->odometer = pc__alloc(dim, sizeof *s->odometer, "cell coordinates");
-    s->shifted = pc__alloc(dim, sizeof *s->shifted, "shifted point");
-    if (!s->shifted || !s->cells || !s->begin || !s->end || !s->coords || !s->odometer) {
+    size_t block = pc__shift_block(dim);
+    s->shifted = pc__alloc(block, dim * sizeof *s->shifted, "shifted points");
+    int sums = pc__shift_point_major(dim);
+    if (sums) {
+        s->work.acc = pc__alloc(block, dim * sizeof *s->work.acc, "mean shift sums");
+        s->work.tot = pc__alloc(block, dim * sizeof *s->work.tot, "mean shift sums");
+    }
+    if (!s->shifted || !s->cells || !s->begin || !s->end || !s->coords || !s->odometer ||
+        (sums && (!s->work.acc || !s->work.tot))) {
         pc__ms_scratch_free(s);
         return PC_OUT_OF_MEMORY;
     }
@@ -87,6 +103,8 @@ void pc__ms_scratch_free(pc__ms_scratch *s)
     free(s->coords);
     free(s->odometer);
     free(s->shifted);
+    free(s->work.acc);
+    free(s->work.tot);
     memset(s, 0, sizeof *s);
 }
 

@@ -9,14 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Stops as soon as the partial sum exceeds r2 (its terms are >= 0, so it only grows): unconverged
+ * modes in many dimensions are compared pairwise, and most pairs are decided in a few coordinates. */
 static int within(const float *a, const float *b, size_t dim, double r2)
 {
     double d2 = 0;
     for (size_t k = 0; k < dim; k++) {
         double d = (double)a[k] - b[k];
         d2 += d * d;
+        if (d2 > r2)
+            return 0;
     }
-    return d2 <= r2;
+    return 1;
 }
 
 /* Joins the cells of one grid: a cell's side is merge_radius / sqrt(dim), so all points of a cell are
@@ -39,10 +43,14 @@ static pc_status join_by_grid(const float *modes, size_t n, size_t dim, double r
         for (size_t i = g.start[c] + 1; i < g.start[c + 1]; i++)
             pc__uf_union(uf, g.order[g.start[c]], g.order[i]);
     double r2 = radius * radius;
+    /* In many dimensions every cell is within reach of every other (pc__grid_neighbours would scan
+     * them all, testing each one's coordinates): the pairs of cells are then taken directly, and the
+     * distance, stopped early, decides at once (it implies the reach test). */
+    int every_cell = pc__grid_neighbour_capacity(&g, reach) >= g.cells;
     for (size_t c = 0; c < g.cells; c++) {
-        size_t count = pc__grid_neighbours(&g, g.coords + c * dim, reach, scratch, near);
+        size_t count = every_cell ? g.cells : pc__grid_neighbours(&g, g.coords + c * dim, reach, scratch, near);
         for (size_t t = 0; t < count; t++) {
-            size_t other = near[t];
+            size_t other = every_cell ? t : near[t];
             if (other <= c)
                 continue;
             if (pc__uf_find(uf, g.order[g.start[c]]) == pc__uf_find(uf, g.order[g.start[other]]))
@@ -61,8 +69,9 @@ done:
     return st;
 }
 
-/* Fallback when no grid fits (data spanning more cells than 32-bit coordinates hold): all pairs,
- * skipping pairs already joined. */
+/* Fallback when no grid fits (data spanning more cells than 32-bit coordinates hold), and the way for
+ * at most PC__MERGE_PAIRWISE_MAX modes: all pairs, skipping pairs already joined. */
+#define PC__MERGE_PAIRWISE_MAX 32
 static void join_all_pairs(const float *modes, size_t n, size_t dim, double radius, pc__union_find *uf)
 {
     double r2 = radius * radius;
@@ -122,17 +131,63 @@ static int by_size_then_first(const void *a, const void *b)
     return (x->root > y->root) - (x->root < y->root);
 }
 
+/* Each centre is the mean of its members' modes, summed in double in index order. The sums are taken
+ * PC__CENTRE_SLICE coordinates at a time, so no k x dim array of doubles is needed (k can be n, dim
+ * a million). */
+#define PC__CENTRE_SLICE 256
+
+static pc_status centres_of(const float *modes, size_t n, size_t dim, pc_result *r)
+{
+    /* Members grouped by cluster, each group in index order (counting sort on the labels). */
+    size_t *members = pc__alloc(n + r->k + 1, sizeof *members, "cluster members");
+    if (!members)
+        return PC_OUT_OF_MEMORY;
+    size_t *start = members + n;
+    for (size_t c = 0; c <= r->k; c++)
+        start[c] = 0;
+    for (size_t i = 0; i < n; i++)
+        start[r->labels[i] + 1]++;
+    for (size_t c = 0; c < r->k; c++)
+        start[c + 1] += start[c];
+    for (size_t i = 0; i < n; i++)
+        members[start[r->labels[i]]++] = i;
+    for (size_t c = r->k; c > 0; c--)
+        start[c] = start[c - 1];
+    start[0] = 0;
+    double sum[PC__CENTRE_SLICE];
+    for (size_t c = 0; c < r->k; c++) {
+        for (size_t d0 = 0; d0 < dim; d0 += PC__CENTRE_SLICE) {
+            size_t width = dim - d0 < PC__CENTRE_SLICE ? dim - d0 : PC__CENTRE_SLICE;
+            for (size_t d = 0; d < width; d++)
+                sum[d] = 0;
+            for (size_t m = start[c]; m < start[c + 1]; m++)
+                for (size_t d = 0; d < width; d++)
+                    sum[d] += modes[members[m] * dim + d0 + d];
+            for (size_t d = 0; d < width; d++)
+                r->centers[c * dim + d0 + d] = (float)(sum[d] / (double)r->sizes[c]);
+        }
+    }
+    free(members);
+    return PC_OK;
+}
+
 pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radius, pc_result *r)
 {
     pc__union_find uf;
     if (pc__uf_init(&uf, n) != 0)
         return PC_OUT_OF_MEMORY;
-    pc_status st = radius > 0 ? join_by_grid(modes, n, dim, radius, &uf) : join_identical(modes, n, dim, &uf);
-    if (st == PC_UNSUPPORTED) {
+    pc_status st = PC_OK;
+    /* A few modes are compared pairwise: cheaper than a grid, whose arrays hold n x dim values. */
+    int pairwise = radius > 0 && n <= PC__MERGE_PAIRWISE_MAX;
+    if (!(radius > 0))
+        st = join_identical(modes, n, dim, &uf);
+    else if (!pairwise && (st = join_by_grid(modes, n, dim, radius, &uf)) == PC_UNSUPPORTED) {
         pc__clear_error();
         st = PC_OK;
-        join_all_pairs(modes, n, dim, radius, &uf);
+        pairwise = 1;
     }
+    if (pairwise)
+        join_all_pairs(modes, n, dim, radius, &uf);
     cluster_key *keys = NULL;
     size_t *cluster_of_root = NULL;
     if (st != PC_OK)
@@ -162,24 +217,15 @@ pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radiu
     r->k = k;
     r->sizes = pc__alloc(k, sizeof *r->sizes, "cluster sizes");
     r->centers = pc__alloc(k, dim * sizeof *r->centers, "cluster centres");
-    double *sums = pc__calloc(k * dim, sizeof *sums, "centre sums");
-    if (!r->sizes || !r->centers || !sums) {
-        free(sums);
+    if (!r->sizes || !r->centers) {
         st = PC_OUT_OF_MEMORY;
         goto done;
     }
     for (size_t c = 0; c < k; c++)
         r->sizes[c] = keys[c].size;
-    for (size_t i = 0; i < n; i++) {
-        size_t c = cluster_of_root[pc__uf_find(&uf, i)];
-        r->labels[i] = (int32_t)c;
-        for (size_t d = 0; d < dim; d++)
-            sums[c * dim + d] += modes[i * dim + d];
-    }
-    for (size_t c = 0; c < k; c++)
-        for (size_t d = 0; d < dim; d++)
-            r->centers[c * dim + d] = (float)(sums[c * dim + d] / (double)r->sizes[c]);
-    free(sums);
+    for (size_t i = 0; i < n; i++)
+        r->labels[i] = (int32_t)cluster_of_root[pc__uf_find(&uf, i)];
+    st = centres_of(modes, n, dim, r);
 done:
     free(keys);
     free(cluster_of_root);

@@ -9,7 +9,7 @@
 #include "../core/simd.h"
 
 #define LANES PC__LANES
-#define MAX_FAST_DIM 8
+#define MAX_FAST_DIM PC__SHIFT_LANE_DIM
 
 
 /* 2^x for x <= 0 without a libm call, so the loop vectorises: round x to an integer n with the
@@ -164,44 +164,136 @@ PC__INLINE int shift_fixed(const pc__shift_refs *r, pc_kernel kernel, size_t dim
     return 1;
 }
 
-/* Any dimension: the references are taken in slices of MAX_FAST_DIM dimensions for the sums, with
- * the squared distances computed once over all dimensions. */
-static int shift_any_dim(const pc__shift_refs *r, const float *q, const size_t *begin, const size_t *end,
-                         size_t ranges, float *out)
+/* Above PC__SHIFT_LANE_DIM dimensions: the references are rows, each weighed once. */
+
+static inline __attribute__((always_inline)) void store_lanes(float *p, vfloat v) { memcpy(p, &v, sizeof v); }
+
+PC__INLINE float reduce_lanes(vfloat a0, vfloat a1, vfloat a2, vfloat a3)
+{
+    vfloat s = (a0 + a1) + (a2 + a3);
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* Squared distance from q to the row x, in four 8-lane partial sums over the coordinates. Once a
+ * partial total exceeds `stop` the rest is skipped and that partial total returned: every term is >= 0
+ * and float addition is monotone, so the full distance would exceed `stop` as well. The checks come
+ * after 64, 192, 448, ... coordinates, so they cost O(log dim) per reference. */
+PC__INLINE float row_distance2(const float *restrict q, const float *restrict x, size_t dim, float stop)
+{
+    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    size_t k = 0, blocks_end = dim - dim % (4 * LANES), check = 64;
+    while (k < blocks_end) {
+        size_t stop_at = blocks_end - k > check ? k + check : blocks_end;
+        for (; k < stop_at; k += 4 * LANES) {
+            vfloat t0 = load_lanes(x + k) - load_lanes(q + k);
+            vfloat t1 = load_lanes(x + k + LANES) - load_lanes(q + k + LANES);
+            vfloat t2 = load_lanes(x + k + 2 * LANES) - load_lanes(q + k + 2 * LANES);
+            vfloat t3 = load_lanes(x + k + 3 * LANES) - load_lanes(q + k + 3 * LANES);
+            a0 += t0 * t0;
+            a1 += t1 * t1;
+            a2 += t2 * t2;
+            a3 += t3 * t3;
+        }
+        if (k < blocks_end) {
+            float partial = reduce_lanes(a0, a1, a2, a3);
+            if (partial > stop)
+                return partial;
+        }
+        check *= 2;
+    }
+    for (; k + LANES <= dim; k += LANES) {
+        vfloat t = load_lanes(x + k) - load_lanes(q + k);
+        a0 += t * t;
+    }
+    float d2 = reduce_lanes(a0, a1, a2, a3);
+    for (; k < dim; k++) {
+        float t = x[k] - q[k];
+        d2 += t * t;
+    }
+    return d2;
+}
+
+/* acc += w x over dim values. */
+PC__INLINE void add_row(float *restrict acc, float w, const float *restrict x, size_t dim)
+{
+    size_t k = 0;
+    for (; k + LANES <= dim; k += LANES)
+        store_lanes(acc + k, load_lanes(acc + k) + w * load_lanes(x + k));
+    for (; k < dim; k++)
+        acc[k] += w * x[k];
+}
+
+/* Each coordinate's float sum takes at most FLUSH_ROWS references before it moves into its double
+ * total: the same bound on float rounding as the lanes' FLUSH_EVERY / LANES. */
+#define FLUSH_ROWS (FLUSH_EVERY / LANES)
+
+/* Queries q[0 .. count) against the rows of the ranges; see pc__shift_points. The loop over queries
+ * is inside the loop over rows, so a row is read from memory once per block. */
+PC__INLINE void shift_rows(const pc__shift_refs *r, const float *const *q, size_t count, const size_t *begin,
+                           const size_t *end, size_t ranges, pc__shift_work *work, float *out, int *moved)
 {
     size_t dim = r->dim;
-    double wsum = 0;
-    double sums[64];
-    size_t done = 0;
-    /* Plain scalar code: high-dimensional mean shift is rare and this keeps it simple and exact. */
-    while (done < dim) {
-        size_t part = dim - done < 64 ? dim - done : 64;
-        for (size_t k = 0; k < part; k++)
-            sums[k] = 0;
-        double ws = 0;
-        for (size_t g = 0; g < ranges; g++) {
-            for (size_t i = begin[g]; i < end[g]; i++) {
-                float d2 = 0;
-                for (size_t k = 0; k < dim; k++) {
-                    float t = r->soa[k * r->stride + i] - q[k];
-                    d2 += t * t;
-                }
+    float *restrict acc = work->acc;
+    double *restrict tot = work->tot;
+    memset(acc, 0, count * dim * sizeof *acc);
+    /* tot is written at a query's first flush, not cleared here: few references (one point of a
+     * million values) never touch it. */
+    /* Beyond `stop` a reference weighs exactly 0 (for the gaussian, d^2 scale > 125 is the exp2
+     * floor), so it adds nothing to any sum and is skipped, its row read only in part. */
+    float stop = r->kernel == PC_KERNEL_GAUSSIAN ? 128.0f / r->scale : r->h2;
+    if (r->r2 < stop)
+        stop = r->r2;
+    double wsum[PC__SHIFT_MAX_BLOCK] = {0};
+    size_t pending[PC__SHIFT_MAX_BLOCK] = {0};
+    int flushed[PC__SHIFT_MAX_BLOCK] = {0};
+    for (size_t g = 0; g < ranges; g++) {
+        for (size_t i = begin[g]; i < end[g]; i++) {
+            const float *x = r->soa + i * dim;
+            for (size_t j = 0; j < count; j++) {
+                float d2 = row_distance2(q[j], x, dim, stop);
+                if (d2 > stop)
+                    continue;
                 float w = kernel_weight(r->kernel, d2, r->scale, r->h2, r->r2);
-                ws += w;
-                for (size_t k = 0; k < part; k++)
-                    sums[k] += (double)w * r->soa[(done + k) * r->stride + i];
+                if (w == 0.0f)
+                    continue;
+                float *a = acc + j * dim;
+                wsum[j] += w;
+                add_row(a, w, x, dim);
+                if (++pending[j] == FLUSH_ROWS) {
+                    double *t = tot + j * dim;
+                    for (size_t k = 0; k < dim; k++) {
+                        t[k] = flushed[j] ? t[k] + a[k] : a[k];
+                        a[k] = 0;
+                    }
+                    pending[j] = 0;
+                    flushed[j] = 1;
+                }
             }
         }
-        wsum = ws;
-        if (!(wsum > 0)) {
-            memcpy(out, q, dim * sizeof *out);
-            return 0;
-        }
-        for (size_t k = 0; k < part; k++)
-            out[done + k] = (float)(sums[k] / wsum);
-        done += part;
     }
-    return 1;
+    for (size_t j = 0; j < count; j++) {
+        float *o = out + j * dim;
+        moved[j] = wsum[j] > 0;
+        if (!moved[j]) {
+            memcpy(o, q[j], dim * sizeof *o);
+            continue;
+        }
+        const float *a = acc + j * dim;
+        const double *t = tot + j * dim;
+        if (flushed[j])
+            for (size_t k = 0; k < dim; k++)
+                o[k] = (float)((t[k] + a[k]) / wsum[j]);
+        else
+            for (size_t k = 0; k < dim; k++)
+                o[k] = (float)(a[k] / wsum[j]);
+    }
+}
+
+PC__MULTIVERSION
+void pc__shift_points(const pc__shift_refs *r, const float *const *q, size_t count, const size_t *begin,
+                      const size_t *end, size_t ranges, pc__shift_work *work, float *out, int *moved)
+{
+    shift_rows(r, q, count, begin, end, ranges, work, out, moved);
 }
 
 #define PC__DIM_CASES(kernel)                                                                   \
@@ -215,10 +307,13 @@ static int shift_any_dim(const pc__shift_refs *r, const float *q, const size_t *
 
 PC__MULTIVERSION
 int pc__shift_point(const pc__shift_refs *r, const float *q, const size_t *begin, const size_t *end,
-                    size_t ranges, float *out)
+                    size_t ranges, pc__shift_work *work, float *out)
 {
-    if (r->dim > MAX_FAST_DIM)
-        return shift_any_dim(r, q, begin, end, ranges, out);
+    if (pc__shift_point_major(r->dim)) {
+        int moved;
+        shift_rows(r, &q, 1, begin, end, ranges, work, out, &moved);
+        return moved;
+    }
     switch (r->kernel) {
     case PC_KERNEL_FLAT: PC__DIM_CASES(PC_KERNEL_FLAT)
     case PC_KERNEL_EPANECHNIKOV: PC__DIM_CASES(PC_KERNEL_EPANECHNIKOV)
