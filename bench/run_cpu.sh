@@ -24,6 +24,10 @@ echo "### neighbour grid vs all pairs (2D lattice of tight clusters, flat kernel
 echo
 if [ "$QUICK" = "--quick" ]; then $B grid --n 100000 --clusters 1000; else $B grid --n 1000000 --clusters 10000; fi
 echo
+echo "### many dimensions (blobs, gaussian, h = sqrt(D), 3 iterations, no stop; one point of 10^6 values)"
+echo
+$B highd --iterations 3
+echo
 echo "### peers on the same data, same run"
 echo
 /usr/bin/python3 "$(dirname "$0")/peers.py" "$BUILD/parclust" --n 10000
