@@ -170,6 +170,23 @@ static void test_high_dim_against_double(uint64_t seed)
             }
             pc_result_free(r);
         }
+        /* Five points on two threads: blocks of 3 and 2 instead of one of 5, the same bits. */
+        if (pc_backend_available(PC_BACKEND_OPENMP)) {
+            pc_meanshift_params p;
+            pc_meanshift_params_init(&p);
+            p.bandwidth = sqrt(2.0 * (double)dim);
+            p.max_iter = 3;
+            p.eps = 0;
+            p.backend = PC_BACKEND_SEQUENTIAL;
+            pc_result *a = run(pts, 5, dim, &p);
+            p.backend = PC_BACKEND_OPENMP;
+            p.threads = 2;
+            pc_result *b = run(pts, 5, dim, &p);
+            CHECK_MSG(a && b && memcmp(pc_result_modes(a), pc_result_modes(b), 5 * dim * sizeof(float)) == 0,
+                      "dim %zu: five points on two threads differ from sequential", dim);
+            pc_result_free(a);
+            pc_result_free(b);
+        }
         free(ref);
         free(ambiguous);
         free(pts);

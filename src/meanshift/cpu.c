@@ -72,9 +72,13 @@ static pc_status step_all(const step_args *a, const pc__ms_cpu_options *o)
 {
     int failed = 0;
     size_t block = pc__shift_block(a->refs->shift.dim);
-    size_t blocks = (a->active_count + block - 1) / block;
 #ifdef _OPENMP
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    /* Few points: smaller blocks, so that every thread has one (blocks change no result). */
+    size_t share = (a->active_count + (size_t)threads - 1) / (size_t)threads;
+    if (o->parallel && share < block)
+        block = share > 0 ? share : 1;
+    size_t blocks = (a->active_count + block - 1) / block;
     int parallel = o->parallel && threads > 1 && blocks > 1;
     long count = (long)blocks;
     int chunk = o->chunk > 0 ? o->chunk : 1;
@@ -115,6 +119,7 @@ static pc_status step_all(const step_args *a, const pc__ms_cpu_options *o)
     }
 #else
     (void)o;
+    size_t blocks = (a->active_count + block - 1) / block;
     pc__ms_scratch s;
     if (pc__ms_scratch_init(&s, a->refs) != PC_OK)
         return PC_OUT_OF_MEMORY;
