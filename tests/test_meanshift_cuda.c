@@ -69,10 +69,12 @@ typedef struct {
  * iteration, and no two summation orders would agree there.) */
 static void compare(const gpu_case *c, uint64_t seed, int fixed_iterations)
 {
-    float *pts = test_lattice(c->n, c->dim, 5, 0.8, 6, seed, NULL);
+    /* Above 8 dimensions distances grow as sqrt(D): lattice spacing and bandwidth grow alike. */
+    double grow = c->dim > 8 ? sqrt((double)c->dim) : 1;
+    float *pts = test_lattice(c->n, c->dim, 5, 0.8, 6 * grow, seed, NULL);
     pc_meanshift_params p;
     pc_meanshift_params_init(&p);
-    p.bandwidth = 1.3;
+    p.bandwidth = c->dim > 8 ? 0.8 * grow : 1.3;
     p.kernel = c->kernel;
     p.radius = c->radius;
     p.blurring = c->blurring;
@@ -138,6 +140,13 @@ int main(void)
                 gpu_case c = {sizes[(v + kk + d) % 3], dims[d], kernels[kk], variants[v], 0, 0, 0};
                 compare(&c, ++s, 1);
             }
+    /* Many dimensions: the wide kernel (D > 64) and the kernels below it, every kernel function. */
+    const size_t wide_dims[] = {9, 37, 100, 256};
+    for (size_t d = 0; d < sizeof wide_dims / sizeof wide_dims[0]; d++)
+        for (size_t kk = 0; kk < 3; kk++) {
+            gpu_case c = {quick ? 300 : 1000, wide_dims[d], kernels[kk], PC_CUDA_KERNEL_FAST, 0, 0, 0};
+            compare(&c, ++s, 1);
+        }
     /* The eps stop with compaction of the still-moving points, at several sizes. */
     for (size_t i = 0; i < 3; i++) {
         gpu_case c = {sizes[i], 2 + i, PC_KERNEL_GAUSSIAN, PC_CUDA_KERNEL_FAST, 0, 0, 0};
