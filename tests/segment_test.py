@@ -395,7 +395,7 @@ else:
     expect_error("truncated GeoTIFF: clear error, no output", rc, err, 1, "trunc.tif", [w("trunc_l.tif")])
     open(w("junk.tif"), "wb").write(bytes(rng.integers(0, 256, 5000, dtype=np.uint8)))
     rc, out, err = run("segment", w("junk.tif"), "-o", w("junk_l.tif"))
-    expect_error("random bytes as .tif: clear error", rc, err, 1, "not a raster GDAL can read", [w("junk_l.tif")])
+    expect_error("random bytes as .tif: clear error", rc, err, 1, "not a raster format GDAL recognises", [w("junk_l.tif")])
     os.mkdir(w("tdir.tif"))
     rc, out, err = run("segment", w("rgb.tif"), "-k", 3, "-o", w("tdir.tif"))
     expect_error("GeoTIFF output over a directory: error, nothing half-written", rc, err, 1, "tdir.tif")

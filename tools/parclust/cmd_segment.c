@@ -9,11 +9,14 @@
 #include "raster_io.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const help =
     "usage: parclust segment IMAGE -o LABELS.tif [options]\n"
@@ -27,7 +30,8 @@ static const char *const help =
     "                         projection) or .npy (int32, shape (H, W)); clusters 0..k-1 by size\n"
     "  --algorithm A          hca (default), kmeans or meanshift\n"
     "  --bands LIST           bands to use, 1-based, e.g. 1,2,4 (default: all)\n"
-    "  --nodata V             nodata value of every band (default: each band's own, if any)\n"
+    "  --nodata V             nodata value of every band (default: each band's own, if any); nan:\n"
+    "                         only NaN is nodata\n"
     "  --preview OUT.png      picture: every cluster in its mean colour (bands 1-3 of the chosen ones\n"
     "                         as RGB, stretched; one band: grey), nodata black\n"
     "  --palette              paint the preview in distinct colours instead of mean colours\n"
@@ -238,7 +242,17 @@ static int parse(int argc, char **argv, seg_cli *c)
             const char *v = cli_value(&a);
             if (!v || parse_bands(v, c)) return -1;
         } else if (cli_is(&a, "--nodata")) {
-            if (cli_double(&a, &c->read.nodata)) return -1;
+            /* NaN is the usual nodata of float rasters; NaN pixels are nodata already, so "nan" means
+             * only they are (the file's own nodata value no longer counts). */
+            const char *v = a.value ? a.value : a.i < a.argc ? a.argv[a.i] : NULL;
+            char *end;
+            double x = v ? strtod(v, &end) : 0;
+            if (v && *v && !*end && isnan(x)) {
+                cli_value(&a);
+                c->read.nodata = NAN;
+            } else if (cli_double(&a, &c->read.nodata)) {
+                return -1;
+            }
             c->read.has_nodata = 1;
         } else if (cli_is(&a, "--preview")) {
             if (!(c->preview = cli_value(&a))) return -1;
@@ -288,6 +302,93 @@ static int parse(int argc, char **argv, seg_cli *c)
     return 0;
 }
 
+static const char *bytes_text(double b, char *buf, size_t size)
+{
+    if (b >= 1024.0 * 1024 * 1024)
+        snprintf(buf, size, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+    else
+        snprintf(buf, size, "%.0f MiB", b / (1024.0 * 1024));
+    return buf;
+}
+
+/* The memory this process may use: the physical memory, or the address-space limit if lower. */
+static double memory_limit(const char **what)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double limit = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+    *what = "physical memory";
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (double)rl.rlim_cur < limit) {
+        limit = (double)rl.rlim_cur;
+        *what = "address-space limit (ulimit -v)";
+    }
+    return limit;
+}
+
+/* What the run needs and whether the algorithm can take it, from what is known: at the header
+ * (counted 0) the size, bands and type, the valid pixels being the whole image when no pixel can be
+ * nodata and else unknown (none counted: the memory is then a lower bound); after the read (counted
+ * 1) the valid pixels. The memory counts what README.md says a run holds at its peak: the pixels
+ * once, the validity bits, GDAL's capped cache and a read block, per valid pixel its int32 label
+ * (and one of --truth), k-means a float32 copy of the valid pixels and 28 bytes more a pixel, mean
+ * shift 14 + 8 x bands bytes a pixel and a mask byte. Nothing streams yet: a run that cannot fit is
+ * refused, not left to swap or to the out-of-memory killer. */
+static int check_limits(const seg_cli *c, const pcli_image *im, int counted, char *err, size_t errsize)
+{
+    size_t W = im->width, H = im->height, B = im->bands;
+    double npix = (double)W * (double)H;
+    double valid = counted ? (double)im->n_valid : im->may_have_nodata ? 0 : npix;
+    if (c->algorithm == ALG_HCA && B > 8)
+        return pcli_fail(err, errsize,
+                         "%s: HCA clusters at most 8 bands (dimensions), %zu chosen: pick up to 8 with --bands, or "
+                         "use --algorithm kmeans or meanshift", c->input, B);
+    if (c->algorithm == ALG_HCA && valid > (double)INT32_MAX)
+        return pcli_fail(err, errsize, "%s: HCA handles up to %d points, the image has %.0f valid pixels%s", c->input,
+                         INT32_MAX, valid, counted ? "" : " (every pixel: no nodata value)");
+    if (c->algorithm == ALG_MEANSHIFT && npix > (double)INT32_MAX)
+        return pcli_fail(err, errsize, "%s: image mean shift handles up to %d pixels, the image has %zu x %zu = %.0f",
+                         c->input, INT32_MAX, W, H, npix);
+    double most_valid = counted ? valid : npix;
+    if (c->algorithm == ALG_KMEANS && (double)c->km.k > most_valid)
+        return pcli_fail(err, errsize, "%s: -k %zu is more than the %.0f %s", c->input, c->km.k, most_valid,
+                         counted ? "valid pixels" : "pixels of the image");
+    double pixels = npix * (double)B * (double)pcli_pixtype_size(im->type);
+    double other = npix / 8 + (im->is_npy ? 0 : 96.0 * 1024 * 1024) + (c->truth ? valid * 4 : 0);
+    if (c->algorithm == ALG_HCA)
+        other += valid * 4;
+    else if (c->algorithm == ALG_KMEANS) /* the copy; result, working and previous labels; 16 bytes of
+                                            k-means++ distances or of the empty-cluster search */
+        other += valid * (4 * (double)B + 28);
+    else /* its labels are per pixel, in the 14 bytes; scoring picks the valid ones into a copy */
+        other += npix * (15 + 8 * (double)B) + (c->truth ? valid * 4 : 0);
+    const char *what;
+    double limit = memory_limit(&what);
+    if (pixels + other > limit) {
+        char a[32], b[32], d[32], e[32];
+        const char *bound = counted || !im->may_have_nodata ? "about " : "at least ";
+        return pcli_fail(err, errsize,
+                         "%s: the run needs %s%s of memory (%s of pixels, %zu x %zu x %zu band%s of %s; %s of labels "
+                         "and working arrays), more than the %s of %s", c->input, bound,
+                         bytes_text(pixels + other, a, sizeof a), bytes_text(pixels, b, sizeof b), W, H, B,
+                         B == 1 ? "" : "s", pcli_pixtype_name(im->type), bytes_text(other, d, sizeof d),
+                         bytes_text(limit, e, sizeof e), what);
+    }
+    return 0;
+}
+
+/* Everything the header tells is checked before a pixel is read: the limits above, and --truth,
+ * which must open and have the image's size (else the whole run would end at its last step). */
+static int check_header(const pcli_image *im, void *ctx, char *err, size_t errsize)
+{
+    const seg_cli *c = ctx;
+    if (check_limits(c, im, 0, err, errsize))
+        return -1;
+    char terr[448];
+    if (c->truth && pcli_labels_check(c->truth, im->width, im->height, terr, sizeof terr))
+        return pcli_fail(err, errsize, "--truth %s", terr);
+    return 0;
+}
+
 /* Runs the chosen algorithm on the image; the labels are compact (valid pixels only) except for mean
  * shift, which sees the whole image with its validity mask. */
 static pc_status cluster(seg_cli *c, pcli_image *im, pc_result **r, int *compact, double *t_compact)
@@ -303,13 +404,8 @@ static pc_status cluster(seg_cli *c, pcli_image *im, pc_result **r, int *compact
                                                : pc_points_f32(im->pixels, n, im->bands);
     if (c->algorithm == ALG_HCA)
         return pc_hca(&pts, &c->hca, r);
-    if (c->algorithm == ALG_KMEANS) {
-        if (c->km.k > im->n_valid) {
-            cli_error("segment", "%s: -k %zu is more than the %zu valid pixels", c->input, c->km.k, im->n_valid);
-            return PC_CANCELLED; /* reported already */
-        }
-        return pc_kmeans(&pts, &c->km, r);
-    }
+    if (c->algorithm == ALG_KMEANS)
+        return pc_kmeans(&pts, &c->km, r); /* -k against the valid pixels: check_limits */
     uint8_t *mask = malloc(n);
     if (!mask)
         return PC_OUT_OF_MEMORY;
@@ -424,11 +520,27 @@ int cmd_segment(int argc, char **argv)
     pc_result *r = NULL;
     float *centres = NULL;
     double t0 = cli_seconds();
+    c.read.check_header = check_header;
+    c.read.check_ctx = &c;
     if (pcli_image_read(c.input, &c.read, &im, err, sizeof err)) {
         cli_error("segment", "%s", err);
         return CLI_FAILED;
     }
     double t_read = cli_seconds() - t0, t_compact = 0, t_score = 0;
+    if (im.beyond_f32)
+        fprintf(stderr,
+                "parclust segment: warning: %s: %zu value%s beyond float32's range (|v| > %.7g) cannot be held: "
+                "their pixels are nodata\n", c.input, im.beyond_f32, im.beyond_f32 == 1 ? "" : "s", (double)FLT_MAX);
+    if (im.rounded_f32)
+        fprintf(stderr,
+                "parclust segment: warning: %s: %zu value%s beyond 2^24 rounded to float32's 24-bit precision\n",
+                c.input, im.rounded_f32, im.rounded_f32 == 1 ? "" : "s");
+    /* With nodata possible, the valid pixels are known only now: the limits again, before any work. */
+    if (check_limits(&c, &im, 1, err, sizeof err)) {
+        cli_error("segment", "%s", err);
+        pcli_image_free(&im);
+        return CLI_FAILED;
+    }
     size_t npix = im.width * im.height;
     printf("segment: %s, %zu x %zu pixels, %zu band%s of %s (held as %s%s), %zu valid (%.2f%%)\n", c.input,
            im.width, im.height, im.bands, im.bands == 1 ? "" : "s", im.source_type, pcli_pixtype_name(im.type),

@@ -6,6 +6,7 @@
 #include "points_io.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,12 @@ int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t
                                  size_t errsize)
 {
     (void)im, (void)labels;
+    return pcli_fail(err, errsize, "%s: %s", path, PCLI_NO_GDAL_MESSAGE);
+}
+
+int pcli__gdal_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize)
+{
+    (void)width, (void)height;
     return pcli_fail(err, errsize, "%s: %s", path, PCLI_NO_GDAL_MESSAGE);
 }
 
@@ -104,15 +111,17 @@ static size_t block_rows(size_t width, size_t pixel_bytes)
 
 static GDALDatasetH open_raster(const char *path, char *err, size_t errsize)
 {
-    if (access(path, R_OK) != 0) {
-        pcli_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+    /* GDAL says nothing of a directory or an empty file, and nothing of a format no driver knows (only
+     * with GDAL_OF_VERBOSE_ERROR, "not recognized as a supported file format", for all three alike). */
+    if (pcli_check_input_file(path, err, errsize))
         return NULL;
-    }
     gdal_start();
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    if (!ds)
-        pcli_fail(err, errsize, "%s: not a raster GDAL can read (corrupt, truncated or unknown format): %s", path,
-                  gdal_error());
+    if (!ds && gdal_first_error[0])
+        pcli_fail(err, errsize, "%s: GDAL cannot read it as a raster (corrupt or truncated?): %s", path,
+                  gdal_first_error);
+    else if (!ds)
+        pcli_fail(err, errsize, "%s: not a raster format GDAL recognises", path);
     else if (GDALGetRasterCount(ds) < 1) {
         pcli_fail(err, errsize, "%s: has no raster bands", path);
         GDALClose(ds);
@@ -123,8 +132,8 @@ static GDALDatasetH open_raster(const char *path, char *err, size_t errsize)
 
 /* The held type: uint8 when every chosen band is Byte, uint16 when all are Byte/UInt16 or all Int16
  * (shifted), float32 otherwise (Float64, Int32, UInt32 are rounded to float32). */
-static int choose_type(GDALDatasetH ds, const int *order, size_t nb, pcli_image *im, int *int16, const char *path,
-                       char *err, size_t errsize)
+static int choose_type(GDALDatasetH ds, const int *order, size_t nb, pcli_image *im, int *int16, int *wide,
+                       const char *path, char *err, size_t errsize)
 {
     int all_byte = 1, all_u16 = 1, all_i16 = 1;
     GDALDataType first = GDT_Unknown;
@@ -139,7 +148,7 @@ static int choose_type(GDALDatasetH ds, const int *order, size_t nb, pcli_image 
         all_u16 &= t == GDT_Byte || t == GDT_UInt16;
         all_i16 &= t == GDT_Int16;
     }
-    *int16 = 0;
+    *int16 = *wide = 0;
     const char *name = GDALGetDataTypeName(first);
     if (all_byte) {
         im->type = PCLI_PIX_U8;
@@ -160,8 +169,31 @@ static int choose_type(GDALDatasetH ds, const int *order, size_t nb, pcli_image 
         }
         snprintf(im->source_type, sizeof im->source_type, "%s%s", exact ? "Float32" : name,
                  exact ? "" : " (read as float32)");
+        *wide = !exact;
     }
     return 0;
+}
+
+/* count pixels of nb bands, double to float32: a finite value beyond float32's range becomes infinity
+ * (so nodata) and is counted, unless it is its band's nodata value; a value beyond 2^24 that float32
+ * rounds is counted as rounded. */
+static void narrow(const double *src, float *dst, size_t count, size_t nb, const pcli_nodata *nd, pcli_image *im)
+{
+    size_t beyond = 0, rounded = 0;
+    for (size_t i = 0; i < count; i++)
+        for (size_t b = 0; b < nb; b++) {
+            double v = src[i * nb + b];
+            if (fabs(v) > FLT_MAX && isfinite(v)) { /* the cast itself would be undefined in C */
+                dst[i * nb + b] = v > 0 ? INFINITY : -INFINITY;
+                beyond += !(nd->has[b] && v == nd->value[b]);
+                continue;
+            }
+            float f = (float)v;
+            dst[i * nb + b] = f;
+            rounded += fabs(v) > 16777216.0 && (double)f != v;
+        }
+    im->beyond_f32 += beyond;
+    im->rounded_f32 += rounded;
 }
 
 int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize)
@@ -169,7 +201,8 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
     GDALDatasetH ds = open_raster(path, err, errsize);
     if (!ds)
         return -1;
-    int rc = -1, int16 = 0, count = GDALGetRasterCount(ds);
+    int rc = -1, int16 = 0, wide = 0, count = GDALGetRasterCount(ds);
+    double *scratch = NULL;
     int order[PCLI_MAX_BANDS];
     size_t nb = opt->bands ? opt->nbands : (size_t)count;
     if (nb == 0 || nb > PCLI_MAX_BANDS) {
@@ -188,15 +221,21 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
     im->width = (size_t)GDALGetRasterXSize(ds);
     im->height = (size_t)GDALGetRasterYSize(ds);
     im->bands = nb;
-    if (choose_type(ds, order, nb, im, &int16, path, err, errsize) || pcli__image_alloc(im, path, err, errsize))
+    if (choose_type(ds, order, nb, im, &int16, &wide, path, err, errsize))
         goto done;
     pcli_nodata nd;
+    im->may_have_nodata = im->type == PCLI_PIX_F32;
     for (size_t b = 0; b < nb; b++) {
         int has = 0;
         double v = GDALGetRasterNoDataValue(GDALGetRasterBand(ds, order[b]), &has);
-        nd.has[b] = opt->has_nodata || (has && !isnan(v)); /* a NaN nodata is caught as NaN anyway */
+        nd.has[b] = opt->has_nodata || has;
         nd.value[b] = opt->has_nodata ? opt->nodata : v;
+        /* A NaN nodata is caught as NaN anyway; --nodata nan says only NaN is nodata. */
+        nd.has[b] = nd.has[b] && pcli__nodata_can_match(im->type, int16, nd.value[b]);
+        im->may_have_nodata |= nd.has[b];
     }
+    if (pcli__image_alloc(im, opt, path, err, errsize))
+        goto done;
     if (GDALGetGeoTransform(ds, im->geotransform) == CE_None)
         im->has_geotransform = 1;
     const char *wkt = GDALGetProjectionRef(ds);
@@ -208,23 +247,34 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
                             : int16                   ? GDT_Int16
                                                       : GDT_UInt16;
     size_t es = pcli_pixtype_size(im->type), ps = es * nb, W = im->width;
-    size_t step = block_rows(W, ps);
+    /* Bands float32 cannot hold exactly (Float64, Int32, UInt32, 64-bit) come as doubles through a
+     * block buffer and are narrowed here, where what float32 loses is counted: GDAL's own conversion
+     * would turn 1e300 into infinity (so nodata) without a word. */
+    size_t step = block_rows(W, wide ? 8 * nb : ps), xs = wide ? 8 : es;
+    if (wide && !(scratch = malloc(step * W * nb * sizeof *scratch))) {
+        pcli_fail(err, errsize, "%s: out of memory", path);
+        goto done;
+    }
     for (size_t y = 0; y < im->height; y += step) {
         size_t rows = im->height - y < step ? im->height - y : step;
         unsigned char *dst = (unsigned char *)im->pixels + y * W * ps;
         /* Band-interleaved in the file, pixel-interleaved here: the spacings put band b of pixel x at
          * x * ps + b * es, so the buffer is the library's row-major point view as it stands. */
-        CPLErr e = GDALDatasetRasterIOEx(ds, GF_Read, 0, (int)y, (int)W, (int)rows, dst, (int)W, (int)rows, buf_type,
-                                         (int)nb, order, (GSpacing)ps, (GSpacing)(W * ps), (GSpacing)es, NULL);
+        CPLErr e = GDALDatasetRasterIOEx(ds, GF_Read, 0, (int)y, (int)W, (int)rows, wide ? (void *)scratch : dst,
+                                         (int)W, (int)rows, wide ? GDT_Float64 : buf_type, (int)nb, order,
+                                         (GSpacing)(xs * nb), (GSpacing)(W * xs * nb), (GSpacing)xs, NULL);
         if (e != CE_None) {
             pcli_fail(err, errsize, "%s: read error in rows %zu-%zu (corrupt or truncated file?): %s", path, y,
                       y + rows - 1, gdal_error());
             goto done;
         }
+        if (wide)
+            narrow(scratch, (float *)(void *)dst, rows * W, nb, &nd, im);
         pcli__mark_valid(im, y, rows, &nd, int16);
     }
     rc = pcli__image_finish(im, path, int16, err, errsize);
 done:
+    free(scratch);
     GDALClose(ds);
     return rc;
 }
@@ -336,6 +386,36 @@ int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t
 done:
     free(row);
     free(out);
+    GDALClose(ds);
+    return rc;
+}
+
+int pcli__gdal_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize)
+{
+    GDALDatasetH ds = open_raster(path, err, errsize);
+    if (!ds)
+        return -1;
+    int rc = -1;
+    int32_t *row = NULL;
+    if ((size_t)GDALGetRasterXSize(ds) != width || (size_t)GDALGetRasterYSize(ds) != height) {
+        pcli_fail(err, errsize, "%s: %d x %d pixels, the image is %zu x %zu", path, GDALGetRasterXSize(ds),
+                  GDALGetRasterYSize(ds), width, height);
+        goto done;
+    }
+    if (!(row = malloc(width * sizeof *row))) {
+        pcli_fail(err, errsize, "%s: out of memory", path);
+        goto done;
+    }
+    /* The first and the last row: a file cut short fails at its end, and this costs two rows. */
+    GDALRasterBandH band = GDALGetRasterBand(ds, 1);
+    for (size_t y = 0; y < height; y += height > 1 ? height - 1 : 1)
+        if (GDALRasterIO(band, GF_Read, 0, (int)y, (int)width, 1, row, (int)width, 1, GDT_Int32, 0, 0) != CE_None) {
+            pcli_fail(err, errsize, "%s: read error in row %zu: %s", path, y, gdal_error());
+            goto done;
+        }
+    rc = 0;
+done:
+    free(row);
     GDALClose(ds);
     return rc;
 }

@@ -10,8 +10,13 @@ typedef struct {
     double value[PCLI_MAX_BANDS];
 } pcli_nodata;
 
-/* Allocates im->pixels (height x width x bands of im->type) and im->valid; lo/hi reset. */
-int pcli__image_alloc(pcli_image *im, const char *path, char *err, size_t errsize);
+/* Whether a pixel of the held type can equal a nodata value: NaN never does (NaN pixels are nodata
+ * anyway), nor a value outside an integer type or between its integers. in_int16: uint16 holding int16. */
+int pcli__nodata_can_match(pcli_pixtype type, int in_int16, double value);
+/* Once the header is known (im's size, bands, type, may_have_nodata): refuses an empty or oversized
+ * image, runs opt->check_header, then allocates im->pixels (height x width x bands of im->type) and
+ * im->valid; lo/hi reset. */
+int pcli__image_alloc(pcli_image *im, const pcli_read_options *opt, const char *path, char *err, size_t errsize);
 /* Marks the validity bits of rows y0 .. y0 + rows - 1 (already in im->pixels, in the held type, before
  * any int16 shift) and widens lo/hi over their valid values. in_int16: the held uint16 bits are int16
  * values (compare against nodata as such). */
@@ -23,6 +28,7 @@ int pcli__image_finish(pcli_image *im, const char *path, int in_int16, char *err
 int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize);
 int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
                             char *err, size_t errsize);
+int pcli__gdal_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize);
 int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
                                  size_t errsize);
 int pcli__gdal_create(const char *path, const pcli_raster_spec *spec, void **handle, char *err, size_t errsize);

@@ -8,10 +8,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 size_t pcli_pixtype_size(pcli_pixtype t) { return t == PCLI_PIX_U8 ? 1 : t == PCLI_PIX_U16 ? 2 : 4; }
 
@@ -30,7 +33,29 @@ void pcli_image_free(pcli_image *im)
     memset(im, 0, sizeof *im);
 }
 
-int pcli__image_alloc(pcli_image *im, const char *path, char *err, size_t errsize)
+int pcli_check_input_file(const char *path, char *err, size_t errsize)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+        return pcli_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return pcli_fail(err, errsize, "%s: is a directory, not an image file", path);
+    if (S_ISREG(st.st_mode) && st.st_size == 0)
+        return pcli_fail(err, errsize, "%s: empty file (0 bytes)", path);
+    return 0;
+}
+
+int pcli__nodata_can_match(pcli_pixtype type, int in_int16, double value)
+{
+    if (isnan(value))
+        return 0;
+    if (type == PCLI_PIX_F32)
+        return 1;
+    double lo = in_int16 ? -32768 : 0, hi = in_int16 ? 32767 : type == PCLI_PIX_U8 ? 255 : 65535;
+    return value >= lo && value <= hi && value == floor(value);
+}
+
+int pcli__image_alloc(pcli_image *im, const pcli_read_options *opt, const char *path, char *err, size_t errsize)
 {
     size_t es = pcli_pixtype_size(im->type);
     if (im->width == 0 || im->height == 0 || im->bands == 0)
@@ -38,6 +63,8 @@ int pcli__image_alloc(pcli_image *im, const char *path, char *err, size_t errsiz
                          im->bands);
     if (im->height > SIZE_MAX / im->width / im->bands / es / 2)
         return pcli_fail(err, errsize, "%s: image is too large", path);
+    if (opt->check_header && opt->check_header(im, opt->check_ctx, err, errsize))
+        return -1;
     size_t n = im->width * im->height;
     im->pixels = malloc(n * im->bands * es);
     im->valid = calloc((n + 7) / 8, 1);
@@ -81,9 +108,12 @@ void pcli__mark_valid(pcli_image *im, size_t y0, size_t rows, const pcli_nodata 
 {
     size_t B = im->bands, first = y0 * im->width, last = (y0 + rows) * im->width;
     double lo[PCLI_MAX_BANDS], hi[PCLI_MAX_BANDS], nodata[PCLI_MAX_BANDS];
-    /* A float32 pixel equals the nodata value as float32 holds it (0.1 is stored as 0.1f). */
+    /* A float32 pixel equals the nodata value as float32 holds it (0.1 is stored as 0.1f; one beyond
+     * float32's range, as -DBL_MAX often is, as infinity, which is nodata anyway). */
     for (size_t b = 0; b < B; b++)
-        nodata[b] = im->type == PCLI_PIX_F32 ? (double)(float)nd->value[b] : nd->value[b];
+        nodata[b] = im->type != PCLI_PIX_F32     ? nd->value[b]
+                    : fabs(nd->value[b]) > FLT_MAX ? (nd->value[b] > 0 ? INFINITY : -INFINITY)
+                                                   : (double)(float)nd->value[b];
     memcpy(lo, im->lo, sizeof lo);
     memcpy(hi, im->hi, sizeof hi);
     if (im->type == PCLI_PIX_U8)
@@ -237,6 +267,9 @@ done:
 
 static int npy_open(const char *path, FILE **fp, npy_header *h, char *err, size_t errsize)
 {
+    *fp = NULL;
+    if (pcli_check_input_file(path, err, errsize))
+        return -1;
     *fp = fopen(path, "rb");
     if (!*fp)
         return pcli_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
@@ -245,6 +278,23 @@ static int npy_open(const char *path, FILE **fp, npy_header *h, char *err, size_
         *fp = NULL;
         return -1;
     }
+    return 0;
+}
+
+/* A file shorter than its header's shape is said before its rows are read (a regular file's size is
+ * known; a pipe's is not, and its rows are checked as they come). */
+static int npy_check_size(FILE *fp, const char *path, const npy_header *h, size_t es, char *err, size_t errsize)
+{
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    double need = (double)es; /* in double: a shape's product may pass 2^64 */
+    for (int d = 0; d < h->ndim; d++)
+        need *= (double)h->shape[d];
+    need += (double)h->data_start;
+    if ((double)st.st_size < need)
+        return pcli_fail(err, errsize, "%s: truncated: %lld bytes, the header's shape needs %.0f", path,
+                         (long long)st.st_size, need);
     return 0;
 }
 
@@ -291,7 +341,9 @@ static int npy_read_image(const char *path, const pcli_read_options *opt, pcli_i
         }
     }
     im->bands = nb;
-    if (pcli__image_alloc(im, path, err, errsize))
+    im->may_have_nodata =
+        im->type == PCLI_PIX_F32 || (opt->has_nodata && pcli__nodata_can_match(im->type, 0, opt->nodata));
+    if (npy_check_size(fp, path, &h, es, err, errsize) || pcli__image_alloc(im, opt, path, err, errsize))
         goto done;
     size_t W = im->width, rowbytes = W * file_bands * es;
     row = malloc(rowbytes);
@@ -444,6 +496,26 @@ int pcli_labels_read_valid(const char *path, const pcli_image *im, int32_t **lab
     if (pcli_has_extension(path, ".npy"))
         return npy_labels_read_valid(path, im, labels, err, errsize);
     return pcli__gdal_labels_read_valid(path, im, labels, err, errsize);
+}
+
+int pcli_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize)
+{
+    if (!pcli_has_extension(path, ".npy"))
+        return pcli__gdal_labels_check(path, width, height, err, errsize);
+    FILE *fp;
+    npy_header h;
+    if (npy_open(path, &fp, &h, err, errsize))
+        return -1;
+    size_t es = strcmp(h.descr, "<i4") == 0 ? 4 : strcmp(h.descr, "<i8") == 0 ? 8 : 0;
+    int rc = -1;
+    if (!es)
+        pcli_fail(err, errsize, "%s: labels must be <i4 or <i8, got '%s'", path, h.descr);
+    else if (h.ndim != 2 || h.shape[0] != height || h.shape[1] != width)
+        pcli_fail(err, errsize, "%s: labels must have shape (%zu, %zu), the image's", path, height, width);
+    else
+        rc = npy_check_size(fp, path, &h, es, err, errsize);
+    fclose(fp);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- raster writer */

@@ -32,6 +32,13 @@ typedef struct {
     double geotransform[6];
     char *projection;            /* WKT, malloc'd; NULL when the input has none */
     int is_npy;                  /* read from .npy: labels go to .npy */
+    /* Known from the header: 1 when some pixel may turn out nodata (a chosen band has a nodata value
+     * its type can hold, or float bands, which may hold NaN); 0 when every pixel is surely valid. */
+    int may_have_nodata;
+    /* Values that float32 cannot hold as the file has them (bands of Float64, Int32, UInt32, ...):
+     * finite beyond float32's range (held as infinity, so nodata), and integers beyond 2^24 that
+     * float32 rounds (kept, rounded). The caller warns. */
+    size_t beyond_f32, rounded_f32;
 } pcli_image;
 
 static inline int pcli_image_is_valid(const pcli_image *im, size_t i) { return im->valid[i >> 3] >> (i & 7) & 1; }
@@ -40,8 +47,14 @@ static inline int pcli_image_is_valid(const pcli_image *im, size_t i) { return i
 typedef struct {
     const int *bands;   /* 1-based band numbers; NULL: all bands */
     size_t nbands;
-    int has_nodata;     /* 1: `nodata` overrides the file's nodata value for every band */
+    int has_nodata;     /* 1: `nodata` overrides the file's nodata value for every band (NaN: only
+                           NaN is nodata, which it always is) */
     double nodata;
+    /* Called once the header is read, before any pixel is allocated or read: width, height, bands,
+     * type, source_type and may_have_nodata are set. Nonzero (err filled) stops the read, so a run
+     * that cannot work is refused before it reads gigabytes. NULL: no check. */
+    int (*check_header)(const pcli_image *im, void *ctx, char *err, size_t errsize);
+    void *check_ctx;
 } pcli_read_options;
 
 /* 1 when this build can read and write rasters through GDAL. */
@@ -66,6 +79,13 @@ int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *lab
 /* Reads a label raster of the image's size (GeoTIFF band 1 or .npy (H, W) integers) and keeps the
  * labels of the image's valid pixels, in order (n_valid, malloc'd). Its own nodata pixels read -1. */
 int pcli_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err, size_t errsize);
+/* Opens a label raster and checks, without reading it whole, that pcli_labels_read_valid can read it
+ * for an image of width x height: the same size, an integer type (.npy), data not cut short (.npy),
+ * its first and last rows readable (GDAL). */
+int pcli_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize);
+/* Refuses, with a one-line reason, what cannot be an image file: a missing or unreadable path, a
+ * directory, an empty file. */
+int pcli_check_input_file(const char *path, char *err, size_t errsize);
 
 /* A raster written row block by row block (the scene generator): GeoTIFF through GDAL, or .npy
  * (H, W, B) / (H, W) when path ends in .npy. */
