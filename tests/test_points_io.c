@@ -142,6 +142,189 @@ static void test_text_errors(void)
     expect_points_error(path_of("missing.csv"), "missing.csv: cannot open: No such file");
 }
 
+/* ---------------------------------------------------------------- header rows, numbers, encodings */
+
+/* Reads path with the given header rule and checks rows, dimensions, the header line reported and,
+ * when want is given, the values. */
+static void expect_read(const char *path, pcli_header h, size_t n, size_t dim, size_t header_line,
+                        const float *want)
+{
+    pcli_matrix m = {NULL, 0, 0};
+    pcli_read_info info = {99, 99};
+    char err[512] = "";
+    int rc = pcli_read_points_ex(path, h, &m, &info, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s: %s", path, err);
+    CHECK_MSG(m.n == n && m.dim == dim, "%s: %zu x %zu, expected %zu x %zu", path, m.n, m.dim, n, dim);
+    CHECK_MSG(info.rows == n && info.header_line == header_line, "%s: info rows %zu header line %zu, expected %zu, %zu",
+              path, info.rows, info.header_line, n, header_line);
+    if (rc == 0 && want && m.n == n && m.dim == dim)
+        for (size_t i = 0; i < n * dim; i++)
+            CHECK_NEAR(m.data[i], want[i], 0);
+    pcli_matrix_free(&m);
+}
+
+static void expect_read_error(const char *path, pcli_header h, const char *text, const char *text2)
+{
+    pcli_matrix m = {NULL, 0, 0};
+    char err[512] = "";
+    CHECK(pcli_read_points_ex(path, h, &m, NULL, err, sizeof err) == -1);
+    CHECK(m.data == NULL && m.n == 0);
+    CHECK(has(err, text));
+    if (text2)
+        CHECK(has(err, text2));
+    CHECK(strchr(err, '\n') == NULL);
+}
+
+/* Issue 19 item 4: a first row is a header only when none of its fields is a number; a row of numbers
+ * and text is an error with its line and column, never dropped; --header yes / no say it outright. */
+static void test_header_rules(void)
+{
+    const float xy[] = {1, 2, 3, 4};
+    const pcli_header A = PCLI_HEADER_AUTO, Y = PCLI_HEADER_YES, N = PCLI_HEADER_NO;
+    expect_read(put_text("hd1.csv", "x,y\n1,2\n3,4\n"), A, 2, 2, 1, xy);
+    expect_read(put_text("hd2.csv", "1,2\n3,4\n"), A, 2, 2, 0, xy);
+    expect_read(put_text("hd3.csv", ",x,y\n0,1,2\n1,3,4\n"), A, 2, 3, 1, NULL); /* pandas' index column */
+    expect_read(put_text("hd4.csv", "# made by hand\n\n\"x\";\"y\"\n1,2\n3,4\n"), A, 2, 2, 3, xy);
+    expect_read(put_text("hd5.csv", "\xEF\xBB\xBF" "1,2\n3,4\n"), A, 2, 2, 0, xy); /* a BOM is not text */
+    expect_read(put_text("hd6.csv", "\xEF\xBB\xBF" "x,y\n1,2\n3,4\n"), A, 2, 2, 1, xy);
+    /* The issue's rows, first in the file: each is an error naming the line and column, or (the
+     * comment) read as the data it is, as np.loadtxt reads it. */
+    expect_read_error(put_text("mx1.csv", "1.0,abc\n3,4\n"), A, "mx1.csv: line 1, column 2: 'abc' is not a number",
+                      "not a header");
+    expect_read_error(put_text("mx2.csv", "NA,2\n3,4\n"), A, "mx2.csv: line 1, column 1: 'NA' is not a number",
+                      "--header yes");
+    expect_read_error(put_text("mx3.csv", "1_000,2\n3,4\n"), A, "mx3.csv: line 1, column 1: '1_000' is not a number",
+                      "'_'");
+    expect_read_error(put_text("mx4.csv", "\n# c\n  7, 8 ,x\n"), A, "mx4.csv: line 3, column 3: 'x'", NULL);
+    expect_read(put_text("mx5.csv", "1,2 # note\n3,4\n"), A, 2, 2, 0, xy);
+    expect_read(put_text("mx6.csv", "1,2\n3,4 # note, with a comma\n# 5,6\n"), A, 2, 2, 0, xy);
+    /* inf and nan are numbers (NumPy reads them), so such a row is data, and refused as not finite. */
+    expect_read_error(put_text("mx7.csv", "nan,1\n3,4\n"), A, "mx7.csv: line 1, column 1: value is not finite", NULL);
+    /* --header yes: the first row goes whatever it holds, numbers included. */
+    const float second[] = {3, 4};
+    expect_read(put_text("hy1.csv", "1,2\n3,4\n"), Y, 1, 2, 1, second);
+    expect_read(put_text("hy2.csv", "1.0,abc\n3,4\n"), Y, 1, 2, 1, second);
+    expect_read(put_text("hy3.csv", "# c\n\nNA,2\n3,4\n"), Y, 1, 2, 3, second);
+    expect_read(put_text("hy4.csv", "x y z\n3,4\n"), Y, 1, 2, 1, second); /* its own delimiter */
+    expect_read_error(put_text("hy5.csv", "1,2\n"), Y, "hy5.csv: no data rows (only the header, line 1)", NULL);
+    /* --header no: the first row is data, so text in it is an error with its place. */
+    expect_read(put_text("hn1.csv", "1,2\n3,4\n"), N, 2, 2, 0, xy);
+    expect_read_error(put_text("hn2.csv", "x,y\n1,2\n"), N, "hn2.csv: line 1, column 1: 'x' is not a number", NULL);
+    expect_read_error(put_text("hn3.csv", "1.0,abc\n3,4\n"), N, "hn3.csv: line 1, column 2: 'abc' is not a number",
+                      NULL);
+    /* A later row of text is never a header. */
+    expect_read_error(put_text("hl.csv", "1,2\nx,y\n"), A, "hl.csv: line 2, column 1: 'x' is not a number", NULL);
+    /* .npy: no header row; the rows are reported as read. */
+    const float m6[] = {1, 2, 3, 4, 5, 6};
+    char err[256] = "";
+    CHECK_MSG(pcli_write_matrix(path_of("hnpy.npy"), m6, 3, 2, err, sizeof err) == 0, "%s", err);
+    expect_read(path_of("hnpy.npy"), A, 3, 2, 0, m6);
+    expect_read(path_of("hnpy.npy"), N, 3, 2, 0, m6);
+
+    pcli_header h = PCLI_HEADER_NO;
+    CHECK(pcli_header_parse("auto", &h) == 0 && h == A);
+    CHECK(pcli_header_parse("YES", &h) == 0 && h == Y);
+    CHECK(pcli_header_parse("no", &h) == 0 && h == N);
+    CHECK(pcli_header_parse("True", &h) == 0 && h == Y);
+    CHECK(pcli_header_parse("0", &h) == 0 && h == N);
+    CHECK(pcli_header_parse("maybe", &h) == -1);
+    CHECK(pcli_header_parse("", &h) == -1);
+    CHECK(pcli_header_parse("yess", &h) == -1);
+
+    /* Labels read by the same rules. */
+    int32_t *lab = NULL;
+    size_t n = 0;
+    pcli_read_info info;
+    CHECK(pcli_read_labels_ex(put_text("hlab1.txt", "label\n4\n5\n"), A, &lab, &n, &info, err, sizeof err) == 0);
+    CHECK(n == 2 && info.rows == 2 && info.header_line == 1 && lab && lab[0] == 4);
+    free(lab);
+    CHECK(pcli_read_labels_ex(put_text("hlab2.txt", "7\n4\n5\n"), Y, &lab, &n, &info, err, sizeof err) == 0);
+    CHECK(n == 2 && info.header_line == 1 && lab && lab[0] == 4 && lab[1] == 5);
+    free(lab);
+    CHECK(pcli_read_labels_ex(put_text("hlab3.txt", "7\n4\n"), A, &lab, &n, &info, err, sizeof err) == 0);
+    CHECK(n == 2 && info.header_line == 0 && lab && lab[0] == 7);
+    free(lab);
+    CHECK(pcli_read_labels_ex(put_text("hlab4.txt", "label\n4\n"), N, &lab, &n, &info, err, sizeof err) == -1);
+    CHECK(has(err, "hlab4.txt: line 1, column 1: 'label' is not a number"));
+    CHECK(pcli_read_labels_ex(put_text("hlab5.txt", "0x1\n4\n"), A, &lab, &n, &info, err, sizeof err) == 0);
+    CHECK(n == 1 && info.header_line == 1); /* text alone on its row: a header, and said so */
+    free(lab);
+}
+
+/* Numbers as NumPy reads them (np.loadtxt, checked with NumPy 1.24): what strtod takes beyond that
+ * (hexadecimal, hex floats, nan(...)) is refused; blanks around a field are not part of it. */
+static void test_numpy_numbers(void)
+{
+    const float ok[] = {1, -0.5f, 1, 100, 0.3f, 4, 12, 0.5f, 5, 1e-5f};
+    expect_read(put_text("num_ok.csv", "+1,-.5\n1.,1e+2\n 3E-1 ,\v4\f\n00012,\t+.5\t\n5.,1e-05\n"), PCLI_HEADER_NO,
+                5, 2, 0, ok);
+    expect_read(put_text("num_tiny.csv", "1e-400,1\n"), PCLI_HEADER_NO, 1, 2, 0, NULL); /* 0, as NumPy */
+    static const char *const refused[] = {"0x10", "0X10", "-0x1", "0x1p3", "nan(1)", "1_000", "1d5", "1e", ".",
+                                          "-", "e5", "1.5f", "0b1", "infinit", "1e5.0", "--1", "1 e5"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char text[64], name[32], want[96];
+        snprintf(text, sizeof text, "1,2\n3,%s\n", refused[i]);
+        snprintf(name, sizeof name, "num_bad%zu.csv", i);
+        snprintf(want, sizeof want, "line 2, column 2: '%s' is not a number", refused[i]);
+        expect_read_error(put_text(name, text), PCLI_HEADER_AUTO, want, NULL);
+    }
+    expect_read_error(put_text("num_hex.csv", "1,2\n0x10,2\n"), PCLI_HEADER_AUTO, "line 2, column 1: '0x10'",
+                      "hexadecimal is not read");
+    /* Spellings of inf and nan that NumPy reads: numbers, so refused as not finite (not as text). */
+    static const char *const nonfinite[] = {"inf", "-Inf", "INFINITY", "+infinity", "nan", "NaN", "-nan"};
+    for (size_t i = 0; i < sizeof nonfinite / sizeof nonfinite[0]; i++) {
+        char text[64], name[32];
+        snprintf(text, sizeof text, "1,2\n3,%s\n", nonfinite[i]);
+        snprintf(name, sizeof name, "num_nf%zu.csv", i);
+        expect_read_error(put_text(name, text), PCLI_HEADER_AUTO, "line 2, column 2: value is not finite", NULL);
+    }
+}
+
+/* Issue 19 item 8: lines ended by CR alone (classic Mac OS) are lines; UTF-16 and UTF-32 are named as
+ * such, with what is expected instead. */
+static void test_line_ends_and_encodings(void)
+{
+    const float xy[] = {1, 2, 3, 4}, four[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    expect_read(put_text("cr.csv", "x,y\r1,2\r3,4\r"), PCLI_HEADER_AUTO, 2, 2, 1, xy);
+    expect_read(put_text("cr2.csv", "1,2\r3,4"), PCLI_HEADER_AUTO, 2, 2, 0, xy);
+    expect_read(put_text("crlf2.csv", "x,y\r\n1,2\r\n3,4\r\n"), PCLI_HEADER_AUTO, 2, 2, 1, xy);
+    expect_read(put_text("mixed_ends.csv", "1,2\r\n3,4\r5,6\n\r\n7,8"), PCLI_HEADER_AUTO, 4, 2, 0, four);
+    expect_read_error(put_text("cr_bad.csv", "1,2\r3,4\r5,x\r"), PCLI_HEADER_AUTO, "cr_bad.csv: line 3, column 2", NULL);
+    expect_read_error(put_text("crlf_bad.csv", "1,2\r\n3,4\r\n5,x\r\n"), PCLI_HEADER_AUTO, "crlf_bad.csv: line 3, column 2",
+                      NULL);
+    int32_t *lab = NULL;
+    size_t n = 0;
+    char err[512] = "";
+    CHECK(pcli_read_labels(put_text("cr_lab.txt", "label\r0\r1\r1\r"), &lab, &n, err, sizeof err) == 0);
+    CHECK(n == 3 && lab && lab[2] == 1);
+    free(lab);
+
+    /* "x,y\n1,2\n" in UTF-16 and UTF-32, with and without a byte-order mark. */
+    const char *ascii = "x,y\n1,2\n";
+    unsigned char buf[64];
+    for (int order = 0; order < 4; order++) {
+        int big = order & 1, bom = order >> 1;
+        size_t len = 0;
+        if (bom) {
+            buf[len++] = big ? 0xFE : 0xFF;
+            buf[len++] = big ? 0xFF : 0xFE;
+        }
+        for (const char *c = ascii; *c; c++) {
+            buf[len++] = big ? 0 : (unsigned char)*c;
+            buf[len++] = big ? (unsigned char)*c : 0;
+        }
+        char name[32], want[64];
+        snprintf(name, sizeof name, "utf16_%s%s.csv", big ? "be" : "le", bom ? "_bom" : "");
+        snprintf(want, sizeof want, "%s: the file is UTF-16%s text", name, big ? "BE" : "LE");
+        expect_read_error(put_file(name, buf, len), PCLI_HEADER_AUTO, want, "UTF-8 (or ASCII) is expected");
+        CHECK(pcli_read_labels(path_of(name), &lab, &n, err, sizeof err) == -1 && has(err, "UTF-16"));
+    }
+    expect_read_error(put_file("utf32.csv", "\xFF\xFE\0\0" "1\0\0\0\n\0\0\0", 12), PCLI_HEADER_AUTO,
+                      "the file is UTF-32LE text", "UTF-8");
+    /* Binary data is still called that. */
+    expect_read_error(put_file("nul2.csv", "1,2\n3,\0004\n", 9), PCLI_HEADER_AUTO, "line 2 contains a NUL byte", NULL);
+}
+
 /* ---------------------------------------------------------------- labels */
 
 static void test_labels(void)
@@ -421,6 +604,9 @@ int main(int argc, char **argv)
     mkdir(dir, 0777);
     test_text_formats();
     test_text_errors();
+    test_header_rules();
+    test_numpy_numbers();
+    test_line_ends_and_encodings();
     test_labels();
     test_npy_roundtrip();
     test_npy_read();

@@ -3,6 +3,7 @@
 #define PARCLUST_CLI_H
 
 #include "parclust.h"
+#include "points_io.h"
 
 #include <stddef.h>
 
@@ -91,6 +92,11 @@ void cli_print_clusters(const pc_result *r);
 /* Handles what every clustering command takes: --labels, --centers, --plot, --verbose and the input
  * (the first positional argument). 1 when it was one of them (*rc: 0 ok, -1 error printed), 0 not. */
 int cli_common_option(cli_args *a, cli_common_outputs *o, int *verbose, const char **input, int *rc);
+
+/* inputs.c: --header yes|no|auto for the text files a command reads (1 when the option was it; *rc 0
+ * ok, -1 error printed), and the "  read N rows from FILE, header on line L skipped" summary line. */
+int cli_header_option(cli_args *a, pcli_header *header, int *rc);
+void cli_print_read(const char *path, const pcli_read_info *info);
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);

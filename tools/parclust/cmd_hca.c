@@ -28,6 +28,8 @@ static const char *const help =
     "  --components OUT       per component (.csv/.txt): representative cell, its density, points\n"
     "  --plot OUT             the points coloured by cluster (.png or .svg)\n"
     "  --verbose              per-stage timings\n"
+    "  --header H             yes, no or auto (default): whether the first row of a text INPUT is a\n"
+    "                         header to skip (auto: when none of its fields is a number)\n"
     "\n"
     "Options without a value are switches: --noise=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
@@ -36,6 +38,7 @@ typedef struct {
     const char *input, *dendrogram, *components;
     cli_common_outputs out;
     int verbose;
+    pcli_header header;
 } hca_cli;
 
 static int check_text_output(const char *option, const char *path)
@@ -81,7 +84,8 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
             p->noise = on;
         } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
             if (bad) return -1;
-        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
+        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad) ||
+                   cli_header_option(&a, &c->header, &bad)) {
             if (bad) return -1;
         } else if (cli_is(&a, "--dendrogram")) {
             if (!(c->dendrogram = cli_value(&a)) || check_text_output("--dendrogram", c->dendrogram)) return -1;
@@ -156,7 +160,8 @@ int cmd_hca(int argc, char **argv)
         return CLI_FAILED;
     pcli_matrix m = {0};
     char err[512];
-    if (pcli_read_points(c.input, &m, err, sizeof err)) {
+    pcli_read_info read;
+    if (pcli_read_points_ex(c.input, c.header, &m, &read, err, sizeof err)) {
         cli_error("hca", "%s", err);
         return CLI_FAILED;
     }
@@ -178,6 +183,7 @@ int cmd_hca(int argc, char **argv)
     printf("hca: %zu points, %zu dimensions, m %d, %zu non-empty cells, %zu components, %zu clusters, %.3f s (%s)\n",
            m.n, dim, p.m, pc_result_cell_count(r), pc_result_component_count(r), k, total,
            pc_backend_name(pc_result_backend(r)));
+    cli_print_read(c.input, &read);
     if (p.clusters && k != p.clusters)
         fprintf(stderr, "parclust hca: note: %zu clusters asked, %zu found: no cut of the dendrogram gives %zu "
                         "clusters of at least the minimum size\n", p.clusters, k, p.clusters);

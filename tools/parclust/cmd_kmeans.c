@@ -31,6 +31,9 @@ static const char *const help =
     "  --centers OUT        the centres, one row each\n"
     "  --plot OUT           the points coloured by cluster (.png or .svg)\n"
     "  --verbose            per-stage timings\n"
+    "  --header H           yes, no or auto (default): whether the first row of a text INPUT (and of\n"
+    "                       an --init file) is a header to skip (auto: when none of its fields is a\n"
+    "                       number)\n"
     "\n"
     "Options without a value are switches: --verbose=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
@@ -39,6 +42,7 @@ typedef struct {
     const char *input, *init_file;
     cli_common_outputs out;
     int verbose;
+    pcli_header header;
 } km_cli;
 
 static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
@@ -100,7 +104,8 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
                 return -1;
             }
             p->cuda_variant = (pc_kmeans_cuda_variant)q; /* the names in the enum's order */
-        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
+        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad) ||
+                   cli_header_option(&a, &c->header, &bad)) {
             if (bad) return -1;
         } else {
             cli_unknown(&a);
@@ -141,15 +146,17 @@ int cmd_kmeans(int argc, char **argv)
         return CLI_FAILED;
     pcli_matrix m = {0}, init = {0};
     char err[512];
-    if (pcli_read_points(c.input, &m, err, sizeof err) ||
-        (c.init_file && pcli_read_points(c.init_file, &init, err, sizeof err))) {
+    pcli_read_info read, init_read;
+    if (pcli_read_points_ex(c.input, c.header, &m, &read, err, sizeof err) ||
+        (c.init_file && pcli_read_points_ex(c.init_file, c.header, &init, &init_read, err, sizeof err))) {
         cli_error("kmeans", "%s", err);
         pcli_matrix_free(&m);
         return CLI_FAILED;
     }
     if (c.init_file && (init.n != p.k || init.dim != m.dim)) {
-        cli_error("kmeans", "%s: %zu centres of %zu values, expected %zu of %zu (-k and the points' dimensions)",
-                  c.init_file, init.n, init.dim, p.k, m.dim);
+        cli_error("kmeans", "%s: %zu centres of %zu values%s, expected %zu of %zu (-k and the points' dimensions)",
+                  c.init_file, init.n, init.dim, init_read.header_line ? " (after the header row it skipped)" : "",
+                  p.k, m.dim);
         pcli_matrix_free(&m);
         pcli_matrix_free(&init);
         return CLI_FAILED;
@@ -174,6 +181,9 @@ int cmd_kmeans(int argc, char **argv)
     size_t k = pc_result_cluster_count(r);
     printf("k-means: %zu points, %zu dimensions, %zu clusters, %d iterations, inertia %.9g, %.3f s (%s)\n", m.n,
            m.dim, k, pc_result_iterations(r), pc_result_inertia(r), seconds, pc_backend_name(pc_result_backend(r)));
+    cli_print_read(c.input, &read);
+    if (c.init_file)
+        cli_print_read(c.init_file, &init_read);
     if (c.verbose)
         cli_print_stages(r);
     rc = write_outputs(&c, &m, r);

@@ -32,6 +32,8 @@ static const char *const help =
     "  --modes OUT          write where each point converged, one row each\n"
     "  --plot OUT           draw the points coloured by cluster (.png or .svg)\n"
     "  --verbose            print parameters, backend and per-stage timings\n"
+    "  --header H           yes, no or auto (default): whether the first row of a text INPUT is a\n"
+    "                       header to skip (auto: when none of its fields is a number)\n"
     "\n"
     "Options without a value are switches: --blurring=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
@@ -40,6 +42,8 @@ typedef struct {
     const char *input, *modes;
     cli_common_outputs out;
     int verbose;
+    pcli_header header;
+    pcli_read_info read;
 } ms_cli;
 
 static int parse_schedule(const char *cmd, const char *v, pc_schedule *out)
@@ -120,7 +124,8 @@ static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
         } else if (cli_is(&a, "--cuda-block")) {
             if (cli_int(&a, 16, 1024, &l)) return -1;
             p->cuda_block = (int)l;
-        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad)) {
+        } else if (cli_common_option(&a, &c->out, &c->verbose, &c->input, &bad) ||
+                   cli_header_option(&a, &c->header, &bad)) {
             if (bad) return -1;
         } else if (cli_is(&a, "--modes")) {
             if (!(c->modes = cli_value(&a)) || cli_check_data_output(a.cmd, "--modes", c->modes)) return -1;
@@ -141,6 +146,7 @@ static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const p
     size_t k = pc_result_cluster_count(r), dim = pc_result_dim(r);
     printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s)\n",
            pc_result_n(r), dim, k, pc_result_iterations(r), seconds, pc_backend_name(pc_result_backend(r)));
+    cli_print_read(c->input, &c->read);
     cli_print_clusters(r);
     if (c->verbose) {
         /* The header's "0 / negative = default" values, resolved as the library resolves them. */
@@ -181,7 +187,7 @@ int cmd_meanshift(int argc, char **argv)
 
     pcli_matrix m = {0};
     char err[512];
-    if (pcli_read_points(c.input, &m, err, sizeof err)) {
+    if (pcli_read_points_ex(c.input, c.header, &m, &c.read, err, sizeof err)) {
         cli_error("meanshift", "%s", err);
         return CLI_FAILED;
     }

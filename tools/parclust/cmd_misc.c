@@ -169,18 +169,22 @@ done:
 }
 
 static const char *const score_help =
-    "usage: parclust score --truth A --pred B\n"
+    "usage: parclust score --truth A --pred B [--header H]\n"
     "\n"
     "Compares two labelings of the same points (one integer per line, or .npy) and prints the\n"
     "adjusted Rand index, normalized mutual information and matched accuracy (each true class\n"
-    "matched to at most one cluster, Hungarian method). Negative labels form one class of their own.\n";
+    "matched to at most one cluster, Hungarian method). Negative labels form one class of their own.\n"
+    "\n"
+    "  --header H   yes, no or auto (default): whether the first row of a text file is a header to\n"
+    "               skip (auto: when it is not a number)\n";
 
 int cmd_score(int argc, char **argv)
 {
     const char *truth_path = NULL, *pred_path = NULL;
+    pcli_header header = PCLI_HEADER_AUTO;
     cli_args a;
     cli_args_init(&a, "score", argc, argv);
-    int on;
+    int on, bad;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             if (cli_switch(&a, &on)) return CLI_USAGE;
@@ -191,6 +195,8 @@ int cmd_score(int argc, char **argv)
             if (!(truth_path = cli_value(&a))) return CLI_USAGE;
         } else if (cli_is(&a, "--pred")) {
             if (!(pred_path = cli_value(&a))) return CLI_USAGE;
+        } else if (cli_header_option(&a, &header, &bad)) {
+            if (bad) return CLI_USAGE;
         } else {
             return cli_unknown(&a);
         }
@@ -203,13 +209,16 @@ int cmd_score(int argc, char **argv)
     size_t nt = 0, np = 0;
     char err[512];
     int rc = CLI_FAILED;
-    if (pcli_read_labels(truth_path, &truth, &nt, err, sizeof err) ||
-        pcli_read_labels(pred_path, &pred, &np, err, sizeof err)) {
+    pcli_read_info truth_read, pred_read;
+    if (pcli_read_labels_ex(truth_path, header, &truth, &nt, &truth_read, err, sizeof err) ||
+        pcli_read_labels_ex(pred_path, header, &pred, &np, &pred_read, err, sizeof err)) {
         cli_error("score", "%s", err);
         goto done;
     }
     if (nt != np) {
-        cli_error("score", "%s has %zu labels but %s has %zu", truth_path, nt, pred_path, np);
+        cli_error("score", "%s has %zu labels%s but %s has %zu%s", truth_path, nt,
+                  truth_read.header_line ? " after its header row" : "", pred_path, np,
+                  pred_read.header_line ? " after its header row" : "");
         goto done;
     }
     double ari, nmi, acc;
@@ -219,7 +228,10 @@ int cmd_score(int argc, char **argv)
         cli_error("score", "%s", pc_last_error());
         goto done;
     }
-    printf("points %zu\nARI %.6f\nNMI %.6f\naccuracy %.6f\n", nt, ari, nmi, acc);
+    printf("points %zu\n", nt);
+    cli_print_read(truth_path, &truth_read);
+    cli_print_read(pred_path, &pred_read);
+    printf("ARI %.6f\nNMI %.6f\naccuracy %.6f\n", ari, nmi, acc);
     rc = CLI_OK;
 done:
     free(truth);

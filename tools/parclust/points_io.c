@@ -103,9 +103,13 @@ typedef struct {
     size_t dim, rows;
     char delim; /* ',' or ';'; ' ' = runs of blanks; 0 = not yet known */
     int first_line_seen;
+    pcli_header header;
+    size_t header_line; /* the header row skipped; 0 = none */
 } text_parser;
 
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
+/* The blanks NumPy strips around a field and splits blank-separated rows on (CR only ever ends a
+ * line here, but a field cut from one is still trimmed). */
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; }
 
 /* A tab-separated file is split on runs of blanks: missing values are errors either way, and this
  * also reads columns aligned with several tabs. */
@@ -179,13 +183,65 @@ static int split_line(text_parser *p, char *s)
     }
 }
 
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* s equals word (lower case), ignoring ASCII case. */
+static int same_word(const char *s, const char *word)
+{
+    for (; *word; s++, word++)
+        if (tolower((unsigned char)*s) != *word)
+            return 0;
+    return *s == '\0';
+}
+
+/* Whether s is a number as np.loadtxt reads one: [+-], digits with an optional '.' (a digit on
+ * either side of it), an optional exponent; or inf, infinity, nan in any case. strtod alone also
+ * takes hexadecimal ("0x10" is 16, "0x1p3" is 8) and "nan(...)", which NumPy refuses: a file that
+ * NumPy cannot read must not be read here as something else. */
+static int numpy_number_syntax(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    if (same_word(s, "inf") || same_word(s, "infinity") || same_word(s, "nan"))
+        return 1;
+    size_t digits = 0;
+    for (; is_digit(*s); s++)
+        digits++;
+    if (*s == '.')
+        for (s++; is_digit(*s); s++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!is_digit(*s))
+            return 0;
+        while (is_digit(*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
 static int parse_number(const char *s, double *v)
 {
     char *end;
-    if (!*s)
+    if (!numpy_number_syntax(s))
         return -1;
-    *v = strtod(s, &end);
-    return (end == s || *end) ? -1 : 0;
+    *v = strtod(s, &end); /* correctly rounded; out of range gives +-HUGE_VAL or 0, as NumPy's inf or 0 */
+    return *end ? -1 : 0;
+}
+
+/* Why a field that looks like a number is not one, for the message; "" when nothing better to say. */
+static const char *not_number_hint(const char *f)
+{
+    const char *s = f + (*f == '+' || *f == '-');
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        return " (hexadecimal is not read: numbers are decimal, as NumPy reads them)";
+    if (is_digit(*s) && strchr(s, '_'))
+        return " (write numbers without '_' between digits, as NumPy reads them)";
+    return "";
 }
 
 /* NULL when v was stored, else why it cannot be. */
@@ -229,17 +285,6 @@ static int reserve_values(text_parser *p, size_t more)
     return 0;
 }
 
-/* Only the first non-empty line may be a header, and it is one when a field is text. An empty field
- * alone does not make one: "1,,3" is a data row with a missing value, and says so. */
-static int is_header(const text_parser *p)
-{
-    double v;
-    for (size_t i = 0; i < p->nfields; i++)
-        if (*p->fields[i] && parse_number(p->fields[i], &v))
-            return 1;
-    return 0;
-}
-
 /* A field fit to quote in a one-line message: at most 40 bytes, control bytes (binary input) as '?'. */
 static const char *quotable(const char *field, char buf[41])
 {
@@ -270,8 +315,8 @@ static int parse_row(text_parser *p, size_t lineno, char *err, size_t errsize)
         if (!*f)
             return pcli_fail(err, errsize, "%s: line %zu, column %zu is empty", p->name, lineno, c + 1);
         if (parse_number(f, &v))
-            return pcli_fail(err, errsize, "%s: line %zu, column %zu: '%s' is not a number", p->name,
-                        lineno, c + 1, quotable(f, shown));
+            return pcli_fail(err, errsize, "%s: line %zu, column %zu: '%s' is not a number%s", p->name,
+                        lineno, c + 1, quotable(f, shown), not_number_hint(f));
         const char *why = store_value(p, v);
         if (why)
             return pcli_fail(err, errsize, "%s: line %zu, column %zu: %s ('%s')", p->name, lineno,
@@ -281,11 +326,45 @@ static int parse_row(text_parser *p, size_t lineno, char *err, size_t errsize)
     return 0;
 }
 
+/* Only the first row (first line neither blank nor comment) may be a header. Under --header auto it
+ * is one when none of its fields is a number; a row of numbers and text is neither a header nor data,
+ * and an error: dropping it would shift every label against its point. Empty fields count as
+ * neither: "1,,3" is a data row with a missing value (and says so), ",x,y" (pandas' index column) a
+ * header. */
+static int first_row_is_header(const text_parser *p, size_t lineno, int *header, char *err, size_t errsize)
+{
+    size_t numbers = 0, text_col = 0;
+    double v;
+    char shown[41];
+    *header = p->header == PCLI_HEADER_YES;
+    if (p->header != PCLI_HEADER_AUTO)
+        return 0;
+    for (size_t i = 0; i < p->nfields; i++) {
+        if (!*p->fields[i])
+            continue;
+        if (parse_number(p->fields[i], &v) == 0)
+            numbers++;
+        else if (!text_col)
+            text_col = i + 1;
+    }
+    if (text_col && numbers)
+        return pcli_fail(err, errsize,
+                         "%s: line %zu, column %zu: '%s' is not a number%s, yet the row holds numbers, so it is "
+                         "not a header either (--header yes skips the first row)",
+                         p->name, lineno, text_col, quotable(p->fields[text_col - 1], shown),
+                         not_number_hint(p->fields[text_col - 1]));
+    *header = text_col != 0;
+    return 0;
+}
+
 static int parse_line(text_parser *p, char *line, size_t lineno, char *err, size_t errsize)
 {
+    char *comment = strchr(line, '#'); /* to the end of the line, as np.loadtxt's comments='#' */
+    if (comment)
+        *comment = '\0';
     while (is_blank(*line))
         line++;
-    if (!*line || *line == '#')
+    if (!*line)
         return 0;
     if (!p->delim)
         p->delim = detect_delimiter(line);
@@ -294,8 +373,12 @@ static int parse_line(text_parser *p, char *line, size_t lineno, char *err, size
     if (p->nfields == 0)
         return pcli_fail(err, errsize, "%s: line %zu has no values", p->name, lineno);
     if (!p->first_line_seen) {
+        int header;
         p->first_line_seen = 1;
-        if (is_header(p)) {
+        if (first_row_is_header(p, lineno, &header, err, errsize))
+            return -1;
+        if (header) {
+            p->header_line = lineno;
             p->delim = 0; /* a header may be written differently from the data: look again */
             return 0;
         }
@@ -303,26 +386,64 @@ static int parse_line(text_parser *p, char *line, size_t lineno, char *err, size
     return parse_row(p, lineno, err, errsize);
 }
 
+/* Text in UTF-16 or UTF-32 (as Windows tools save "Unicode" CSV), by its byte-order mark or, without
+ * one, by the NUL in every other byte that ASCII characters get in UTF-16 (at odd offsets little-
+ * endian, even ones big-endian); iconv's name for it, or NULL. UTF-8 text has neither (FF and FE never
+ * occur in UTF-8, NUL not in text), so a file read today cannot be taken for one. */
+static const char *wide_encoding(const unsigned char *b, size_t len)
+{
+    if (len >= 4 && memcmp(b, "\xFF\xFE\0\0", 4) == 0)
+        return "UTF-32LE";
+    if (len >= 4 && memcmp(b, "\0\0\xFE\xFF", 4) == 0)
+        return "UTF-32BE";
+    if (len >= 2 && b[0] == 0xFF && b[1] == 0xFE)
+        return "UTF-16LE";
+    if (len >= 2 && b[0] == 0xFE && b[1] == 0xFF)
+        return "UTF-16BE";
+    size_t units = (len < 4096 ? len : 4096) / 2, nul_even = 0, nul_odd = 0;
+    for (size_t i = 0; i < units; i++) {
+        nul_even += b[2 * i] == 0;
+        nul_odd += b[2 * i + 1] == 0;
+    }
+    if (units && nul_even == 0 && 2 * nul_odd >= units)
+        return "UTF-16LE";
+    if (units && nul_odd == 0 && 2 * nul_even >= units)
+        return "UTF-16BE";
+    return NULL;
+}
+
+/* Lines end at LF, CRLF or a lone CR (classic Mac OS, and what Python's universal newlines, hence
+ * np.loadtxt, take too). */
 static int parse_text(text_parser *p, char *buf, size_t len, char *err, size_t errsize)
 {
     char *s = buf, *end = buf + len;
     size_t lineno = 0;
+    const char *wide = wide_encoding((const unsigned char *)buf, len);
+    if (wide)
+        return pcli_fail(err, errsize,
+                         "%s: the file is %s text; UTF-8 (or ASCII) is expected: convert it (iconv -f %s -t "
+                         "UTF-8) or save it as UTF-8",
+                         p->name, wide, wide);
     if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) /* a UTF-8 byte-order mark, as Excel writes */
         s += 3;
     while (s < end) {
-        char *nl = memchr(s, '\n', (size_t)(end - s));
-        char *line_end = nl ? nl : end;
+        char *line_end = s;
+        while (line_end < end && *line_end != '\n' && *line_end != '\r' && *line_end)
+            line_end++;
         lineno++;
-        *line_end = '\0';
-        if (strlen(s) != (size_t)(line_end - s))
+        if (line_end < end && !*line_end)
             return pcli_fail(err, errsize, "%s: line %zu contains a NUL byte (binary file? use .npy)",
                         p->name, lineno);
-        if (line_end > s && line_end[-1] == '\r')
-            line_end[-1] = '\0';
+        char *next = line_end + 1;
+        if (line_end < end && *line_end == '\r' && next < end && *next == '\n')
+            next++;
+        *line_end = '\0'; /* at end too: the buffer holds one byte more */
         if (parse_line(p, s, lineno, err, errsize))
             return -1;
-        s = line_end + 1;
+        s = next;
     }
+    if (p->rows == 0 && p->header_line)
+        return pcli_fail(err, errsize, "%s: no data rows (only the header, line %zu)", p->name, p->header_line);
     if (p->rows == 0)
         return pcli_fail(err, errsize, "%s: no data rows", p->name);
     if (p->dim == 0)
@@ -337,8 +458,8 @@ static void text_parser_free(text_parser *p)
 }
 
 /* On success *vals (count = rows * dim 4-byte values) belongs to the caller. */
-static int read_text(const char *path, want_kind kind, void **vals, size_t *rows, size_t *dim,
-                     char *err, size_t errsize)
+static int read_text(const char *path, want_kind kind, pcli_header header, void **vals, size_t *rows,
+                     size_t *dim, size_t *header_line, char *err, size_t errsize)
 {
     unsigned char *buf = NULL;
     size_t len = 0;
@@ -346,6 +467,7 @@ static int read_text(const char *path, want_kind kind, void **vals, size_t *rows
     memset(&p, 0, sizeof p);
     p.name = path;
     p.kind = kind;
+    p.header = header;
     if (read_whole_file(path, &buf, &len, err, errsize))
         return -1;
     int rc = parse_text(&p, (char *)buf, len, err, errsize);
@@ -358,6 +480,7 @@ static int read_text(const char *path, want_kind kind, void **vals, size_t *rows
     *vals = p.vals;
     *rows = p.rows;
     *dim = p.dim;
+    *header_line = p.header_line;
     return 0;
 }
 
@@ -601,10 +724,46 @@ static int npy_to_labels(const char *name, const npy_array *a, int32_t **labels,
 
 /* ---------------------------------------------------------------- public readers */
 
+int pcli_header_parse(const char *s, pcli_header *out)
+{
+    static const struct {
+        const char *word;
+        pcli_header header;
+    } words[] = {{"auto", PCLI_HEADER_AUTO}, {"yes", PCLI_HEADER_YES}, {"true", PCLI_HEADER_YES},
+                 {"1", PCLI_HEADER_YES},     {"no", PCLI_HEADER_NO},   {"false", PCLI_HEADER_NO},
+                 {"0", PCLI_HEADER_NO}};
+    for (size_t i = 0; s && i < sizeof words / sizeof words[0]; i++)
+        if (same_word(s, words[i].word)) {
+            *out = words[i].header;
+            return 0;
+        }
+    return -1;
+}
+
+static void set_info(pcli_read_info *info, size_t rows, size_t header_line)
+{
+    if (info) {
+        info->rows = rows;
+        info->header_line = header_line;
+    }
+}
+
 int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsize)
+{
+    return pcli_read_points_ex(path, PCLI_HEADER_AUTO, out, NULL, err, errsize);
+}
+
+int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, size_t errsize)
+{
+    return pcli_read_labels_ex(path, PCLI_HEADER_AUTO, labels, n, NULL, err, errsize);
+}
+
+int pcli_read_points_ex(const char *path, pcli_header header, pcli_matrix *out, pcli_read_info *info,
+                        char *err, size_t errsize)
 {
     out->data = NULL;
     out->n = out->dim = 0;
+    set_info(info, 0, 0);
     if (pcli_has_extension(path, ".npy")) {
         unsigned char *buf;
         size_t len;
@@ -615,19 +774,24 @@ int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsi
         if (rc == 0)
             rc = npy_to_points(path, &a, out, err, errsize);
         free(buf);
+        set_info(info, out->n, 0);
         return rc;
     }
     void *vals;
-    if (read_text(path, WANT_POINTS, &vals, &out->n, &out->dim, err, errsize))
+    size_t header_line;
+    if (read_text(path, WANT_POINTS, header, &vals, &out->n, &out->dim, &header_line, err, errsize))
         return -1;
     out->data = vals;
+    set_info(info, out->n, header_line);
     return 0;
 }
 
-int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, size_t errsize)
+int pcli_read_labels_ex(const char *path, pcli_header header, int32_t **labels, size_t *n,
+                        pcli_read_info *info, char *err, size_t errsize)
 {
     *labels = NULL;
     *n = 0;
+    set_info(info, 0, 0);
     if (pcli_has_extension(path, ".npy")) {
         unsigned char *buf;
         size_t len;
@@ -638,13 +802,15 @@ int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, s
         if (rc == 0)
             rc = npy_to_labels(path, &a, labels, n, err, errsize);
         free(buf);
+        set_info(info, *n, 0);
         return rc;
     }
     void *vals;
-    size_t dim;
-    if (read_text(path, WANT_LABELS, &vals, n, &dim, err, errsize))
+    size_t dim, header_line;
+    if (read_text(path, WANT_LABELS, header, &vals, n, &dim, &header_line, err, errsize))
         return -1;
     *labels = vals;
+    set_info(info, *n, header_line);
     return 0;
 }
 

@@ -20,13 +20,36 @@ typedef struct {
 
 void pcli_matrix_free(pcli_matrix *m); /* NULL-safe; leaves an empty matrix */
 
-/* Text: CSV, TSV, ';'- or blank-separated, one optional header line, '#' comments and blank lines
- * skipped. NPY: '<f4', '<f8', '<i4', '<i8', '|u1', '<u2', C order, shape (n, d) or (n,). Every value
- * must be finite as a float32. n >= 1 and dim >= 1 on success. */
-int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsize);
+/* Whether the first row of a text file is a header (the first line that is neither blank nor a
+ * comment). AUTO: when none of its fields is a number; a row with some fields numbers and some not
+ * is neither, and an error naming the line and column, so that no row is dropped unnoticed. YES: it
+ * is skipped whatever it holds. NO: it is data. A .npy file has no header row: the choice is moot. */
+typedef enum { PCLI_HEADER_AUTO = 0, PCLI_HEADER_YES, PCLI_HEADER_NO } pcli_header;
 
-/* One integer per line (header allowed; "3.0" accepted) or .npy of '<i4', '<i8', '<f4', '<f8' with
- * integer values, shape (n,) or (n, 1). *labels is malloc'd; n >= 1 on success. */
+/* "auto", "yes" or "no" (also true/false/1/0, any case); 0, or -1 for any other word. */
+int pcli_header_parse(const char *s, pcli_header *out);
+
+/* What a reader found, for the run's summary: the rows read, and the line of the header it skipped
+ * (0: none). */
+typedef struct {
+    size_t rows;
+    size_t header_line;
+} pcli_read_info;
+
+/* Text: CSV, TSV, ';'- or blank-separated, UTF-8 or ASCII, lines ended by LF, CRLF or CR; an
+ * optional header row (above), '#' comments (whole lines or the rest of a line, as np.loadtxt) and
+ * blank lines skipped. Numbers are read as NumPy reads them: decimal, with an optional exponent,
+ * inf/infinity/nan in any case, no hexadecimal, no "1_000". NPY: '<f4', '<f8', '<i4', '<i8', '|u1',
+ * '<u2', C order, shape (n, d) or (n,). Every value must be finite as a float32. n >= 1 and dim >= 1
+ * on success. info may be NULL. */
+int pcli_read_points_ex(const char *path, pcli_header header, pcli_matrix *out, pcli_read_info *info,
+                        char *err, size_t errsize);
+int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsize); /* header AUTO */
+
+/* One integer per line (header row as above; "3.0" accepted) or .npy of '<i4', '<i8', '<f4', '<f8'
+ * with integer values, shape (n,) or (n, 1). *labels is malloc'd; n >= 1 on success. */
+int pcli_read_labels_ex(const char *path, pcli_header header, int32_t **labels, size_t *n,
+                        pcli_read_info *info, char *err, size_t errsize);
 int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, size_t errsize);
 
 /* Text: one integer per line; .npy: '<i4' shape (n,). */
