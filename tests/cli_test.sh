@@ -47,7 +47,7 @@ show_err() { sed -n '1,3p' "$W/$1.err" | sed 's/^/     stderr: /'; }
 # clusters K from "mean shift: N points, D dimensions, K clusters, ..."
 summary_k() { sed -n 's/^mean shift: [0-9]* points, [0-9]* dimensions, \([0-9]*\) clusters,.*/\1/p' "$W/$1.out"; }
 summary_n() { sed -n 's/^mean shift: \([0-9]*\) points,.*/\1/p' "$W/$1.out"; }
-tmp_files() { find "$W" -name '*.tmp.*' | head -5; }
+tmp_files() { find "$W" \( -name '*.tmp.*' -o -name '.pc-*' \) | head -5; }  # temporary and staging names
 
 # ------------------------------------------------------------------ happy paths
 

@@ -62,7 +62,7 @@ def w(name):
 
 
 def leftovers():
-    return [f for f in os.listdir(W) if ".partial-" in f or ".tmp." in f]
+    return [f for f in os.listdir(W) if f.startswith(".pc-") or ".tmp." in f]  # staging names
 
 
 def bijective(labels, truth, valid):

@@ -2,6 +2,7 @@
 #ifndef PARCLUST_CLI_H
 #define PARCLUST_CLI_H
 
+#include "output_files.h"
 #include "parclust.h"
 #include "points_io.h"
 
@@ -49,40 +50,25 @@ int cli_has_extension(const char *path, const char *ext);
 /* Checks an output path's extension for data (.csv .txt .tsv .npy) or plots (.png .svg). */
 int cli_check_data_output(const char *cmd, const char *option, const char *path);
 int cli_check_plot_output(const char *cmd, const char *path);
-/* Checked before any work, so a long run does not end in "cannot create file": the directory of
- * path (if path is not NULL) must be writable. 0, or -1 with the error printed. */
-int cli_check_writable(const char *cmd, const char *option, const char *path);
-
-/* Several outputs of one command appear together or not at all: each is written (itself atomically)
- * under a staging name beside its target, with the same extension so the format is kept, and
- * cli_outputs_commit renames them all once every write succeeded. */
-#define CLI_MAX_OUTPUTS 8
-typedef struct {
-    const char *target[CLI_MAX_OUTPUTS];
-    char *staged[CLI_MAX_OUTPUTS];
-    size_t count;
-} cli_outputs;
-
-/* The path to write `target` to; NULL (error printed) when out of memory or slots. */
-const char *cli_outputs_stage(cli_outputs *o, const char *cmd, const char *target);
-int cli_outputs_commit(cli_outputs *o, const char *cmd); /* 0, or -1 with the error printed */
-void cli_outputs_discard(cli_outputs *o);                /* removes whatever was staged */
-/* Prints a writer's error with the staging name replaced by the target's. */
-void cli_outputs_error(const cli_outputs *o, const char *cmd, const char *err);
 
 /* What every clustering command can write: labels, centres and a picture. */
 typedef struct {
     const char *labels, *centers, *plot;
 } cli_common_outputs;
 
+/* Registers the common outputs with out (the command's files, output_files.h). */
+void cli_outputs_add_common(cli_outputs *out, const cli_common_outputs *o);
+/* Once the input is read: the least the common outputs of n points of dim values and k centres (0:
+ * not known yet) will take, and whether their filesystems have that room (0, or -1 printed). */
+int cli_outputs_room_common(cli_outputs *out, const cli_common_outputs *o, size_t n, size_t dim, size_t k);
+/* The least a matrix of rows x cols values takes as written by pcli_write_matrix (labels: cols 1). */
+double cli_matrix_min_bytes(const char *path, size_t rows, size_t cols);
 /* Stages the labels, centres and plot of r (points m) into out. 0, or -1 with the error in err and
  * *path set when a writer failed (NULL when staging itself failed and printed its error). */
-int cli_stage_common(cli_outputs *out, const char *cmd, const cli_common_outputs *o, const float *points,
-                     const pc_result *r, const char *title, char *err, size_t errsize, const char **path);
+int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, const float *points, const pc_result *r,
+                     const char *title, char *err, size_t errsize, const char **path);
 /* Commits the staged outputs, or (failed) prints the error and removes them. CLI_OK or CLI_FAILED. */
-int cli_outputs_finish(cli_outputs *out, const char *cmd, int failed, const char *path, const char *err);
-/* Checks before any work that the directories of the common outputs are writable. */
-int cli_check_common_writable(const char *cmd, const cli_common_outputs *o);
+int cli_outputs_finish(cli_outputs *out, int failed, const char *path, const char *err);
 /* Handles --backend B and --threads T; 1 when the option was one of them (0 ok / -1 error in *rc). */
 int cli_backend_option(cli_args *a, pc_backend *backend, int *threads, int *rc);
 /* "  stage NAME  SECONDS" lines. */

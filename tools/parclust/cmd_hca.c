@@ -132,17 +132,16 @@ static int write_components(const char *path, const pc_result *r, char *err, siz
     return pcli_outfile_commit(&f, err, errsize);
 }
 
-static int write_outputs(const hca_cli *c, const pcli_matrix *m, const pc_result *r)
+static int write_outputs(const hca_cli *c, cli_outputs *out, const pcli_matrix *m, const pc_result *r)
 {
     char err[512];
-    cli_outputs out = {0};
     const char *path = NULL;
-    int failed = cli_stage_common(&out, "hca", &c->out, m->data, r, "HCA", err, sizeof err, &path) ||
-                 (c->dendrogram && (!(path = cli_outputs_stage(&out, "hca", c->dendrogram)) ||
+    int failed = cli_stage_common(out, &c->out, m->data, r, "HCA", err, sizeof err, &path) ||
+                 (c->dendrogram && (!(path = cli_outputs_stage(out, c->dendrogram)) ||
                                     write_dendrogram(path, r, err, sizeof err))) ||
-                 (c->components && (!(path = cli_outputs_stage(&out, "hca", c->components)) ||
+                 (c->components && (!(path = cli_outputs_stage(out, c->components)) ||
                                     write_components(path, r, err, sizeof err)));
-    return cli_outputs_finish(&out, "hca", failed, path, err);
+    return cli_outputs_finish(out, failed, path, err);
 }
 
 int cmd_hca(int argc, char **argv)
@@ -155,14 +154,23 @@ int cmd_hca(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (cli_check_common_writable("hca", &c.out) || cli_check_writable("hca", "--dendrogram", c.dendrogram) ||
-        cli_check_writable("hca", "--components", c.components))
+    cli_outputs out;
+    cli_outputs_init(&out, "hca");
+    cli_outputs_input(&out, "the input", c.input);
+    cli_outputs_add_common(&out, &c.out);
+    cli_outputs_add(&out, "--dendrogram", c.dendrogram);
+    cli_outputs_add(&out, "--components", c.components);
+    if (cli_outputs_check(&out))
         return CLI_FAILED;
     pcli_matrix m = {0};
     char err[512];
     pcli_read_info read;
     if (pcli_read_points_ex(c.input, c.header, &m, &read, err, sizeof err)) {
         cli_error("hca", "%s", err);
+        return CLI_FAILED;
+    }
+    if (cli_outputs_room_common(&out, &c.out, m.n, m.dim, 0)) {
+        pcli_matrix_free(&m);
         return CLI_FAILED;
     }
     pc_points pts = pc_points_f32(m.data, m.n, m.dim);
@@ -190,7 +198,7 @@ int cmd_hca(int argc, char **argv)
     cli_print_clusters(r);
     if (c.verbose)
         cli_print_stages(r);
-    rc = write_outputs(&c, &m, r);
+    rc = write_outputs(&c, &out, &m, r);
     pc_result_free(r);
     pcli_matrix_free(&m);
     return rc;

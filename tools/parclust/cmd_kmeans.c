@@ -123,13 +123,12 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
     return 0;
 }
 
-static int write_outputs(const km_cli *c, const pcli_matrix *m, const pc_result *r)
+static int write_outputs(const km_cli *c, cli_outputs *out, const pcli_matrix *m, const pc_result *r)
 {
     char err[512];
-    cli_outputs out = {0};
     const char *path = NULL;
-    int failed = cli_stage_common(&out, "kmeans", &c->out, m->data, r, "k-means", err, sizeof err, &path);
-    return cli_outputs_finish(&out, "kmeans", failed, path, err);
+    int failed = cli_stage_common(out, &c->out, m->data, r, "k-means", err, sizeof err, &path);
+    return cli_outputs_finish(out, failed, path, err);
 }
 
 int cmd_kmeans(int argc, char **argv)
@@ -142,7 +141,12 @@ int cmd_kmeans(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (cli_check_common_writable("kmeans", &c.out))
+    cli_outputs out;
+    cli_outputs_init(&out, "kmeans");
+    cli_outputs_input(&out, "the input", c.input);
+    cli_outputs_input(&out, "the --init file", c.init_file);
+    cli_outputs_add_common(&out, &c.out);
+    if (cli_outputs_check(&out))
         return CLI_FAILED;
     pcli_matrix m = {0}, init = {0};
     char err[512];
@@ -162,6 +166,11 @@ int cmd_kmeans(int argc, char **argv)
         return CLI_FAILED;
     }
     p.initial_centers = init.data;
+    if (cli_outputs_room_common(&out, &c.out, m.n, m.dim, p.k)) {
+        pcli_matrix_free(&m);
+        pcli_matrix_free(&init);
+        return CLI_FAILED;
+    }
     cli_progress progress;
     cli_progress_start(&progress, "k-means");
     p.progress = cli_progress_update;
@@ -186,7 +195,7 @@ int cmd_kmeans(int argc, char **argv)
         cli_print_read(c.init_file, &init_read);
     if (c.verbose)
         cli_print_stages(r);
-    rc = write_outputs(&c, &m, r);
+    rc = write_outputs(&c, &out, &m, r);
     pc_result_free(r);
     pcli_matrix_free(&m);
     return rc;

@@ -160,16 +160,15 @@ static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const p
     }
 }
 
-static int write_outputs(const ms_cli *c, const pcli_matrix *m, const pc_result *r)
+static int write_outputs(const ms_cli *c, cli_outputs *out, const pcli_matrix *m, const pc_result *r)
 {
     char err[512];
-    cli_outputs out = {0};
     const char *path = NULL;
-    int failed = cli_stage_common(&out, "meanshift", &c->out, m->data, r, "mean shift", err, sizeof err, &path) ||
-                 (c->modes && (!(path = cli_outputs_stage(&out, "meanshift", c->modes)) ||
+    int failed = cli_stage_common(out, &c->out, m->data, r, "mean shift", err, sizeof err, &path) ||
+                 (c->modes && (!(path = cli_outputs_stage(out, c->modes)) ||
                                pcli_write_matrix(path, pc_result_modes(r), pc_result_n(r), pc_result_dim(r), err,
                                                  sizeof err)));
-    return cli_outputs_finish(&out, "meanshift", failed, path, err);
+    return cli_outputs_finish(out, failed, path, err);
 }
 
 int cmd_meanshift(int argc, char **argv)
@@ -182,13 +181,24 @@ int cmd_meanshift(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (cli_check_common_writable("meanshift", &c.out) || cli_check_writable("meanshift", "--modes", c.modes))
+    cli_outputs out;
+    cli_outputs_init(&out, "meanshift");
+    cli_outputs_input(&out, "the input", c.input);
+    cli_outputs_add_common(&out, &c.out);
+    cli_outputs_add(&out, "--modes", c.modes);
+    if (cli_outputs_check(&out))
         return CLI_FAILED;
 
     pcli_matrix m = {0};
     char err[512];
     if (pcli_read_points_ex(c.input, c.header, &m, &c.read, err, sizeof err)) {
         cli_error("meanshift", "%s", err);
+        return CLI_FAILED;
+    }
+    if (c.modes)
+        cli_outputs_expect(&out, c.modes, cli_matrix_min_bytes(c.modes, m.n, m.dim));
+    if (cli_outputs_room_common(&out, &c.out, m.n, m.dim, 0)) {
+        pcli_matrix_free(&m);
         return CLI_FAILED;
     }
     cli_progress progress;
@@ -207,7 +217,7 @@ int cmd_meanshift(int argc, char **argv)
         return CLI_FAILED;
     }
     print_summary(&c, &p, r, seconds);
-    rc = write_outputs(&c, &m, r);
+    rc = write_outputs(&c, &out, &m, r);
     pc_result_free(r);
     pcli_matrix_free(&m);
     return rc;

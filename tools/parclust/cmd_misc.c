@@ -119,7 +119,11 @@ int cmd_generate(int argc, char **argv)
         cli_error("generate", "%s (see 'parclust generate --help')", kind ? "no output file (-o OUT)" : "no KIND given");
         return CLI_USAGE;
     }
-    if (cli_check_writable("generate", "--output", out) || cli_check_writable("generate", "--labels", labels_out))
+    cli_outputs staged;
+    cli_outputs_init(&staged, "generate");
+    cli_outputs_add(&staged, "--output", out);
+    cli_outputs_add(&staged, "--labels", labels_out);
+    if (cli_outputs_check(&staged))
         return CLI_FAILED;
     if (pc_dataset_parse(kind, &p.dataset) != PC_OK) {
         cli_error("generate", "%s", pc_last_error());
@@ -134,6 +138,11 @@ int cmd_generate(int argc, char **argv)
     }
     if (check_extent(&p))
         return CLI_USAGE;
+    cli_outputs_expect(&staged, out, cli_matrix_min_bytes(out, p.n, p.dim));
+    if (labels_out)
+        cli_outputs_expect(&staged, labels_out, cli_matrix_min_bytes(labels_out, p.n, 1));
+    if (cli_outputs_check_room(&staged))
+        return CLI_FAILED;
     float *pts = malloc(p.n * p.dim * sizeof *pts);
     int32_t *labels = malloc(p.n * sizeof *labels);
     int rc = CLI_FAILED;
@@ -147,17 +156,16 @@ int cmd_generate(int argc, char **argv)
         rc = CLI_USAGE;
         goto done;
     }
-    cli_outputs staged = {0};
     const char *path;
-    if (!(path = cli_outputs_stage(&staged, "generate", out)) || pcli_write_matrix(path, pts, p.n, p.dim, err, sizeof err) ||
-        (labels_out && (!(path = cli_outputs_stage(&staged, "generate", labels_out)) ||
+    if (!(path = cli_outputs_stage(&staged, out)) || pcli_write_matrix(path, pts, p.n, p.dim, err, sizeof err) ||
+        (labels_out && (!(path = cli_outputs_stage(&staged, labels_out)) ||
                         pcli_write_labels(path, labels, p.n, err, sizeof err)))) {
         if (path)
-            cli_outputs_error(&staged, "generate", err);
+            cli_outputs_error(&staged, err);
         cli_outputs_discard(&staged);
         goto done;
     }
-    if (cli_outputs_commit(&staged, "generate"))
+    if (cli_outputs_commit(&staged))
         goto done;
     size_t classes = p.dataset == PC_DATASET_HCA8 ? 8 : p.dataset == PC_DATASET_HCA5 ? 5 : p.clusters;
     printf("wrote %zu %s points in %zu dimensions (%zu clusters) to %s\n", p.n, kind, p.dim, classes, out);

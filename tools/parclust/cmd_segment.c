@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const help =
@@ -183,28 +182,6 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
         return 0;
     }
     return 1;
-}
-
-/* The outputs are renamed into place one after the other; a target that is a directory would fail
- * only there, after the first was already in place, so it is refused before any work. */
-/* An output that is an input (the same file under another name too) would be destroyed by the run. */
-static int check_not_input(const char *out_option, const char *out, const char *in_option, const char *in)
-{
-    struct stat so, si;
-    if (!out || !in || stat(out, &so) != 0 || stat(in, &si) != 0 || so.st_dev != si.st_dev || so.st_ino != si.st_ino)
-        return 0;
-    cli_error("segment", "%s '%s' is the %s: refusing to overwrite it", out_option, out, in_option);
-    return -1;
-}
-
-int cli_check_not_directory(const char *cmd, const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        cli_error(cmd, "%s: is a directory", path);
-        return -1;
-    }
-    return 0;
 }
 
 static int check_output(const char *cmd, const char *path)
@@ -454,18 +431,18 @@ done:
     return rc;
 }
 
-static int write_outputs(const seg_cli *c, const pcli_image *im, const pc_result *r, int compact, const float *centres)
+static int write_outputs(const seg_cli *c, cli_outputs *out, const pcli_image *im, const pc_result *r, int compact,
+                         const float *centres)
 {
     char err[512];
-    cli_outputs out = {0};
     const char *path = NULL;
-    int failed = !(path = cli_outputs_stage(&out, "segment", c->output)) ||
+    int failed = !(path = cli_outputs_stage(out, c->output)) ||
                  pcli_labels_write(path, im, pc_result_labels(r), compact, err, sizeof err) ||
-                 (c->preview && (!(path = cli_outputs_stage(&out, "segment", c->preview)) ||
+                 (c->preview && (!(path = cli_outputs_stage(out, c->preview)) ||
                                  pcli_preview_write(path, im, pc_result_labels(r), compact, centres,
                                                     pc_result_cluster_count(r), c->palette, c->preview_size, err,
                                                     sizeof err)));
-    return cli_outputs_finish(&out, "segment", failed, path, err);
+    return cli_outputs_finish(out, failed, path, err);
 }
 
 static void print_clusters(const pcli_image *im, const pc_result *r, const float *centres)
@@ -500,13 +477,13 @@ int cmd_segment(int argc, char **argv)
                              "can be segmented");
         return CLI_FAILED;
     }
-    if (cli_check_writable("segment", "--output", c.output) || cli_check_writable("segment", "--preview", c.preview) ||
-        cli_check_not_directory("segment", c.output) || (c.preview && cli_check_not_directory("segment", c.preview)) ||
-        check_not_input("--output", c.output, "input image", c.input) ||
-        check_not_input("--preview", c.preview, "input image", c.input) ||
-        check_not_input("--output", c.output, "--truth raster", c.truth) ||
-        check_not_input("--preview", c.preview, "--truth raster", c.truth) ||
-        check_not_input("--preview", c.preview, "--output", c.output))
+    cli_outputs out;
+    cli_outputs_init(&out, "segment");
+    cli_outputs_input(&out, "the input image", c.input);
+    cli_outputs_input(&out, "the --truth raster", c.truth);
+    cli_outputs_add(&out, "--output", c.output);
+    cli_outputs_add(&out, "--preview", c.preview);
+    if (cli_outputs_check(&out))
         return CLI_FAILED;
     /* A backend that cannot run here is said before a 100-megapixel read, not after. */
     pc_backend asked = c.algorithm == ALG_HCA ? c.hca.backend : c.algorithm == ALG_KMEANS ? c.km.backend : c.ms.backend;
@@ -524,6 +501,15 @@ int cmd_segment(int argc, char **argv)
     c.read.check_ctx = &c;
     if (pcli_image_read(c.input, &c.read, &im, err, sizeof err)) {
         cli_error("segment", "%s", err);
+        return CLI_FAILED;
+    }
+    /* Room for the outputs, before the clustering (.npy labels: 4 bytes a pixel; GeoTIFF: deflated). */
+    if (cli_has_extension(c.output, ".npy"))
+        cli_outputs_expect(&out, c.output, 64 + 4 * (double)im.width * (double)im.height);
+    if (c.preview)
+        cli_outputs_expect(&out, c.preview, pcli_preview_min_bytes(im.width, im.height, c.preview_size));
+    if (cli_outputs_check_room(&out)) {
+        pcli_image_free(&im);
         return CLI_FAILED;
     }
     double t_read = cli_seconds() - t0, t_compact = 0, t_score = 0;
@@ -582,7 +568,7 @@ int cmd_segment(int argc, char **argv)
     if (c.truth && score(&c, &im, pc_result_labels(r), compact, &t_score))
         goto done;
     t0 = cli_seconds();
-    rc = write_outputs(&c, &im, r, compact, centres);
+    rc = write_outputs(&c, &out, &im, r, compact, centres);
     double t_write = cli_seconds() - t0;
     if (rc == CLI_OK) {
         printf("  time read     %9.4f s\n", t_read);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -156,23 +155,6 @@ int cli_has_extension(const char *path, const char *ext)
     return lp >= le && strcasecmp(path + lp - le, ext) == 0;
 }
 
-/* Checked before any work is done, so that a long run does not end in "cannot create file". */
-int cli_check_writable(const char *cmd, const char *option, const char *path)
-{
-    if (!path)
-        return 0;
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
-    if (access(dir, W_OK) == 0)
-        return 0;
-    cli_error(cmd, "%s '%s': cannot write to directory '%s': %s", option, path, dir, strerror(errno));
-    return -1;
-}
-
 int cli_check_data_output(const char *cmd, const char *option, const char *path)
 {
     static const char *const ok[] = {".csv", ".txt", ".tsv", ".npy"};
@@ -189,66 +171,6 @@ int cli_check_plot_output(const char *cmd, const char *path)
         return 0;
     cli_error(cmd, "--plot '%s': unknown picture format (use .png or .svg)", path);
     return -1;
-}
-
-const char *cli_outputs_stage(cli_outputs *o, const char *cmd, const char *target)
-{
-    if (o->count == CLI_MAX_OUTPUTS) {
-        cli_error(cmd, "too many output files");
-        return NULL;
-    }
-    const char *dot = strrchr(target, '.'), *slash = strrchr(target, '/');
-    if (!dot || (slash && dot < slash))
-        dot = target + strlen(target);
-    size_t len = strlen(target) + 64;
-    char *staged = malloc(len);
-    if (!staged) {
-        cli_error(cmd, "out of memory");
-        return NULL;
-    }
-    snprintf(staged, len, "%s.partial-%ld%s", target, (long)getpid(), dot);
-    o->target[o->count] = target;
-    o->staged[o->count++] = staged;
-    return staged;
-}
-
-int cli_outputs_commit(cli_outputs *o, const char *cmd)
-{
-    for (size_t i = 0; i < o->count; i++) {
-        if (rename(o->staged[i], o->target[i]) != 0) {
-            cli_error(cmd, "%s: cannot replace file: %s", o->target[i], strerror(errno));
-            cli_outputs_discard(o);
-            return -1;
-        }
-        free(o->staged[i]);
-        o->staged[i] = NULL;
-    }
-    o->count = 0;
-    return 0;
-}
-
-void cli_outputs_error(const cli_outputs *o, const char *cmd, const char *err)
-{
-    /* The writers name the staging file; the user knows only the target. */
-    for (size_t i = 0; i < o->count; i++) {
-        const char *at = o->staged[i] ? strstr(err, o->staged[i]) : NULL;
-        if (at) {
-            cli_error(cmd, "%.*s%s%s", (int)(at - err), err, o->target[i], at + strlen(o->staged[i]));
-            return;
-        }
-    }
-    cli_error(cmd, "%s", err);
-}
-
-void cli_outputs_discard(cli_outputs *o)
-{
-    for (size_t i = 0; i < o->count; i++) {
-        if (o->staged[i])
-            remove(o->staged[i]);
-        free(o->staged[i]);
-        o->staged[i] = NULL;
-    }
-    o->count = 0;
 }
 
 static void usage(FILE *out)

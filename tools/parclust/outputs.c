@@ -6,38 +6,57 @@
 
 #include <stdio.h>
 
-int cli_stage_common(cli_outputs *out, const char *cmd, const cli_common_outputs *o, const float *points,
-                     const pc_result *r, const char *title, char *err, size_t errsize, const char **path)
+void cli_outputs_add_common(cli_outputs *out, const cli_common_outputs *o)
+{
+    cli_outputs_add(out, "--labels", o->labels);
+    cli_outputs_add(out, "--centers", o->centers);
+    cli_outputs_add(out, "--plot", o->plot);
+}
+
+double cli_matrix_min_bytes(const char *path, size_t rows, size_t cols)
+{
+    double values = (double)rows * (double)cols;
+    /* .npy: a header of at least 64 bytes and 4 a value; text: at least a digit and a separator. */
+    return pcli_has_extension(path, ".npy") ? 64 + 4 * values : 2 * values;
+}
+
+int cli_outputs_room_common(cli_outputs *out, const cli_common_outputs *o, size_t n, size_t dim, size_t k)
+{
+    if (o->labels)
+        cli_outputs_expect(out, o->labels, cli_matrix_min_bytes(o->labels, n, 1));
+    if (o->centers)
+        cli_outputs_expect(out, o->centers, cli_matrix_min_bytes(o->centers, k, dim));
+    if (o->plot)
+        cli_outputs_expect(out, o->plot, pcli_plot_min_bytes(o->plot, n));
+    return cli_outputs_check_room(out);
+}
+
+int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, const float *points, const pc_result *r,
+                     const char *title, char *err, size_t errsize, const char **path)
 {
     size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
     *path = NULL;
-    if (o->labels && (!(*path = cli_outputs_stage(out, cmd, o->labels)) ||
+    if (o->labels && (!(*path = cli_outputs_stage(out, o->labels)) ||
                       pcli_write_labels(*path, pc_result_labels(r), n, err, errsize)))
         return -1;
-    if (o->centers && (!(*path = cli_outputs_stage(out, cmd, o->centers)) ||
+    if (o->centers && (!(*path = cli_outputs_stage(out, o->centers)) ||
                        pcli_write_matrix(*path, pc_result_centers(r), k, dim, err, errsize)))
         return -1;
-    if (o->plot && (!(*path = cli_outputs_stage(out, cmd, o->plot)) ||
+    if (o->plot && (!(*path = cli_outputs_stage(out, o->plot)) ||
                     pcli_plot(*path, points, n, dim, pc_result_labels(r), pc_result_centers(r), k, title, err,
                               errsize)))
         return -1;
     return 0;
 }
 
-int cli_outputs_finish(cli_outputs *out, const char *cmd, int failed, const char *path, const char *err)
+int cli_outputs_finish(cli_outputs *out, int failed, const char *path, const char *err)
 {
     if (!failed)
-        return cli_outputs_commit(out, cmd) ? CLI_FAILED : CLI_OK;
+        return cli_outputs_commit(out) ? CLI_FAILED : CLI_OK;
     if (path) /* a writer failed (a failed staging printed its own error) */
-        cli_outputs_error(out, cmd, err);
+        cli_outputs_error(out, err);
     cli_outputs_discard(out);
     return CLI_FAILED;
-}
-
-int cli_check_common_writable(const char *cmd, const cli_common_outputs *o)
-{
-    return cli_check_writable(cmd, "--labels", o->labels) || cli_check_writable(cmd, "--centers", o->centers) ||
-           cli_check_writable(cmd, "--plot", o->plot);
 }
 
 int cli_backend_option(cli_args *a, pc_backend *backend, int *threads, int *rc)

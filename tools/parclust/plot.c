@@ -188,15 +188,15 @@ static void render(canvas *c, const float *points, size_t n, size_t dim, const i
 
 /* ---------------------------------------------------------------- PNG */
 
-static int write_png(FILE *fp, const canvas *c, const char *title)
+/* The encoder's own message (with the errno of the first failed write) is the one the user gets. */
+static int write_png(FILE *fp, const char *path, const canvas *c, const char *title, char *err, size_t errsize)
 {
     pcli_png *png;
-    char err[256];
-    if (pcli_png_begin(&png, fp, "plot", PLOT_SIZE, PLOT_SIZE, title, err, sizeof err))
+    if (pcli_png_begin(&png, fp, path, PLOT_SIZE, PLOT_SIZE, title, err, errsize))
         return -1;
     for (size_t y = 0; y < PLOT_SIZE; y++)
         pcli_png_row(png, c->px + y * 3 * PLOT_SIZE);
-    return pcli_png_close(png, err, sizeof err) ? -1 : 0;
+    return pcli_png_close(png, err, errsize);
 }
 
 /* ---------------------------------------------------------------- SVG */
@@ -331,13 +331,32 @@ int pcli_plot(const char *path, const float *points, size_t n, size_t dim, const
         free(c.px);
         return -1;
     }
-    errno = 0;
-    rc = c.px ? write_png(f.fp, &c, title) : write_svg(f.fp, points, n, dim, labels, centers, k, title);
-    free(c.px);
-    if (rc) {
-        int e = errno;
-        pcli_outfile_discard(&f);
-        return pcli_fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "out of memory");
+    if (c.px) {
+        rc = write_png(f.fp, path, &c, title, err, errsize);
+        free(c.px);
+        if (rc) {
+            pcli_outfile_discard(&f);
+            return -1;
+        }
+    } else {
+        errno = 0;
+        if (write_svg(f.fp, points, n, dim, labels, centers, k, title)) {
+            /* A failed fprintf sets errno (ENOSPC, EIO, ...); what is still buffered is tried once
+             * more in case it did not. Never "out of memory": nothing is allocated here. */
+            int e = errno;
+            if (!e && fflush(f.fp) != 0)
+                e = errno;
+            pcli_outfile_discard(&f);
+            return pcli_fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "I/O error");
+        }
     }
     return pcli_outfile_commit(&f, err, errsize);
+}
+
+double pcli_plot_min_bytes(const char *path, size_t n)
+{
+    if (pcli_has_extension(path, ".png")) /* stored deflate: every row's bytes as they are */
+        return (double)(1 + 3 * PLOT_SIZE) * PLOT_SIZE;
+    size_t drawn = n > SVG_MAX_POINTS ? SVG_MAX_POINTS : n;
+    return 44.0 * (double)drawn; /* a dot is at least <circle cx="0.0" cy="0.0" r="2" class="n"/> */
 }

@@ -16,4 +16,8 @@
 int pcli_plot(const char *path, const float *points, size_t n, size_t dim, const int32_t *labels,
               const float *centers, size_t k, const char *title, char *err, size_t errsize);
 
+/* The least pcli_plot writes to path (by extension) for n points: checked against the free space
+ * before the work. */
+double pcli_plot_min_bytes(const char *path, size_t n);
+
 #endif /* PCLI_PLOT_H */

@@ -131,8 +131,10 @@ int pcli_png_begin(pcli_png **out, FILE *fp, const char *path, size_t width, siz
     memcpy(head + 4, "IDAT", 4);
     if (fwrite(signature, 1, 8, p->fp) != 8 || write_chunk(p->fp, "IHDR", ihdr, 13) ||
         (title && *title && write_chunk(p->fp, "tEXt", text, title_text(text, sizeof text, title))) ||
-        fwrite(head, 1, 8, p->fp) != 8)
+        fwrite(head, 1, 8, p->fp) != 8) {
         p->failed = 1;
+        p->error = errno; /* ENOSPC and the like: pcli_png_close names it */
+    }
     p->crc = crc_add(~0u, head + 4, 4);
     static const unsigned char zhead[2] = {0x78, 0x01}; /* deflate, 32 KiB window, a multiple of 31 */
     idat_put(p, zhead, 2);

@@ -872,9 +872,11 @@ int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize)
 {
     if (!f->fp || !f->tmp_path)
         return pcli_fail(err, errsize, "%s: output file is not open", f->path ? f->path : "?");
+    /* The flush first: stdio keeps what a failed write could not put out and tries it again here,
+     * so a writer that did not check each fprintf still gets the real cause (ENOSPC, EIO, ...). */
     errno = 0;
-    if (ferror(f->fp) || fflush(f->fp) != 0) {
-        int e = errno;
+    int flush_failed = fflush(f->fp) != 0, e = errno;
+    if (flush_failed || ferror(f->fp)) {
         pcli_fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
         goto fail;
     }
@@ -968,7 +970,7 @@ static int finish(pcli_outfile *f, int write_rc, char *err, size_t errsize)
     if (write_rc) {
         int e = errno;
         pcli_outfile_discard(f);
-        return pcli_fail(err, errsize, "%s: write failed: %s", f->path, strerror(e));
+        return pcli_fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
     }
     return pcli_outfile_commit(f, err, errsize);
 }

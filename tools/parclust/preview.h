@@ -16,4 +16,8 @@
 int pcli_preview_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
                        const float *centers, size_t k, int palette, size_t max_side, char *err, size_t errsize);
 
+/* The least pcli_preview_write writes for an image of width x height: checked against the free
+ * space before the work. */
+double pcli_preview_min_bytes(size_t width, size_t height, size_t max_side);
+
 #endif

@@ -415,15 +415,25 @@ static int npy_labels_write(const char *path, const pcli_image *im, const int32_
         return pcli_fail(err, errsize, "%s: cannot create file: %s", path, strerror(errno));
     int32_t *row = malloc(im->width * sizeof *row);
     size_t shape[2] = {im->height, im->width}, cursor = 0;
-    int bad = !row || npy_write_header(fp, "<i4", shape, 2);
+    if (!row) {
+        fclose(fp);
+        return pcli_fail(err, errsize, "%s: out of memory", path);
+    }
+    /* The errno of the first failure is the cause (ENOSPC on a full disk): fclose may succeed after
+     * it, or fail with another. */
+    errno = 0;
+    int bad = npy_write_header(fp, "<i4", shape, 2), e = errno;
     for (size_t y = 0; y < im->height && !bad; y++) {
         pcli__expand_row(im, y, labels, compact, &cursor, row);
         bad = fwrite(row, sizeof *row, im->width, fp) != im->width;
+        e = errno;
     }
     free(row);
     errno = 0;
-    if (fclose(fp) != 0 || bad)
-        return pcli_fail(err, errsize, "%s: write failed: %s", path, errno ? strerror(errno) : "I/O error");
+    if (fclose(fp) != 0 && !bad)
+        bad = 1, e = errno;
+    if (bad)
+        return pcli_fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "I/O error");
     return 0;
 }
 
@@ -562,8 +572,9 @@ int pcli_raster_write_rows(pcli_raster_writer *w, size_t y0, size_t rows, const 
 {
     if (w->npy) {
         size_t count = rows * w->spec.width * w->spec.bands;
+        errno = 0;
         if (fwrite(data, spec_elem(&w->spec), count, w->npy) != count)
-            return pcli_fail(err, errsize, "%s: write failed: %s", w->path, strerror(errno));
+            return pcli_fail(err, errsize, "%s: write failed: %s", w->path, errno ? strerror(errno) : "I/O error");
         return 0;
     }
     return pcli__gdal_write_rows(w->gdal, &w->spec, y0, rows, data, err, errsize, w->path);

@@ -107,7 +107,4 @@ int pcli_raster_write_rows(pcli_raster_writer *w, size_t y0, size_t rows, const 
 int pcli_raster_close(pcli_raster_writer *w, char *err, size_t errsize); /* flushes; frees w */
 void pcli_raster_abort(pcli_raster_writer *w); /* frees w; the caller removes the file */
 
-/* Error printed (parclust CMD: error: PATH: is a directory) and -1 when path is a directory. */
-int cli_check_not_directory(const char *cmd, const char *path);
-
 #endif /* PCLI_RASTER_IO_H */

@@ -298,8 +298,19 @@ int cmd_generate_scene(int argc, char **argv)
                   cli_has_extension(out, ".npy") ? labels_out : out);
         return CLI_FAILED;
     }
-    if (cli_check_writable("generate", "--output", out) || cli_check_writable("generate", "--labels", labels_out) ||
-        cli_check_not_directory("generate", out) || (labels_out && cli_check_not_directory("generate", labels_out)))
+    cli_outputs staged;
+    cli_outputs_init(&staged, "generate");
+    cli_outputs_add(&staged, "--output", out);
+    cli_outputs_add(&staged, "--labels", labels_out);
+    if (cli_outputs_check(&staged))
+        return CLI_FAILED;
+    /* .npy and the scene's GeoTIFF are uncompressed (the labels' GeoTIFF is deflated: not known). */
+    size_t es = s.dtype == 0 ? 1 : s.dtype == 1 ? 2 : 4, step = 64;
+    double pixels = (double)s.width * (double)s.height;
+    cli_outputs_expect(&staged, out, pixels * (double)s.bands * (double)es);
+    if (labels_out && cli_has_extension(labels_out, ".npy"))
+        cli_outputs_expect(&staged, labels_out, 64 + 4 * pixels);
+    if (cli_outputs_check_room(&staged))
         return CLI_FAILED;
     rc = CLI_FAILED;
     char err[512];
@@ -307,17 +318,15 @@ int cmd_generate_scene(int argc, char **argv)
     pcli_raster_spec img = {s.width, s.height, s.bands, s.dtype, 1, s.dtype == 2 ? -9999 : 0, gt, 32633};
     pcli_raster_spec lab = {s.width, s.height, 1, 3, 1, -1, gt, 32633};
     pcli_raster_writer *wi = NULL, *wl = NULL;
-    cli_outputs staged = {0};
     const char *path = NULL;
-    size_t es = s.dtype == 0 ? 1 : s.dtype == 1 ? 2 : 4, step = 64;
     void *block = malloc(step * s.width * s.bands * es);
     int32_t *truth = malloc(step * s.width * sizeof *truth);
     if (!block || !truth || scene_init(&s)) {
         cli_error("generate", "out of memory for a %zu-pixel-wide scene", s.width);
         goto done;
     }
-    if (!(path = cli_outputs_stage(&staged, "generate", out)) || pcli_raster_create(path, &img, &wi, err, sizeof err) ||
-        (labels_out && (!(path = cli_outputs_stage(&staged, "generate", labels_out)) ||
+    if (!(path = cli_outputs_stage(&staged, out)) || pcli_raster_create(path, &img, &wi, err, sizeof err) ||
+        (labels_out && (!(path = cli_outputs_stage(&staged, labels_out)) ||
                         pcli_raster_create(path, &lab, &wl, err, sizeof err))))
         goto fail;
     for (size_t y = 0; y < s.height; y += step) {
@@ -342,7 +351,7 @@ int cmd_generate_scene(int argc, char **argv)
         pcli_raster_abort(w2);
     if (bad)
         goto fail;
-    if (cli_outputs_commit(&staged, "generate"))
+    if (cli_outputs_commit(&staged))
         goto done;
     static const char *const names[3] = {"uint8", "uint16", "float32"};
     printf("wrote a %zu x %zu scene, %zu bands of %s, %zu classes, regions ~%.0f px, border %zu px, to %s\n", s.width,
@@ -351,7 +360,7 @@ int cmd_generate_scene(int argc, char **argv)
     goto done;
 fail:
     if (path)
-        cli_outputs_error(&staged, "generate", err);
+        cli_outputs_error(&staged, err);
     pcli_raster_abort(wi);
     pcli_raster_abort(wl);
     cli_outputs_discard(&staged);

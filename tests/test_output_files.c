@@ -1,0 +1,212 @@
+/* Tests the commit of a command's outputs (tools/parclust/output_files.c) where the CLI cannot reach:
+ * a rename that fails after others succeeded must put back every target as it was, with and without
+ * hard links, and leave no staging or aside file. Built with PCLI_OUTPUT_FILES_TEST_HOOK, which
+ * routes output_files.c's rename and link through the pointers below. Usage: test_output_files DIR. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "check.h"
+#include "output_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern int (*pcli_output_files_rename)(const char *from, const char *to);
+extern int (*pcli_output_files_link)(const char *from, const char *to);
+
+static char last_error[1024];
+
+/* The CLI's cli_error (main.c), kept for the checks. */
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list args;
+    int len = snprintf(last_error, sizeof last_error, "parclust %s: error: ", cmd);
+    va_start(args, fmt);
+    vsnprintf(last_error + len, sizeof last_error - (size_t)len, fmt, args);
+    va_end(args);
+    fprintf(stderr, "  (expected) %s\n", last_error);
+}
+
+static const char *dir;
+static const char *fail_to;   /* the rename onto this target fails (EIO) */
+static int renames_failed;
+
+static int failing_rename(const char *from, const char *to)
+{
+    if (fail_to && strcmp(to, fail_to) == 0 && strstr(from, ".pc-") && !strstr(from, ".old")) {
+        renames_failed++;
+        errno = EIO;
+        return -1;
+    }
+    return rename(from, to);
+}
+
+static int no_link(const char *from, const char *to)
+{
+    (void)from, (void)to;
+    errno = EPERM; /* as on FAT: no hard links */
+    return -1;
+}
+
+static const char *path_of(const char *name)
+{
+    static char buf[8][4096];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
+    return p;
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp) {
+        fprintf(stderr, "cannot create %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* The file's text, or "(none)". */
+static const char *text_of(const char *path)
+{
+    static char buf[4][256];
+    static int next;
+    char *b = buf[next++ % 4];
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return "(none)";
+    size_t n = fread(b, 1, sizeof buf[0] - 1, fp);
+    b[n] = '\0';
+    fclose(fp);
+    return b;
+}
+
+static int entries(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void clear(void)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            remove(path_of(e->d_name));
+    if (d)
+        closedir(d);
+}
+
+/* Registers, checks and stages a, b, c, writing "new-X" into each staged file. */
+static int stage_three(cli_outputs *o, const char *a, const char *b, const char *c)
+{
+    cli_outputs_init(o, "test");
+    cli_outputs_add(o, "--a", a);
+    cli_outputs_add(o, "--b", b);
+    cli_outputs_add(o, "--c", c);
+    if (cli_outputs_check(o))
+        return -1;
+    const char *t[3] = {a, b, c}, *text[3] = {"new-a", "new-b", "new-c"};
+    for (int i = 0; i < 3; i++) {
+        const char *s = cli_outputs_stage(o, t[i]);
+        if (!s)
+            return -1;
+        put(s, text[i]);
+    }
+    return 0;
+}
+
+/* a and b exist, c does not; the rename onto `failing` fails: nothing may change. */
+static void rollback_case(const char *label, const char *failing)
+{
+    clear();
+    const char *a = path_of("a.csv"), *b = path_of("b.npy"), *c = path_of("c.png");
+    put(a, "old-a");
+    put(b, "old-b");
+    cli_outputs o;
+    CHECK(stage_three(&o, a, b, c) == 0);
+    fail_to = failing;
+    renames_failed = 0;
+    last_error[0] = '\0';
+    int rc = cli_outputs_commit(&o);
+    fail_to = NULL;
+    CHECK_MSG(rc == -1 && renames_failed == 1, "%s: commit %d, renames failed %d", label, rc, renames_failed);
+    CHECK_MSG(strcmp(text_of(a), "old-a") == 0, "%s: a holds %s", label, text_of(a));
+    CHECK_MSG(strcmp(text_of(b), "old-b") == 0, "%s: b holds %s", label, text_of(b));
+    CHECK_MSG(access(c, F_OK) != 0, "%s: c exists", label);
+    CHECK_MSG(entries() == 2, "%s: %d files left, expected a and b only", label, entries());
+    CHECK_MSG(strstr(last_error, "no output was changed") && strstr(last_error, failing) &&
+                  strstr(last_error, strerror(EIO)), "%s: message '%s'", label, last_error);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_output_files DIR\n");
+        return 2;
+    }
+    dir = argv[1];
+    mkdir(dir, 0777);
+    pcli_output_files_rename = failing_rename;
+
+    /* All three in place, nothing else left. */
+    clear();
+    cli_outputs o;
+    put(path_of("a.csv"), "old-a");
+    CHECK(stage_three(&o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    CHECK(strstr(o.out[1].staged, ".npy") != NULL); /* the writers read the format from the extension */
+    CHECK(cli_outputs_commit(&o) == 0);
+    CHECK(strcmp(text_of(path_of("a.csv")), "new-a") == 0 && strcmp(text_of(path_of("b.npy")), "new-b") == 0 &&
+          strcmp(text_of(path_of("c.png")), "new-c") == 0);
+    CHECK_MSG(entries() == 3, "%d files after a commit, expected 3", entries());
+
+    /* A rename fails after one or two succeeded: those are put back (old file, or no file). */
+    rollback_case("second rename fails", path_of("b.npy"));
+    rollback_case("third rename fails", path_of("c.png"));
+    rollback_case("first rename fails", path_of("a.csv"));
+    /* Without hard links the old files are moved aside instead, and moved back. */
+    pcli_output_files_link = no_link;
+    rollback_case("no hard links, third rename fails", path_of("c.png"));
+    clear();
+    put(path_of("a.csv"), "old-a");
+    CHECK(stage_three(&o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    CHECK(cli_outputs_commit(&o) == 0 && strcmp(text_of(path_of("a.csv")), "new-a") == 0);
+    CHECK_MSG(entries() == 3, "no hard links: %d files after a commit, expected 3", entries());
+    pcli_output_files_link = link;
+
+    /* A target that became a directory during the run: found before the first rename. */
+    clear();
+    put(path_of("a.csv"), "old-a");
+    CHECK(stage_three(&o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    mkdir(path_of("b.npy"), 0777);
+    CHECK(cli_outputs_commit(&o) == -1 && strstr(last_error, "b.npy") && strstr(last_error, strerror(EISDIR)));
+    CHECK(strcmp(text_of(path_of("a.csv")), "old-a") == 0 && access(path_of("c.png"), F_OK) != 0);
+    CHECK_MSG(entries() == 2, "became a directory: %d files left, expected 2", entries());
+
+    /* A name of 255 bytes, the most a filesystem allows: the staging name is short whatever it is. */
+    clear();
+    char name[256];
+    memset(name, 'n', 251);
+    memcpy(name + 251, ".csv", 5);
+    cli_outputs_init(&o, "test");
+    cli_outputs_add(&o, "--a", path_of(name));
+    CHECK(cli_outputs_check(&o) == 0);
+    const char *s = cli_outputs_stage(&o, o.out[0].path);
+    CHECK(s && strlen(strrchr(s, '/') + 1) < 40);
+    if (s)
+        put(s, "long");
+    CHECK(cli_outputs_commit(&o) == 0 && strcmp(text_of(path_of(name)), "long") == 0);
+    clear();
+    return check_report("output_files");
+}

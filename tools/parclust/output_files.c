@@ -1,0 +1,394 @@
+/* The files of one command (output_files.h): inputs no output may replace, outputs checked before any
+ * work, staged under short names beside their targets and committed together or not at all. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "output_files.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#ifdef PCLI_OUTPUT_FILES_TEST_HOOK
+/* tests/test_output_files.c fails a chosen rename, to see a commit put back what it had replaced, and
+ * every link, as a filesystem without hard links does. */
+int (*pcli_output_files_rename)(const char *from, const char *to) = rename;
+int (*pcli_output_files_link)(const char *from, const char *to) = link;
+#define rename(from, to) pcli_output_files_rename(from, to)
+#define link(from, to) pcli_output_files_link(from, to)
+#endif
+
+void cli_outputs_init(cli_outputs *o, const char *cmd)
+{
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+}
+
+static void add(cli_file *files, size_t *n, int *overflow, const char *what, const char *path)
+{
+    if (!path)
+        return;
+    if (*n == CLI_MAX_FILES) {
+        *overflow = 1;
+        return;
+    }
+    memset(&files[*n], 0, sizeof files[*n]);
+    files[*n].what = what;
+    files[(*n)++].path = path;
+}
+
+void cli_outputs_input(cli_outputs *o, const char *what, const char *path)
+{
+    add(o->in, &o->n_in, &o->overflow, what, path);
+}
+
+void cli_outputs_add(cli_outputs *o, const char *option, const char *path)
+{
+    add(o->out, &o->n_out, &o->overflow, option, path);
+}
+
+/* The folder of path as a name: "." for a bare name, "/" for a file at the root. -1 when too long. */
+static int folder_of(const char *path, char *dir, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    int len = slash ? snprintf(dir, size, "%.*s", (int)(slash - path) + (slash == path), path) : snprintf(dir, size, ".");
+    return len < 0 || (size_t)len >= size ? -1 : 0;
+}
+
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Who a file is: an existing file by device and inode, one still to be made by its folder's device
+ * and inode and its name there. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    const char *name; /* NULL for an existing file */
+} identity;
+
+static int same(const identity *a, const identity *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && (!a->name) == (!b->name) && (!a->name || strcmp(a->name, b->name) == 0);
+}
+
+/* Checks output f: 0 with its identity, or -1 with the error printed. */
+static int check_output(const char *cmd, cli_file *f, identity *id)
+{
+    char dir[PATH_MAX];
+    struct stat sd, st;
+    if (folder_of(f->path, dir, sizeof dir)) {
+        cli_error(cmd, "%s '%s': %s", f->what, f->path, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    int e = stat(dir, &sd) != 0 ? errno : !S_ISDIR(sd.st_mode) ? ENOTDIR : access(dir, W_OK | X_OK) != 0 ? errno : 0;
+    if (e) {
+        cli_error(cmd, "%s '%s': cannot write to directory '%s': %s", f->what, f->path, dir, strerror(e));
+        return -1;
+    }
+    f->dir_dev = sd.st_dev;
+    if (stat(f->path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            cli_error(cmd, "%s '%s': is a directory", f->what, f->path);
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            /* A device, pipe or socket: an output replaces a file by renaming a new one onto it. */
+            cli_error(cmd, "%s '%s': is not a regular file (a device, pipe or socket): give a file name", f->what,
+                      f->path);
+            return -1;
+        }
+        if (access(f->path, W_OK) != 0) {
+            cli_error(cmd, "%s '%s': the file may not be replaced: %s", f->what, f->path, strerror(errno));
+            return -1;
+        }
+        *id = (identity){st.st_dev, st.st_ino, NULL};
+        return 0;
+    }
+    if (errno != ENOENT) { /* a name too long, a path through a file, a loop of links, ... */
+        cli_error(cmd, "%s '%s': %s", f->what, f->path, strerror(errno));
+        return -1;
+    }
+    *id = (identity){sd.st_dev, sd.st_ino, base_of(f->path)};
+    return 0;
+}
+
+int cli_outputs_check(cli_outputs *o)
+{
+    identity in[CLI_MAX_FILES], out[CLI_MAX_FILES];
+    int in_exists[CLI_MAX_FILES];
+    if (o->overflow) {
+        cli_error(o->cmd, "internal error: more than %d input or output files", CLI_MAX_FILES);
+        return -1;
+    }
+    for (size_t j = 0; j < o->n_in; j++) {
+        struct stat st;
+        in_exists[j] = stat(o->in[j].path, &st) == 0; /* one that does not is the reader's to report */
+        if (in_exists[j])
+            in[j] = (identity){st.st_dev, st.st_ino, NULL};
+    }
+    for (size_t i = 0; i < o->n_out; i++) {
+        cli_file *f = &o->out[i];
+        if (check_output(o->cmd, f, &out[i]))
+            return -1;
+        for (size_t j = 0; j < o->n_in; j++)
+            if (in_exists[j] && same(&out[i], &in[j])) {
+                cli_error(o->cmd, "%s '%s' is %s '%s' (the same file): refusing to overwrite an input", f->what,
+                          f->path, o->in[j].what, o->in[j].path);
+                return -1;
+            }
+        for (size_t j = 0; j < i; j++)
+            if (same(&out[i], &out[j])) {
+                cli_error(o->cmd, "%s '%s' and %s '%s' are the same file: give each output its own name", o->out[j].what,
+                          o->out[j].path, f->what, f->path);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+void cli_outputs_expect(cli_outputs *o, const char *path, double bytes)
+{
+    for (size_t i = 0; path && i < o->n_out; i++)
+        if (strcmp(o->out[i].path, path) == 0)
+            o->out[i].min_bytes = bytes;
+}
+
+static const char *size_text(double b, char *buf, size_t size)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    for (; b >= 1024 && u < 4; u++)
+        b /= 1024;
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+int cli_outputs_check_room(const cli_outputs *o)
+{
+    for (size_t i = 0; i < o->n_out; i++) {
+        const cli_file *f = &o->out[i];
+        double need = 0;
+        int first = 1, count = 0;
+        for (size_t j = 0; j < o->n_out; j++)
+            if (o->out[j].dir_dev == f->dir_dev && o->out[j].min_bytes > 0) {
+                first &= j >= i;
+                need += o->out[j].min_bytes;
+                count++;
+            }
+        if (!first || f->min_bytes <= 0) /* each filesystem once, at its first output of known size */
+            continue;
+        char dir[PATH_MAX];
+        struct statvfs vfs;
+        if (folder_of(f->path, dir, sizeof dir) || statvfs(dir, &vfs) != 0)
+            continue; /* not knowable: the writes themselves will tell */
+        /* The file a target holds is freed only once the new one is in place: the new need room of their own.
+         * Root may use the blocks reserved for it. */
+        double avail = (double)(geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) * (double)vfs.f_frsize;
+        if (need > avail) {
+            char a[32], b[32];
+            cli_error(o->cmd, "%s '%s': no room on its filesystem: %s at least %s, %s free", f->what, f->path,
+                      count > 1 ? "the outputs there need" : "it needs", size_text(need, a, sizeof a),
+                      size_text(avail, b, sizeof b));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A new name ".pc-PID-N<suffix>" in the folder of target, created here (O_EXCL: no other run's file
+ * is taken). NULL with errno set when it cannot be. */
+static char *reserve_name(const char *target, const char *suffix, int create)
+{
+    static unsigned serial;
+    const char *base = base_of(target);
+    size_t len = (size_t)(base - target) + strlen(suffix) + 48;
+    char *name = malloc(len);
+    if (!name) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        snprintf(name, len, "%.*s.pc-%ld-%u%s", (int)(base - target), target, (long)getpid(), serial++, suffix);
+        if (!create)
+            return name;
+        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            close(fd);
+            return name;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    int e = errno;
+    free(name);
+    errno = e;
+    return NULL;
+}
+
+const char *cli_outputs_stage(cli_outputs *o, const char *target)
+{
+    cli_file *f = NULL;
+    for (size_t i = 0; i < o->n_out && !f; i++)
+        if (!o->out[i].staged && strcmp(o->out[i].path, target) == 0)
+            f = &o->out[i];
+    if (!f) {
+        cli_error(o->cmd, "internal error: output '%s' was not registered", target);
+        return NULL;
+    }
+    /* The writers choose the format by the extension: the staging name keeps the target's. */
+    const char *base = base_of(target), *dot = strrchr(base, '.');
+    const char *ext = dot && strlen(dot) <= 16 ? dot : "";
+    if (!(f->staged = reserve_name(target, ext, 1)))
+        cli_error(o->cmd, "%s '%s': cannot create a file in its folder: %s", f->what, target, strerror(errno));
+    return f->staged;
+}
+
+void cli_outputs_error(const cli_outputs *o, const char *err)
+{
+    /* The writers name the staging file; the user knows only the target. */
+    for (size_t i = 0; i < o->n_out; i++) {
+        const char *at = o->out[i].staged ? strstr(err, o->out[i].staged) : NULL;
+        if (at) {
+            cli_error(o->cmd, "%.*s%s%s", (int)(at - err), err, o->out[i].path, at + strlen(o->out[i].staged));
+            return;
+        }
+    }
+    cli_error(o->cmd, "%s", err);
+}
+
+void cli_outputs_discard(cli_outputs *o)
+{
+    for (size_t i = 0; i < o->n_out; i++) {
+        cli_file *f = &o->out[i];
+        if (f->staged && !f->placed)
+            remove(f->staged);
+        free(f->staged);
+        free(f->aside);
+        f->staged = f->aside = NULL;
+        f->placed = f->moved = 0;
+    }
+}
+
+/* Puts back what the placed outputs replaced (the old file, or no file). 0, or -1 when one could not
+ * be: its old file is then left where the message says. */
+static int roll_back(cli_outputs *o)
+{
+    int rc = 0;
+    for (size_t i = 0; i < o->n_out; i++) {
+        cli_file *f = &o->out[i];
+        if (!f->placed)
+            continue;
+        if (f->aside ? rename(f->aside, f->path) != 0 : unlink(f->path) != 0) {
+            cli_error(o->cmd, "%s '%s': could not be put back: %s%s%s", f->what, f->path, strerror(errno),
+                      f->aside ? "; the file it held is kept as " : "", f->aside ? f->aside : "");
+            free(f->aside); /* forgotten, so kept */
+            f->aside = NULL;
+            rc = -1;
+            continue;
+        }
+        free(f->aside);
+        f->aside = NULL;
+        f->placed = 0;
+    }
+    return rc;
+}
+
+/* What was kept aside goes: the links made, and the files moved (a name reserved but not used yet
+ * is not there). One that could not be put back was forgotten by roll_back, and so stays. */
+static void drop_asides(cli_outputs *o)
+{
+    for (size_t i = 0; i < o->n_out; i++) {
+        cli_file *f = &o->out[i];
+        if (f->aside)
+            unlink(f->aside);
+        free(f->aside);
+        f->aside = NULL;
+        f->moved = 0;
+    }
+}
+
+int cli_outputs_commit(cli_outputs *o)
+{
+    size_t i;
+    int e = 0;
+    /* 1. Nothing is replaced yet: each target is checked again (the run may have taken long), and the
+     * file it holds gets a second name, so that step 2 can put it back. */
+    for (i = 0; i < o->n_out; i++) {
+        cli_file *f = &o->out[i];
+        struct stat st;
+        if (!f->staged)
+            continue;
+        if (stat(f->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            e = EISDIR;
+            goto failed;
+        }
+        if (lstat(f->path, &st) != 0) {
+            if (errno == ENOENT)
+                continue;
+            e = errno;
+            goto failed;
+        }
+        if (!(f->aside = reserve_name(f->path, ".old", 0))) {
+            e = errno;
+            goto failed;
+        }
+        while (link(f->path, f->aside) != 0) { /* link() takes a symbolic link itself, as rename does */
+            if (errno != EEXIST) {
+                f->moved = 1; /* no hard links here (FAT, some network filesystems): moved aside in step 2 */
+                break;
+            }
+            free(f->aside);
+            if (!(f->aside = reserve_name(f->path, ".old", 0))) {
+                e = errno;
+                goto failed;
+            }
+        }
+    }
+    /* 2. The renames; a failure puts back what the earlier ones replaced. */
+    for (i = 0; i < o->n_out; i++) {
+        cli_file *f = &o->out[i];
+        if (!f->staged)
+            continue;
+        if (f->moved && rename(f->path, f->aside) != 0) {
+            e = errno;
+            free(f->aside);
+            f->aside = NULL;
+            goto failed;
+        }
+        if (rename(f->staged, f->path) != 0) {
+            e = errno;
+            if (f->moved) { /* the old file is put back, or kept where the message says */
+                if (rename(f->aside, f->path) != 0)
+                    cli_error(o->cmd, "%s '%s': could not be put back: %s; the file it held is kept as %s", f->what,
+                              f->path, strerror(errno), f->aside);
+                free(f->aside);
+                f->aside = NULL;
+            }
+            goto failed;
+        }
+        f->placed = 1;
+    }
+    drop_asides(o);
+    for (i = 0; i < o->n_out; i++) {
+        free(o->out[i].staged);
+        o->out[i].staged = NULL;
+        o->out[i].placed = 0;
+    }
+    return 0;
+failed:;
+    int restored = roll_back(o) == 0;
+    cli_error(o->cmd, "%s '%s': cannot replace the file: %s (%s)", o->out[i].what, o->out[i].path, strerror(e),
+              restored ? "no output was changed" : "see above");
+    drop_asides(o);
+    cli_outputs_discard(o);
+    return -1;
+}
