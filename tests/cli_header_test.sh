@@ -152,7 +152,7 @@ error_at "kmeans --init with a header, --header no" "init.csv: line 1, column 1:
 # .npy: rows reported, no header to speak of.
 "$P" generate blobs --n $N --clusters 3 --box 10 --spread 0.5 --seed 3 -o "$W/p.npy" >/dev/null
 cluster meanshift "$W/p.npy" --header yes
-if [ $rc -eq 0 ] && [ "$(lines "$W/l.csv")" = $N ] && grep -qxF "  read $N rows from $W/p.npy" "$W/run.out"; then
+if [ $rc -eq 0 ] && [ "$(lines "$W/l.csv")" = $N ] && grep -qxF "  read $N rows from $W/p.npy (float32, mapped: no copy)" "$W/run.out"; then
     ok
 else
     bad ".npy: exit $rc, $(lines "$W/l.csv" 2>/dev/null) labels"

@@ -43,7 +43,7 @@ static void test_one_step(uint64_t seed)
         size_t bad_labels = 0;
         for (size_t i = 0; i < n; i++) {
             double best = INFINITY, best2 = INFINITY, second = INFINITY;
-            int32_t arg = 0;
+            int32_t arg = 0, arg2 = 0;
             for (size_t c = 0; c < k; c++) {
                 double d = 0;
                 for (size_t j = 0; j < dim; j++) {
@@ -52,15 +52,22 @@ static void test_one_step(uint64_t seed)
                 }
                 if (d < best) {
                     second = best;
+                    arg2 = arg;
                     best = d;
                     arg = (int32_t)c;
                 } else if (d < second) {
                     second = d;
+                    arg2 = (int32_t)c;
                 }
             }
-            /* A near-tie may go either way in float: its cluster's mean is not compared. */
-            if (second - best <= 1e-5 * best + 1e-6)
-                tainted[arg] = 1;
+            /* A near-tie may go either way in float, whose |c|^2 - 2 x.c errs by about 2^-24 times
+             * |x|^2 + |c|^2 (not times the distance): the means of both clusters are not compared. */
+            double xx = 0;
+            for (size_t j = 0; j < dim; j++)
+                xx += (double)x[i * dim + j] * x[i * dim + j];
+            double slack = 1e-6 * (1 + 2 * xx); /* |c|^2 is about |x|^2 for the nearest centres */
+            if (second - best <= 1e-5 * best + slack)
+                tainted[arg] = tainted[arg2] = 1;
             first[i] = arg;
             count[arg]++;
             for (size_t j = 0; j < dim; j++)
@@ -77,7 +84,7 @@ static void test_one_step(uint64_t seed)
                 best = d < best ? d : best;
             }
             /* The label's centre is the nearest, up to float rounding of |c|^2 - 2 x.c. */
-            bad_labels += best2 > best * (1 + 1e-5) + 1e-6;
+            bad_labels += best2 > best * (1 + 1e-5) + slack;
         }
         CHECK_MSG(bad_labels == 0, "dim %zu: %zu points not at their nearest centre", dim, bad_labels);
         double worst = 0;
@@ -90,7 +97,7 @@ static void test_one_step(uint64_t seed)
                 worst = fmax(worst, fabs(mean[c * dim + j] / (double)count[c] - pc_result_centers(r)[c * dim + j]));
         }
         CHECK_MSG(worst < 1e-4, "dim %zu: centres differ from the means by %g", dim, worst);
-        CHECK(compared >= k * 8 / 10);
+        CHECK(compared >= k / 2); /* near-ties of dense 1-D data exclude up to a third */
         free(tainted);
         free(first);
         free(mean);
@@ -171,7 +178,7 @@ static void test_inits_find_blobs(uint64_t seed)
         pc_kmeans_params_init(&p);
         p.k = k;
         p.init = inits[i];
-        p.n_init = inits[i] == PC_INIT_RANDOM ? 50 : 3; /* random init often needs many restarts */
+        p.n_init = inits[i] == PC_INIT_RANDOM ? 150 : 3; /* random init often needs many restarts (50 failed 1 seed in 40) */
         p.seed = seed;
         pc_result *a = km(x, n, dim, &p), *b = km(x, n, dim, &p);
         double ari = 0;

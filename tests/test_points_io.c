@@ -88,22 +88,23 @@ static int has(const char *err, const char *text)
 
 static void expect_points(const char *path, size_t n, size_t dim, const float *want)
 {
-    pcli_matrix m = {NULL, 0, 0};
+    pcli_matrix m = {0};
     char err[256] = "";
     int rc = pcli_read_points(path, &m, err, sizeof err);
     CHECK_MSG(rc == 0, "%s: %s", path, err);
     CHECK(m.n == n);
     CHECK(m.dim == dim);
-    if (rc == 0 && m.n == n && m.dim == dim)
+    const float *v = rc == 0 ? pcli_matrix_f32(&m, err, sizeof err) : NULL;
+    if (v && m.n == n && m.dim == dim)
         for (size_t i = 0; i < n * dim; i++)
-            CHECK_NEAR(m.data[i], want[i], 0);
+            CHECK_NEAR(v[i], want[i], 0);
     pcli_matrix_free(&m);
     CHECK(m.data == NULL);
 }
 
 static void expect_points_error(const char *path, const char *text)
 {
-    pcli_matrix m = {NULL, 0, 0};
+    pcli_matrix m = {0};
     char err[256] = "";
     CHECK(pcli_read_points(path, &m, err, sizeof err) == -1);
     CHECK(m.data == NULL);
@@ -149,8 +150,8 @@ static void test_text_errors(void)
 static void expect_read(const char *path, pcli_header h, size_t n, size_t dim, size_t header_line,
                         const float *want)
 {
-    pcli_matrix m = {NULL, 0, 0};
-    pcli_read_info info = {99, 99};
+    pcli_matrix m = {0};
+    pcli_read_info info = {99, 99, NULL, 0};
     char err[512] = "";
     int rc = pcli_read_points_ex(path, h, &m, &info, err, sizeof err);
     CHECK_MSG(rc == 0, "%s: %s", path, err);
@@ -165,7 +166,7 @@ static void expect_read(const char *path, pcli_header h, size_t n, size_t dim, s
 
 static void expect_read_error(const char *path, pcli_header h, const char *text, const char *text2)
 {
-    pcli_matrix m = {NULL, 0, 0};
+    pcli_matrix m = {0};
     char err[512] = "";
     CHECK(pcli_read_points_ex(path, h, &m, NULL, err, sizeof err) == -1);
     CHECK(m.data == NULL && m.n == 0);
@@ -422,9 +423,21 @@ static void test_npy_read(void)
     len += 32;
     expect_points_error(put_file("fortran.npy", buf, len), "Fortran-order");
 
+    /* float64 is handed to the library as it is (the library refuses values beyond float32's range) */
     len = npy_header(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }");
     len += put_f8(buf + len, 1e300);
-    expect_points_error(put_file("huge.npy", buf, len), "value at [0, 0] is not finite");
+    pcli_matrix big = {0};
+    char e2[256];
+    CHECK(pcli_read_points(put_file("huge.npy", buf, len), &big, e2, sizeof e2) == 0);
+    CHECK(big.type == PCLI_F64 && big.map && ((const double *)big.values)[0] == 1e300 && big.data == NULL);
+    pcli_matrix_free(&big);
+
+    /* a header that lies: more data than its shape and dtype describe (e.g. '<f4' over float64 data) */
+    len = npy_header(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }");
+    for (int i = 0; i < 4; i++)
+        len += put_f8(buf + len, vals[i]);
+    expect_points_error(put_file("lying.npy", buf, len), "lying.npy: the header's shape and dtype describe 16 "
+                        "bytes of data, the file holds 32: the header does not match the data");
 
     len = npy_header(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }");
     expect_points_error(put_file("zero.npy", buf, len), "zero.npy: no data rows");
@@ -436,6 +449,37 @@ static void test_npy_read(void)
     memcpy(buf + len, "\x00\x7f\xff", 3);
     const float bytes[] = {0, 127, 255};
     expect_points(put_file("u1.npy", buf, len + 3), 1, 3, bytes);
+    pcli_matrix u8 = {0};
+    CHECK(pcli_read_points(path_of("u1.npy"), &u8, e2, sizeof e2) == 0);
+    CHECK(u8.type == PCLI_U8 && u8.map && ((const unsigned char *)u8.values)[2] == 255); /* the file, mapped */
+    pcli_matrix_free(&u8);
+
+    /* other integer types: converted once (int8/int16 to float32, wider ones to float64, exact) */
+    static const struct {
+        const char *dict;
+        const char *bytes;
+        size_t size, count;
+        pcli_dtype as;
+        float want[2];
+    } ints[] = {
+        {"{'descr': '|i1', 'fortran_order': False, 'shape': (2,), }", "\xff\x7f", 2, 2, PCLI_F32, {-1, 127}},
+        {"{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", "\x00\x80\xff\x7f", 4, 2, PCLI_F32, {-32768, 32767}},
+        {"{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", "\xff\xff\xff\xff\x10\x00\x00\x00", 8, 2, PCLI_F64, {-1, 16}},
+        {"{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", "\xff\xff\xff\x00\x10\x00\x00\x00", 8, 2, PCLI_F64, {16777215, 16}},
+        {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", "\x00\x00\x00\x00\x01\x00\x00\x00", 8, 1, PCLI_F64, {4294967296.0f, 0}},
+    };
+    for (size_t t = 0; t < sizeof ints / sizeof ints[0]; t++) {
+        len = npy_header(buf, 1, ints[t].dict);
+        memcpy(buf + len, ints[t].bytes, ints[t].size);
+        size_t count = ints[t].count;
+        pcli_matrix im = {0};
+        CHECK_MSG(pcli_read_points(put_file("int.npy", buf, len + ints[t].size), &im, e2, sizeof e2) == 0, "%s", e2);
+        CHECK(im.type == ints[t].as && im.n == count && im.map == NULL);
+        const float *f = pcli_matrix_f32(&im, e2, sizeof e2);
+        for (size_t i = 0; f && i < count; i++)
+            CHECK_NEAR(f[i], ints[t].want[i], 0);
+        pcli_matrix_free(&im);
+    }
 
     expect_points_error(put_text("text.npy", "1,2,3\n"), "text.npy: not a NumPy .npy file");
 

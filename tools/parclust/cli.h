@@ -65,7 +65,7 @@ int cli_outputs_room_common(cli_outputs *out, const cli_common_outputs *o, size_
 double cli_matrix_min_bytes(const char *path, size_t rows, size_t cols);
 /* Stages the labels, centres and plot of r (points m) into out. 0, or -1 with the error in err and
  * *path set when a writer failed (NULL when staging itself failed and printed its error). */
-int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, const float *points, const pc_result *r,
+int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, pcli_matrix *points, const pc_result *r,
                      const char *title, char *err, size_t errsize, const char **path);
 /* Commits the staged outputs, or (failed) prints the error and removes them. CLI_OK or CLI_FAILED. */
 int cli_outputs_finish(cli_outputs *out, int failed, const char *path, const char *err);
@@ -83,6 +83,11 @@ int cli_common_option(cli_args *a, cli_common_outputs *o, int *verbose, const ch
  * ok, -1 error printed), and the "  read N rows from FILE, header on line L skipped" summary line. */
 int cli_header_option(cli_args *a, pcli_header *header, int *rc);
 void cli_print_read(const char *path, const pcli_read_info *info);
+/* The library's view of points as read: the file's own type for float32, float64, uint8 and uint16
+ * .npy (no copy), float32 for text. */
+pc_points cli_points_view(const pcli_matrix *m);
+/* "  time read/cluster/write/total" lines (with --verbose), as segment prints them. */
+void cli_print_times(double read, double cluster, double write);
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);

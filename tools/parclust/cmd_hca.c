@@ -1,5 +1,6 @@
 /* parclust hca: the grid-based hierarchical clustering of seed 003 on points or pixel rows. */
 #include "cli.h"
+#include "progress.h"
 #include "plot.h"
 #include "points_io.h"
 
@@ -132,11 +133,11 @@ static int write_components(const char *path, const pc_result *r, char *err, siz
     return pcli_outfile_commit(&f, err, errsize);
 }
 
-static int write_outputs(const hca_cli *c, cli_outputs *out, const pcli_matrix *m, const pc_result *r)
+static int write_outputs(const hca_cli *c, cli_outputs *out, pcli_matrix *m, const pc_result *r)
 {
     char err[512];
     const char *path = NULL;
-    int failed = cli_stage_common(out, &c->out, m->data, r, "HCA", err, sizeof err, &path) ||
+    int failed = cli_stage_common(out, &c->out, m, r, "HCA", err, sizeof err, &path) ||
                  (c->dendrogram && (!(path = cli_outputs_stage(out, c->dendrogram)) ||
                                     write_dendrogram(path, r, err, sizeof err))) ||
                  (c->components && (!(path = cli_outputs_stage(out, c->components)) ||
@@ -165,6 +166,7 @@ int cmd_hca(int argc, char **argv)
     pcli_matrix m = {0};
     char err[512];
     pcli_read_info read;
+    double t_read = cli_seconds();
     if (pcli_read_points_ex(c.input, c.header, &m, &read, err, sizeof err)) {
         cli_error("hca", "%s", err);
         return CLI_FAILED;
@@ -173,9 +175,12 @@ int cmd_hca(int argc, char **argv)
         pcli_matrix_free(&m);
         return CLI_FAILED;
     }
-    pc_points pts = pc_points_f32(m.data, m.n, m.dim);
+    pc_points pts = cli_points_view(&m); /* uint8 and uint16 pixels are binned as they are */
+    double t_cluster = cli_seconds();
+    t_read = t_cluster - t_read;
     pc_result *r = NULL;
     pc_status st = pc_hca(&pts, &p, &r);
+    t_cluster = cli_seconds() - t_cluster;
     if (st != PC_OK) {
         cli_error("hca", "%s: %s", c.input, pc_last_error()[0] ? pc_last_error() : pc_status_string(st));
         pcli_matrix_free(&m);
@@ -198,7 +203,10 @@ int cmd_hca(int argc, char **argv)
     cli_print_clusters(r);
     if (c.verbose)
         cli_print_stages(r);
+    double t_write = cli_seconds();
     rc = write_outputs(&c, &out, &m, r);
+    if (c.verbose)
+        cli_print_times(t_read, t_cluster, cli_seconds() - t_write);
     pc_result_free(r);
     pcli_matrix_free(&m);
     return rc;

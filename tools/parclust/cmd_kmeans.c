@@ -123,11 +123,11 @@ static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
     return 0;
 }
 
-static int write_outputs(const km_cli *c, cli_outputs *out, const pcli_matrix *m, const pc_result *r)
+static int write_outputs(const km_cli *c, cli_outputs *out, pcli_matrix *m, const pc_result *r)
 {
     char err[512];
     const char *path = NULL;
-    int failed = cli_stage_common(out, &c->out, m->data, r, "k-means", err, sizeof err, &path);
+    int failed = cli_stage_common(out, &c->out, m, r, "k-means", err, sizeof err, &path);
     return cli_outputs_finish(out, failed, path, err);
 }
 
@@ -151,6 +151,7 @@ int cmd_kmeans(int argc, char **argv)
     pcli_matrix m = {0}, init = {0};
     char err[512];
     pcli_read_info read, init_read;
+    double t_read = cli_seconds();
     if (pcli_read_points_ex(c.input, c.header, &m, &read, err, sizeof err) ||
         (c.init_file && pcli_read_points_ex(c.init_file, c.header, &init, &init_read, err, sizeof err))) {
         cli_error("kmeans", "%s", err);
@@ -165,7 +166,12 @@ int cmd_kmeans(int argc, char **argv)
         pcli_matrix_free(&init);
         return CLI_FAILED;
     }
-    p.initial_centers = init.data;
+    if (c.init_file && !(p.initial_centers = pcli_matrix_f32(&init, err, sizeof err))) {
+        cli_error("kmeans", "%s", err);
+        pcli_matrix_free(&m);
+        pcli_matrix_free(&init);
+        return CLI_FAILED;
+    }
     if (cli_outputs_room_common(&out, &c.out, m.n, m.dim, p.k)) {
         pcli_matrix_free(&m);
         pcli_matrix_free(&init);
@@ -175,9 +181,10 @@ int cmd_kmeans(int argc, char **argv)
     cli_progress_start(&progress, "k-means");
     p.progress = cli_progress_update;
     p.progress_user = &progress;
-    pc_points pts = pc_points_f32(m.data, m.n, m.dim);
+    pc_points pts = cli_points_view(&m);
     pc_result *r = NULL;
     double t0 = cli_seconds();
+    t_read = t0 - t_read;
     pc_status st = pc_kmeans(&pts, &p, &r);
     double seconds = cli_seconds() - t0;
     cli_progress_end(&progress);
@@ -195,7 +202,10 @@ int cmd_kmeans(int argc, char **argv)
         cli_print_read(c.init_file, &init_read);
     if (c.verbose)
         cli_print_stages(r);
+    double t_write = cli_seconds();
     rc = write_outputs(&c, &out, &m, r);
+    if (c.verbose)
+        cli_print_times(t_read, seconds, cli_seconds() - t_write);
     pc_result_free(r);
     pcli_matrix_free(&m);
     return rc;

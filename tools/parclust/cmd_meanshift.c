@@ -160,11 +160,11 @@ static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const p
     }
 }
 
-static int write_outputs(const ms_cli *c, cli_outputs *out, const pcli_matrix *m, const pc_result *r)
+static int write_outputs(const ms_cli *c, cli_outputs *out, pcli_matrix *m, const pc_result *r)
 {
     char err[512];
     const char *path = NULL;
-    int failed = cli_stage_common(out, &c->out, m->data, r, "mean shift", err, sizeof err, &path) ||
+    int failed = cli_stage_common(out, &c->out, m, r, "mean shift", err, sizeof err, &path) ||
                  (c->modes && (!(path = cli_outputs_stage(out, c->modes)) ||
                                pcli_write_matrix(path, pc_result_modes(r), pc_result_n(r), pc_result_dim(r), err,
                                                  sizeof err)));
@@ -191,6 +191,7 @@ int cmd_meanshift(int argc, char **argv)
 
     pcli_matrix m = {0};
     char err[512];
+    double t_read = cli_seconds();
     if (pcli_read_points_ex(c.input, c.header, &m, &c.read, err, sizeof err)) {
         cli_error("meanshift", "%s", err);
         return CLI_FAILED;
@@ -205,9 +206,10 @@ int cmd_meanshift(int argc, char **argv)
     cli_progress_start(&progress, "mean shift");
     p.progress = cli_progress_update;
     p.progress_user = &progress;
-    pc_points pts = pc_points_f32(m.data, m.n, m.dim);
+    pc_points pts = cli_points_view(&m);
     pc_result *r = NULL;
     double t0 = cli_seconds();
+    t_read = t0 - t_read;
     pc_status st = pc_meanshift(&pts, &p, &r);
     double seconds = cli_seconds() - t0;
     cli_progress_end(&progress);
@@ -217,7 +219,10 @@ int cmd_meanshift(int argc, char **argv)
         return CLI_FAILED;
     }
     print_summary(&c, &p, r, seconds);
+    double t_write = cli_seconds();
     rc = write_outputs(&c, &out, &m, r);
+    if (c.verbose)
+        cli_print_times(t_read, seconds, cli_seconds() - t_write);
     pc_result_free(r);
     pcli_matrix_free(&m);
     return rc;

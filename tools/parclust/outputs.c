@@ -31,11 +31,17 @@ int cli_outputs_room_common(cli_outputs *out, const cli_common_outputs *o, size_
     return cli_outputs_check_room(out);
 }
 
-int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, const float *points, const pc_result *r,
+int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, pcli_matrix *points, const pc_result *r,
                      const char *title, char *err, size_t errsize, const char **path)
 {
     size_t n = pc_result_n(r), dim = pc_result_dim(r), k = pc_result_cluster_count(r);
     *path = NULL;
+    /* Plots draw float32 rows: points in another type are converted for them alone. */
+    const float *xy = o->plot ? pcli_matrix_f32(points, err, errsize) : NULL;
+    if (o->plot && !xy) {
+        *path = o->plot;
+        return -1;
+    }
     if (o->labels && (!(*path = cli_outputs_stage(out, o->labels)) ||
                       pcli_write_labels(*path, pc_result_labels(r), n, err, errsize)))
         return -1;
@@ -43,7 +49,7 @@ int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, const float 
                        pcli_write_matrix(*path, pc_result_centers(r), k, dim, err, errsize)))
         return -1;
     if (o->plot && (!(*path = cli_outputs_stage(out, o->plot)) ||
-                    pcli_plot(*path, points, n, dim, pc_result_labels(r), pc_result_centers(r), k, title, err,
+                    pcli_plot(*path, xy, n, dim, pc_result_labels(r), pc_result_centers(r), k, title, err,
                               errsize)))
         return -1;
     return 0;
@@ -80,6 +86,14 @@ int cli_backend_option(cli_args *a, pc_backend *backend, int *threads, int *rc)
         return 1;
     }
     return 0;
+}
+
+void cli_print_times(double read, double cluster, double write)
+{
+    printf("  time read     %9.4f s\n", read);
+    printf("  time cluster  %9.4f s\n", cluster);
+    printf("  time write    %9.4f s\n", write);
+    printf("  time total    %9.4f s\n", read + cluster + write);
 }
 
 void cli_print_stages(const pc_result *r)

@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,9 +43,38 @@ void pcli_matrix_free(pcli_matrix *m)
 {
     if (!m)
         return;
-    free(m->data);
-    m->data = NULL;
-    m->n = m->dim = 0;
+    if (m->map)
+        munmap(m->map, m->map_len);
+    free(m->owned);
+    free(m->f32);
+    memset(m, 0, sizeof *m);
+}
+
+/* Element i of values of `type` as a double (exact for all four). */
+static double value_at(const void *values, pcli_dtype type, size_t i)
+{
+    switch (type) {
+    case PCLI_F32: return ((const float *)values)[i];
+    case PCLI_F64: return ((const double *)values)[i];
+    case PCLI_U8: return ((const uint8_t *)values)[i];
+    case PCLI_U16: return ((const uint16_t *)values)[i];
+    }
+    return 0;
+}
+
+const float *pcli_matrix_f32(pcli_matrix *m, char *err, size_t errsize)
+{
+    if (m->data)
+        return m->data;
+    if (!m->f32) {
+        if (!(m->f32 = malloc(m->n * m->dim * sizeof *m->f32))) {
+            pcli_fail(err, errsize, "out of memory for a float32 copy of %zu x %zu points", m->n, m->dim);
+            return NULL;
+        }
+        for (size_t i = 0; i < m->n * m->dim; i++)
+            m->f32[i] = (float)value_at(m->values, m->type, i);
+    }
+    return m->f32;
 }
 
 /* ---------------------------------------------------------------- whole-file input */
@@ -486,7 +517,7 @@ static int read_text(const char *path, want_kind kind, pcli_header header, void 
 
 /* ---------------------------------------------------------------- .npy input */
 
-typedef enum { NPY_F4, NPY_F8, NPY_I4, NPY_I8, NPY_U1, NPY_U2 } npy_type;
+typedef enum { NPY_F4, NPY_F8, NPY_I4, NPY_I8, NPY_U1, NPY_U2, NPY_I1, NPY_I2, NPY_U4, NPY_U8 } npy_type;
 
 typedef struct {
     npy_type type;
@@ -520,6 +551,10 @@ static double npy_get(const npy_array *a, size_t i)
     case NPY_I8: u64 = le64(p); memcpy(&i64, &u64, 8); return (double)i64;
     case NPY_U1: return p[0];
     case NPY_U2: return (double)(p[0] | p[1] << 8);
+    case NPY_I1: return (int8_t)p[0];
+    case NPY_I2: return (int16_t)(uint16_t)(p[0] | p[1] << 8);
+    case NPY_U4: return le32(p);
+    case NPY_U8: return (double)le64(p);
     }
     return 0;
 }
@@ -554,7 +589,8 @@ static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *
         npy_type type;
         size_t size;
     } known[] = {{"<f4", NPY_F4, 4}, {"<f8", NPY_F8, 8}, {"<i4", NPY_I4, 4}, {"<i8", NPY_I8, 8},
-                 {"|u1", NPY_U1, 1}, {"<u1", NPY_U1, 1}, {"<u2", NPY_U2, 2}};
+                 {"|u1", NPY_U1, 1}, {"<u1", NPY_U1, 1}, {"<u2", NPY_U2, 2}, {"|i1", NPY_I1, 1},
+                 {"<i1", NPY_I1, 1}, {"<i2", NPY_I2, 2}, {"<u4", NPY_U4, 4}, {"<u8", NPY_U8, 8}};
     char descr[16];
     size_t len = 0;
     if (!v || (*v != '\'' && *v != '"'))
@@ -576,7 +612,7 @@ static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *
         return pcli_fail(err, errsize, "%s: big-endian dtype '%s' is not supported; save as '<%s'", name,
                     descr, descr + 1);
     return pcli_fail(err, errsize,
-                "%s: unsupported dtype '%s' (expected <f4, <f8, <i4, <i8, |u1 or <u2)", name, descr);
+                "%s: unsupported dtype '%s' (expected <f4, <f8, |u1, <u2, |i1, <i2, <i4, <u4, <i8 or <u8)", name, descr);
 }
 
 static int npy_parse_shape(const char *name, const char *v, npy_array *a, char *err, size_t errsize)
@@ -667,33 +703,10 @@ static int npy_parse(const char *name, const unsigned char *buf, size_t len, npy
     if (have < need)
         return pcli_fail(err, errsize, "%s: truncated: expected %zu bytes of data, found %zu", name, need,
                     have);
+    if (have > need) /* a header that lies about the shape or the dtype */
+        return pcli_fail(err, errsize, "%s: the header's shape and dtype describe %zu bytes of data, the file "
+                         "holds %zu: the header does not match the data", name, need, have);
     a->data = buf + start + hlen;
-    return 0;
-}
-
-static int npy_to_points(const char *name, const npy_array *a, pcli_matrix *out, char *err,
-                         size_t errsize)
-{
-    size_t n = a->shape[0], d = a->shape[1];
-    if (n == 0)
-        return pcli_fail(err, errsize, "%s: no data rows", name);
-    if (d == 0)
-        return pcli_fail(err, errsize, "%s: rows have no values (shape (%zu, 0))", name, n);
-    float *data = malloc(n * d * sizeof *data);
-    if (!data)
-        return pcli_fail(err, errsize, "%s: out of memory for %zu x %zu points", name, n, d);
-    for (size_t i = 0; i < n * d; i++) {
-        double v = npy_get(a, i);
-        if (!isfinite(v) || fabs(v) > FLT_MAX) {
-            free(data);
-            return pcli_fail(err, errsize, "%s: value at [%zu, %zu] is not finite%s", name, i / d, i % d,
-                        isfinite(v) ? " as a float32 (too large)" : "");
-        }
-        data[i] = (float)v;
-    }
-    out->data = data;
-    out->n = n;
-    out->dim = d;
     return 0;
 }
 
@@ -743,6 +756,7 @@ int pcli_header_parse(const char *s, pcli_header *out)
 static void set_info(pcli_read_info *info, size_t rows, size_t header_line)
 {
     if (info) {
+        memset(info, 0, sizeof *info);
         info->rows = rows;
         info->header_line = header_line;
     }
@@ -758,30 +772,120 @@ int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, s
     return pcli_read_labels_ex(path, PCLI_HEADER_AUTO, labels, n, NULL, err, errsize);
 }
 
+/* Whether the host stores numbers as .npy's '<' types do (every machine parclust runs on does). */
+static int host_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/* A .npy of points: mapped and seen in its own type where the library reads it, else converted once. */
+static int read_npy_points(const char *path, pcli_matrix *out, char *err, size_t errsize)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return pcli_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return pcli_fail(err, errsize, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return pcli_fail(err, errsize, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+    }
+    size_t len = (size_t)st.st_size;
+    if (len == 0) {
+        close(fd);
+        return pcli_fail(err, errsize, "%s: empty file (0 bytes)", path);
+    }
+    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd);
+    if (map == MAP_FAILED)
+        return pcli_fail(err, errsize, "%s: cannot map: %s", path, strerror(map_errno));
+    posix_madvise(map, len, POSIX_MADV_SEQUENTIAL);
+    out->map = map;
+    out->map_len = len;
+    npy_array a;
+    if (npy_parse(path, map, len, &a, err, errsize))
+        goto fail;
+    size_t n = a.shape[0], d = a.shape[1];
+    if (n == 0) {
+        pcli_fail(err, errsize, "%s: no data rows", path);
+        goto fail;
+    }
+    if (d == 0) {
+        pcli_fail(err, errsize, "%s: rows have no values (shape (%zu, 0))", path, n);
+        goto fail;
+    }
+    static const struct {
+        npy_type npy;
+        pcli_dtype as;
+        int in_place; /* the library reads it as it is */
+    } kinds[] = {{NPY_F4, PCLI_F32, 1}, {NPY_F8, PCLI_F64, 1}, {NPY_U1, PCLI_U8, 1}, {NPY_U2, PCLI_U16, 1},
+                 {NPY_I1, PCLI_F32, 0}, {NPY_I2, PCLI_F32, 0}, {NPY_I4, PCLI_F64, 0}, {NPY_U4, PCLI_F64, 0},
+                 {NPY_I8, PCLI_F64, 0}, {NPY_U8, PCLI_F64, 0}};
+    size_t k = 0;
+    while (kinds[k].npy != a.type)
+        k++;
+    out->type = kinds[k].as;
+    out->n = n;
+    out->dim = d;
+    if (kinds[k].in_place && host_little_endian() && (uintptr_t)a.data % a.itemsize == 0) {
+        out->values = a.data;
+    } else { /* converted once; also a hand-written header whose data are not aligned to their type */
+        size_t size = kinds[k].as == PCLI_F64 ? 8 : kinds[k].as == PCLI_F32 ? 4 : kinds[k].as == PCLI_U16 ? 2 : 1;
+        if (!(out->owned = malloc(n * d * size))) {
+            pcli_fail(err, errsize, "%s: out of memory for %zu x %zu points", path, n, d);
+            goto fail;
+        }
+        for (size_t i = 0; i < n * d; i++) {
+            double v = npy_get(&a, i);
+            switch (kinds[k].as) {
+            case PCLI_F32: ((float *)out->owned)[i] = (float)v; break;
+            case PCLI_F64: ((double *)out->owned)[i] = v; break;
+            case PCLI_U8: ((uint8_t *)out->owned)[i] = (uint8_t)v; break;
+            case PCLI_U16: ((uint16_t *)out->owned)[i] = (uint16_t)v; break;
+            }
+        }
+        out->values = out->owned;
+        munmap(map, len);
+        out->map = NULL;
+    }
+    if (out->type == PCLI_F32)
+        out->data = (float *)out->values;
+    return 0;
+fail:
+    pcli_matrix_free(out);
+    return -1;
+}
+
 int pcli_read_points_ex(const char *path, pcli_header header, pcli_matrix *out, pcli_read_info *info,
                         char *err, size_t errsize)
 {
-    out->data = NULL;
-    out->n = out->dim = 0;
+    memset(out, 0, sizeof *out);
     set_info(info, 0, 0);
     if (pcli_has_extension(path, ".npy")) {
-        unsigned char *buf;
-        size_t len;
-        npy_array a;
-        if (read_whole_file(path, &buf, &len, err, errsize))
-            return -1;
-        int rc = npy_parse(path, buf, len, &a, err, errsize);
-        if (rc == 0)
-            rc = npy_to_points(path, &a, out, err, errsize);
-        free(buf);
+        int rc = read_npy_points(path, out, err, errsize);
         set_info(info, out->n, 0);
+        if (rc == 0 && info) {
+            static const char *const names[] = {"float32", "float64", "uint8", "uint16"};
+            info->type = names[out->type];
+            info->mapped = out->map != NULL;
+        }
         return rc;
     }
     void *vals;
     size_t header_line;
     if (read_text(path, WANT_POINTS, header, &vals, &out->n, &out->dim, &header_line, err, errsize))
         return -1;
-    out->data = vals;
+    out->data = out->owned = vals;
+    out->values = vals;
+    out->type = PCLI_F32;
     set_info(info, out->n, header_line);
     return 0;
 }

@@ -12,13 +12,29 @@
  * "data.csv: line 7 has 2 values, expected 3". The format is chosen by extension: ".npy" (any case)
  * is NumPy, anything else is text. */
 
+/* The element types the library reads in place (its pc_dtype, without depending on it). */
+typedef enum { PCLI_F32 = 0, PCLI_F64, PCLI_U8, PCLI_U16 } pcli_dtype;
+
+/* Points as read: row-major n x dim values of `type` at `values`. A .npy of float32, float64, uint8
+ * or uint16 is the file itself, mapped (no copy, no conversion); other integer .npy types are
+ * converted once (int8, int16 to float32, int32, uint32, int64, uint64 to float64, exact up to
+ * 2^53); text is read into float32. */
 typedef struct {
-    float *data; /* row-major n x dim, malloc'd */
+    float *data; /* float32 rows when type is PCLI_F32 (malloc'd or mapped), else NULL until pcli_matrix_f32 */
+    const void *values;
+    pcli_dtype type;
     size_t n;
     size_t dim;
+    void *map;      /* the mapping of a .npy, or NULL */
+    size_t map_len;
+    void *owned;    /* memory that values or data point into, or NULL */
+    float *f32;     /* a float32 copy made by pcli_matrix_f32 */
 } pcli_matrix;
 
 void pcli_matrix_free(pcli_matrix *m); /* NULL-safe; leaves an empty matrix */
+/* The points as float32 rows (for plots): m->data itself when the type is float32, else a copy made
+ * once and kept in m. NULL (error in err) when memory runs out. */
+const float *pcli_matrix_f32(pcli_matrix *m, char *err, size_t errsize);
 
 /* Whether the first row of a text file is a header (the first line that is neither blank nor a
  * comment). AUTO: when none of its fields is a number; a row with some fields numbers and some not
@@ -34,14 +50,18 @@ int pcli_header_parse(const char *s, pcli_header *out);
 typedef struct {
     size_t rows;
     size_t header_line;
+    const char *type; /* .npy points: the type the values are seen in ("uint8", ...); else NULL */
+    int mapped;       /* .npy points: 1 when the file itself is read (no copy) */
 } pcli_read_info;
 
 /* Text: CSV, TSV, ';'- or blank-separated, UTF-8 or ASCII, lines ended by LF, CRLF or CR; an
  * optional header row (above), '#' comments (whole lines or the rest of a line, as np.loadtxt) and
  * blank lines skipped. Numbers are read as NumPy reads them: decimal, with an optional exponent,
- * inf/infinity/nan in any case, no hexadecimal, no "1_000". NPY: '<f4', '<f8', '<i4', '<i8', '|u1',
- * '<u2', C order, shape (n, d) or (n,). Every value must be finite as a float32. n >= 1 and dim >= 1
- * on success. info may be NULL. */
+ * inf/infinity/nan in any case, no hexadecimal, no "1_000"; every value must be finite as a float32.
+ * NPY: '<f4', '<f8', '|u1', '<u2' (mapped), '|i1', '<i2', '<i4', '<u4', '<i8', '<u8' (converted),
+ * C order, shape (n, d) or (n,), a file exactly as long as its header says (a header that lies about
+ * the size is refused before any value is read); its float values are checked by the library.
+ * n >= 1 and dim >= 1 on success. info may be NULL. */
 int pcli_read_points_ex(const char *path, pcli_header header, pcli_matrix *out, pcli_read_info *info,
                         char *err, size_t errsize);
 int pcli_read_points(const char *path, pcli_matrix *out, char *err, size_t errsize); /* header AUTO */
