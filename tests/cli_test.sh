@@ -404,10 +404,11 @@ hca_error "hca on 9-dimensional input" 1 "dimensions" hca "$W/d9.csv" $HOUTS
 hca_error "hca on CSV with NaN" 1 "" hca "$W/nan.csv" $HOUTS
 hca_error "hca on an empty file" 1 "" hca "$W/empty.csv" $HOUTS
 hca_error "hca on a missing file" 1 "nope.csv" hca "$W/nope.csv" $HOUTS
-hca_error "hca --dendrogram with extension .npy" 2 "npy" hca "$W/hca8.csv" --dendrogram "$W/out_d.npy" --labels "$OL"
-check "hca --dendrogram .npy: no .npy file" test ! -e "$W/out_d.npy"
-hca_error "hca --components with extension .npy" 2 "npy" hca "$W/hca8.csv" --components "$W/out_g.npy" --labels "$OL"
-check "hca --components .npy: no .npy file" test ! -e "$W/out_g.npy"
+# .npy dendrograms and components are read back by tests/cli_arrays_test.py; unknown extensions are refused.
+hca_error "hca --dendrogram with extension .xyz" 2 "xyz" hca "$W/hca8.csv" --dendrogram "$W/out_d.xyz" --labels "$OL"
+check "hca --dendrogram .xyz: no .xyz file" test ! -e "$W/out_d.xyz"
+hca_error "hca --components with extension .xyz" 2 "xyz" hca "$W/hca8.csv" --components "$W/out_g.xyz" --labels "$OL"
+check "hca --components .xyz: no .xyz file" test ! -e "$W/out_g.xyz"
 hca_error "hca --labels into a missing directory" 1 "no_such_dir" hca "$W/hca8.csv" --labels "$W/no_such_dir/l.csv" \
     --dendrogram "$OD" --components "$OG"
 check "hca --labels into a missing directory: nothing written there" test ! -e "$W/no_such_dir"

@@ -22,15 +22,19 @@ static const char *const help =
     "  --noise                label the points of too-small clusters -1 instead\n"
     "  --backend B            auto (default: the GPU from 2^20 points), seq, openmp or cuda\n"
     "  --threads T            OpenMP threads (default: all cores)\n"
-    "  --labels OUT           one label per point (.csv/.txt or .npy)\n"
-    "  --centers OUT          the cluster centres (mean of their points), one row each\n"
-    "  --dendrogram OUT       SciPy linkage matrix over the components (.csv/.txt): left, right,\n"
-    "                         height, leaves\n"
-    "  --components OUT       per component (.csv/.txt): representative cell, its density, points\n"
+    "  --labels OUT           one label per point (.npy: int32)\n"
+    "  --centers OUT          the cluster centres (mean of their points), one row each (.npy: float32)\n"
+    "  --dendrogram OUT       SciPy linkage matrix over the components: left, right, height, leaves\n"
+    "                         (.npy: float64, as scipy.cluster.hierarchy takes it)\n"
+    "  --components OUT       per component: its number, representative cell, density, points\n"
+    "                         (text with a header row; .npy: int64, the same four columns)\n"
     "  --plot OUT             the points coloured by cluster (.png or .svg)\n"
     "  --verbose              per-stage timings\n"
     "  --header H             yes, no or auto (default): whether the first row of a text INPUT is a\n"
     "                         header to skip (auto: when none of its fields is a number)\n"
+    "\n"
+    "The data outputs are chosen by extension: text (.csv or .txt: comma-separated; .tsv: tabs) or\n"
+    "NumPy .npy.\n"
     "\n"
     "Options without a value are switches: --noise=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
@@ -41,14 +45,6 @@ typedef struct {
     int verbose;
     pcli_header header;
 } hca_cli;
-
-static int check_text_output(const char *option, const char *path)
-{
-    if (cli_has_extension(path, ".csv") || cli_has_extension(path, ".txt"))
-        return 0;
-    cli_error("hca", "%s '%s': write it as .csv or .txt", option, path);
-    return -1;
-}
 
 static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
 {
@@ -89,9 +85,9 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
                    cli_header_option(&a, &c->header, &bad)) {
             if (bad) return -1;
         } else if (cli_is(&a, "--dendrogram")) {
-            if (!(c->dendrogram = cli_value(&a)) || check_text_output("--dendrogram", c->dendrogram)) return -1;
+            if (!(c->dendrogram = cli_value(&a)) || cli_check_data_output(a.cmd, "--dendrogram", c->dendrogram)) return -1;
         } else if (cli_is(&a, "--components")) {
-            if (!(c->components = cli_value(&a)) || check_text_output("--components", c->components)) return -1;
+            if (!(c->components = cli_value(&a)) || cli_check_data_output(a.cmd, "--components", c->components)) return -1;
         } else {
             cli_unknown(&a);
             return -1;
@@ -108,29 +104,21 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
     return 0;
 }
 
-/* Text tables with full double precision (the dendrogram's heights, the component table). */
+/* The linkage matrix as SciPy has it: float64 (rows, 4), text with full double precision. */
 static int write_dendrogram(const char *path, const pc_result *r, char *err, size_t errsize)
 {
-    pcli_outfile f;
-    if (pcli_outfile_open(&f, path, err, errsize))
-        return -1;
     size_t rows;
     const double *z = pc_result_dendrogram(r, &rows);
-    for (size_t i = 0; i < rows; i++)
-        fprintf(f.fp, "%.0f,%.0f,%.17g,%.0f\n", z[4 * i], z[4 * i + 1], z[4 * i + 2], z[4 * i + 3]);
-    return pcli_outfile_commit(&f, err, errsize);
+    return pcli_write_matrix_f64(path, z, rows, 4, NULL, err, errsize);
 }
 
+/* int64 (components, 4): the component's number, its representative cell, density and points. */
 static int write_components(const char *path, const pc_result *r, char *err, size_t errsize)
 {
-    pcli_outfile f;
-    if (pcli_outfile_open(&f, path, err, errsize))
-        return -1;
-    fprintf(f.fp, "component,cell,density,points\n");
-    for (size_t c = 0; c < pc_result_component_count(r); c++)
-        fprintf(f.fp, "%zu,%lld,%lld,%lld\n", c, (long long)pc_result_component_cells(r)[c],
-                (long long)pc_result_component_densities(r)[c], (long long)pc_result_component_sizes(r)[c]);
-    return pcli_outfile_commit(&f, err, errsize);
+    static const char *const names[] = {"component", "cell", "density", "points"};
+    const int64_t *columns[] = {NULL, pc_result_component_cells(r), pc_result_component_densities(r),
+                                pc_result_component_sizes(r)};
+    return pcli_write_columns_i64(path, columns, pc_result_component_count(r), 4, names, err, errsize);
 }
 
 static int write_outputs(const hca_cli *c, cli_outputs *out, pcli_matrix *m, const pc_result *r)

@@ -1004,8 +1004,68 @@ fail:
 
 /* ---------------------------------------------------------------- writers */
 
-/* Version 1.0 header, padded so the data start on a 64-byte boundary as numpy does. */
-static int npy_write_header(FILE *fp, const char *descr, size_t n, size_t dim, int ndim)
+/* Every writer fills a block of OUT_BLOCK bytes by hand (no stdio call per value) and hands each full
+ * block to one fwrite, which stdio passes to write(2) as it is; a .npy of a little-endian host is its
+ * header and then the caller's array in one fwrite. */
+#define OUT_BLOCK ((size_t)1 << 20)
+#define OUT_SLACK 512 /* room past OUT_BLOCK for the longest row element or header line */
+
+typedef struct {
+    FILE *fp;
+    char *buf;
+    size_t len;
+    int failed; /* a write failed; errno says why */
+} out_block;
+
+static int out_flush(out_block *o)
+{
+    if (!o->failed && o->len && fwrite(o->buf, 1, o->len, o->fp) != o->len)
+        o->failed = 1;
+    o->len = 0;
+    return o->failed ? -1 : 0;
+}
+
+/* Space for at least OUT_SLACK more bytes at o->buf + o->len; NULL once a write has failed. */
+static char *out_room(out_block *o)
+{
+    if (o->len >= OUT_BLOCK && out_flush(o))
+        return NULL;
+    return o->failed ? NULL : o->buf + o->len;
+}
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* count values of `size` bytes (4 or 8) in little-endian order whatever the host. */
+static int out_le(out_block *o, const void *src, size_t size, size_t count)
+{
+    if (out_flush(o))
+        return -1;
+    if (host_is_little_endian()) {
+        if (count && fwrite(src, size, count, o->fp) != count)
+            o->failed = 1;
+        return o->failed ? -1 : 0;
+    }
+    const unsigned char *s = src;
+    for (size_t i = 0; i < count; i++) {
+        unsigned char *d = (unsigned char *)out_room(o);
+        if (!d)
+            return -1;
+        for (size_t b = 0; b < size; b++)
+            d[b] = s[i * size + size - 1 - b];
+        o->len += size;
+    }
+    return out_flush(o);
+}
+
+/* Version 1.0 header, padded so the data start on a 64-byte boundary as numpy does; shape (n,) when
+ * ndim is 1, else (n, dim). */
+static void npy_header(out_block *o, const char *descr, size_t n, size_t dim, int ndim)
 {
     char dict[200], shape[64];
     if (ndim == 1)
@@ -1018,96 +1078,335 @@ static int npy_write_header(FILE *fp, const char *descr, size_t n, size_t dim, i
     size_t hlen = (size_t)len + pad + 1;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
-    if (fwrite(pre, 1, sizeof pre, fp) != sizeof pre || fwrite(dict, 1, (size_t)len, fp) != (size_t)len)
-        return -1;
-    for (size_t i = 0; i < pad; i++)
-        if (fputc(' ', fp) == EOF)
-            return -1;
-    return fputc('\n', fp) == EOF ? -1 : 0;
+    char *p = o->buf; /* the block is empty: the header comes first */
+    memcpy(p, pre, sizeof pre);
+    memcpy(p + sizeof pre, dict, (size_t)len);
+    memset(p + sizeof pre + len, ' ', pad);
+    p[sizeof pre + (size_t)len + pad] = '\n';
+    o->len += sizeof pre + (size_t)len + pad + 1;
 }
 
-/* Little-endian whatever the host: values pass through a byte buffer in chunks. */
-static int write_le32(FILE *fp, const void *src, size_t count)
+/* ---- numbers as text, into a buffer with room (at most 32 bytes each) */
+
+static char *put_u64(char *p, uint64_t u)
 {
-    unsigned char buf[4 * 4096];
-    const unsigned char *s = src;
-    while (count) {
-        size_t m = count < 4096 ? count : 4096;
-        for (size_t i = 0; i < m; i++) {
-            uint32_t u;
-            memcpy(&u, s + 4 * i, 4);
-            buf[4 * i] = (unsigned char)u;
-            buf[4 * i + 1] = (unsigned char)(u >> 8);
-            buf[4 * i + 2] = (unsigned char)(u >> 16);
-            buf[4 * i + 3] = (unsigned char)(u >> 24);
+    if (u < 10) {
+        *p++ = (char)('0' + u);
+        return p;
+    }
+    char tmp[20];
+    int n = 0;
+    while (u) {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    }
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* As printf's "%" PRId64. */
+static char *put_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return put_u64(p, 0 - (uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
+}
+
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 pcli_u128;
+
+static pcli_u128 pow10_u128(int p) /* 0 <= p <= 38 */
+{
+    static const uint64_t t[20] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
+                                   1000000000u, 10000000000u, 100000000000u, 1000000000000u,
+                                   10000000000000u, 100000000000000u, 1000000000000000u,
+                                   10000000000000000u, 100000000000000000u, 1000000000000000000u,
+                                   10000000000000000000u};
+    return p <= 19 ? (pcli_u128)t[p] : (pcli_u128)t[p - 19] * t[19];
+}
+#endif
+
+/* Exactly what printf's "%.9g" prints for (double)f: the float's exact value rounded to nine
+ * significant digits, ties to even, as glibc does; nine digits make every float round-trip. For
+ * |f| >= 2^-76 in 128-bit integers (about 15 times faster than snprintf); zero, infinities, NaN and
+ * tinier values by snprintf itself. */
+static char *put_g9(char *p, float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    int bexp = (int)(bits >> 23 & 0xff);
+    if ((bits & 0x7fffffffu) == 0) {
+        if (bits)
+            *p++ = '-';
+        *p++ = '0';
+        return p;
+    }
+#if defined(__SIZEOF_INT128__)
+    if (bexp >= 51 && bexp < 255) {
+        uint64_t m = (bits & 0x7fffffu) | 0x800000u;
+        int e = bexp - 150, b = bexp - 127; /* |f| = m 2^e, 2^b <= |f| < 2^(b+1), -99 <= e <= 104 */
+        /* k = floor(b log10 2) (78913 / 2^18 is close enough for |b| < 1650): floor(log10 |f|) is k or
+         * k + 1, so q = floor(|f| 10^(8-k)) has 9 or 10 digits. */
+        int k = b >= 0 ? (b * 78913) >> 18 : -((-b * 78913 + (1 << 18) - 1) >> 18), s = 8 - k;
+        uint64_t q;
+        int below; /* what |f| 10^s has below the point: 0 nothing, 1 less than half, 2 half, 3 more */
+        if (s >= 0) { /* m 10^s < 2^24 10^31 < 2^128: exact; then a shift by -e splits off the fraction */
+            pcli_u128 num = (pcli_u128)m * pow10_u128(s);
+            if (e >= 0) {
+                q = (uint64_t)(num << e);
+                below = 0;
+            } else {
+                pcli_u128 rem = num & (((pcli_u128)1 << -e) - 1), half = (pcli_u128)1 << (-e - 1);
+                q = (uint64_t)(num >> -e);
+                below = rem == 0 ? 0 : rem < half ? 1 : rem == half ? 2 : 3;
+            }
+        } else { /* |f| >= 10^9: m 2^e < 2^128 divided by 10^-s <= 10^30 */
+            pcli_u128 num = (pcli_u128)m << e, den = pow10_u128(-s), rem = num % den;
+            q = (uint64_t)(num / den);
+            below = rem == 0 ? 0 : 2 * rem < den ? 1 : 2 * rem == den ? 2 : 3;
         }
-        if (fwrite(buf, 4, m, fp) != m)
-            return -1;
-        s += 4 * m;
-        count -= m;
+        if (q >= 1000000000u) { /* ten digits: the last joins the fraction */
+            unsigned d = (unsigned)(q % 10);
+            q /= 10;
+            k++;
+            below = d == 0 ? (below ? 1 : 0) : d < 5 ? 1 : d == 5 ? (below ? 3 : 2) : 3;
+        }
+        if (below == 3 || (below == 2 && (q & 1)))
+            q++;
+        if (q == 1000000000u) {
+            q = 100000000u;
+            k++;
+        }
+        char d[9];
+        for (int i = 8; i >= 0; i--, q /= 10)
+            d[i] = (char)('0' + q % 10);
+        int nd = 9; /* %g drops trailing zeros of the fraction */
+        while (nd > 1 && d[nd - 1] == '0')
+            nd--;
+        if (bits >> 31)
+            *p++ = '-';
+        if (k >= 0 && k < 9) { /* %f style, k + 1 digits before the point */
+            memcpy(p, d, (size_t)k + 1);
+            p += k + 1;
+            if (nd > k + 1) {
+                *p++ = '.';
+                memcpy(p, d + k + 1, (size_t)(nd - k - 1));
+                p += nd - k - 1;
+            }
+        } else if (k < 0 && k >= -4) { /* 0.000ddd */
+            *p++ = '0';
+            *p++ = '.';
+            for (int i = 0; i < -k - 1; i++)
+                *p++ = '0';
+            memcpy(p, d, (size_t)nd);
+            p += nd;
+        } else { /* d.ddde+XX */
+            *p++ = d[0];
+            if (nd > 1) {
+                *p++ = '.';
+                memcpy(p, d + 1, (size_t)nd - 1);
+                p += nd - 1;
+            }
+            *p++ = 'e';
+            *p++ = k < 0 ? '-' : '+';
+            int a = k < 0 ? -k : k; /* |k| <= 45 for a float */
+            *p++ = (char)('0' + a / 10);
+            *p++ = (char)('0' + a % 10);
+        }
+        return p;
     }
-    return 0;
+#else
+    (void)bexp;
+#endif
+    return p + snprintf(p, 32, "%.9g", (double)f);
 }
 
-static int write_labels_text(FILE *fp, const int32_t *labels, size_t n)
+/* printf's "%.17g" (which makes every double round-trip): integers below 2^53, such as the
+ * dendrogram's cluster numbers and sizes, by hand (they print as integers under %.17g), the rest by
+ * snprintf. */
+static char *put_g17(char *p, double v)
 {
-    for (size_t i = 0; i < n; i++)
-        if (fprintf(fp, "%" PRId32 "\n", labels[i]) < 0)
-            return -1;
-    return 0;
+    if (v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(int64_t)v &&
+        (v != 0 || !signbit(v)))
+        return put_i64(p, (int64_t)v);
+    return p + snprintf(p, 32, "%.17g", v);
 }
 
-static int write_matrix_text(FILE *fp, const float *data, size_t n, size_t dim)
+/* The separator of text output: a tab in .tsv, a comma in .csv, .txt and any other text. */
+static char text_separator(const char *path)
 {
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < dim; j++)
-            if (fprintf(fp, j ? ",%.9g" : "%.9g", (double)data[i * dim + j]) < 0)
-                return -1;
-        if (fputc('\n', fp) == EOF)
-            return -1;
-    }
-    return 0;
+    return pcli_has_extension(path, ".tsv") ? '\t' : ',';
 }
 
-static int finish(pcli_outfile *f, int write_rc, char *err, size_t errsize)
+/* A header row of column names joined by the separator (a text table's first line; the block is
+ * empty and the names are short). */
+static void put_header(out_block *o, const char *const *names, size_t cols, char sep)
 {
-    if (write_rc) {
-        int e = errno;
-        pcli_outfile_discard(f);
-        return pcli_fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
+    for (size_t j = 0; j < cols; j++) {
+        size_t len = strlen(names[j]);
+        if (o->len + len + 2 > OUT_BLOCK && out_flush(o))
+            return;
+        if (j)
+            o->buf[o->len++] = sep;
+        memcpy(o->buf + o->len, names[j], len);
+        o->len += len;
     }
-    return pcli_outfile_commit(f, err, errsize);
+    o->buf[o->len++] = '\n';
+}
+
+/* Opens path's temporary file with a block buffer, runs fill, then commits or discards. */
+typedef int (*fill_fn)(out_block *o, const void *ctx);
+
+static int write_output(const char *path, fill_fn fill, const void *ctx, char *err, size_t errsize)
+{
+    pcli_outfile f;
+    out_block o = {0};
+    if (!(o.buf = malloc(OUT_BLOCK + OUT_SLACK)))
+        return pcli_fail(err, errsize, "%s: out of memory for the output buffer", path);
+    if (pcli_outfile_open(&f, path, err, errsize)) {
+        free(o.buf);
+        return -1;
+    }
+    o.fp = f.fp;
+    errno = 0;
+    int rc = fill(&o, ctx) || out_flush(&o), e = errno;
+    free(o.buf);
+    if (rc) {
+        pcli_outfile_discard(&f);
+        return pcli_fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "I/O error");
+    }
+    return pcli_outfile_commit(&f, err, errsize);
+}
+
+/* ---- labels */
+
+typedef struct {
+    const int32_t *labels;
+    size_t n;
+    int npy;
+} labels_job;
+
+static int fill_labels(out_block *o, const void *ctx)
+{
+    const labels_job *j = ctx;
+    if (j->npy) {
+        npy_header(o, "<i4", j->n, 1, 1);
+        return out_le(o, j->labels, 4, j->n);
+    }
+    for (size_t i = 0; i < j->n; i++) {
+        char *p = out_room(o);
+        if (!p)
+            return -1;
+        char *end = put_i64(p, j->labels[i]);
+        *end++ = '\n';
+        o->len += (size_t)(end - p);
+    }
+    return 0;
 }
 
 int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *err, size_t errsize)
 {
-    pcli_outfile f;
-    int rc;
     if (n && !labels)
         return pcli_fail(err, errsize, "%s: no labels to write", path);
-    if (pcli_outfile_open(&f, path, err, errsize))
-        return -1;
-    if (pcli_has_extension(path, ".npy"))
-        rc = npy_write_header(f.fp, "<i4", n, 1, 1) || write_le32(f.fp, labels, n);
-    else
-        rc = write_labels_text(f.fp, labels, n);
-    return finish(&f, rc, err, errsize);
+    labels_job j = {labels, n, pcli_has_extension(path, ".npy")};
+    return write_output(path, fill_labels, &j, err, errsize);
+}
+
+/* ---- matrices: float32, float64, int64 columns */
+
+typedef enum { MAT_F32, MAT_F64, MAT_I64_COLUMNS } mat_kind;
+
+typedef struct {
+    mat_kind kind;
+    const void *data;              /* MAT_F32, MAT_F64: row-major rows x cols */
+    const int64_t *const *columns; /* MAT_I64_COLUMNS: cols arrays of rows values (NULL: 0, 1, 2, ...) */
+    size_t rows, cols;
+    const char *const *names; /* a header row for text, or NULL */
+    int npy;
+    char sep;
+} matrix_job;
+
+static int fill_matrix(out_block *o, const void *ctx)
+{
+    const matrix_job *j = ctx;
+    if (j->npy) {
+        static const char *const descr[] = {"<f4", "<f8", "<i8"};
+        npy_header(o, descr[j->kind], j->rows, j->cols, 2);
+        if (j->kind == MAT_F32)
+            return out_le(o, j->data, 4, j->rows * j->cols);
+        if (j->kind == MAT_F64)
+            return out_le(o, j->data, 8, j->rows * j->cols);
+        for (size_t i = 0; i < j->rows; i++) /* interleaved from the columns, little-endian */
+            for (size_t c = 0; c < j->cols; c++) {
+                uint64_t u = j->columns[c] ? (uint64_t)j->columns[c][i] : (uint64_t)i;
+                unsigned char *d = (unsigned char *)out_room(o);
+                if (!d)
+                    return -1;
+                for (int b = 0; b < 8; b++)
+                    d[b] = (unsigned char)(u >> (8 * b));
+                o->len += 8;
+            }
+        return out_flush(o);
+    }
+    if (j->names)
+        put_header(o, j->names, j->cols, j->sep);
+    const float *f32 = j->data;
+    const double *f64 = j->data;
+    for (size_t i = 0; i < j->rows; i++) {
+        for (size_t c = 0; c < j->cols; c++) {
+            char *p = out_room(o), *end = p;
+            if (!p)
+                return -1;
+            if (c)
+                *end++ = j->sep;
+            if (j->kind == MAT_F32)
+                end = put_g9(end, f32[i * j->cols + c]);
+            else if (j->kind == MAT_F64)
+                end = put_g17(end, f64[i * j->cols + c]);
+            else
+                end = put_i64(end, j->columns[c] ? j->columns[c][i] : (int64_t)i);
+            o->len += (size_t)(end - p);
+        }
+        char *p = out_room(o);
+        if (!p)
+            return -1;
+        *p = '\n';
+        o->len++;
+    }
+    return 0;
+}
+
+static int write_matrix_job(const char *path, matrix_job *j, int have_data, char *err, size_t errsize)
+{
+    if (j->rows && j->cols && !have_data)
+        return pcli_fail(err, errsize, "%s: no data to write", path);
+    if (j->cols && j->rows > SIZE_MAX / 8 / j->cols)
+        return pcli_fail(err, errsize, "%s: matrix is too large", path);
+    j->npy = pcli_has_extension(path, ".npy");
+    j->sep = text_separator(path);
+    return write_output(path, fill_matrix, j, err, errsize);
 }
 
 int pcli_write_matrix(const char *path, const float *data, size_t n, size_t dim, char *err,
                       size_t errsize)
 {
-    pcli_outfile f;
-    int rc;
-    if (n && dim && !data)
-        return pcli_fail(err, errsize, "%s: no data to write", path);
-    if (dim && n > SIZE_MAX / dim)
-        return pcli_fail(err, errsize, "%s: matrix is too large", path);
-    if (pcli_outfile_open(&f, path, err, errsize))
-        return -1;
-    if (pcli_has_extension(path, ".npy"))
-        rc = npy_write_header(f.fp, "<f4", n, dim, 2) || write_le32(f.fp, data, n * dim);
-    else
-        rc = write_matrix_text(f.fp, data, n, dim);
-    return finish(&f, rc, err, errsize);
+    matrix_job j = {MAT_F32, data, NULL, n, dim, NULL, 0, ','};
+    return write_matrix_job(path, &j, data != NULL, err, errsize);
+}
+
+int pcli_write_matrix_f64(const char *path, const double *data, size_t rows, size_t cols,
+                          const char *const *names, char *err, size_t errsize)
+{
+    matrix_job j = {MAT_F64, data, NULL, rows, cols, names, 0, ','};
+    return write_matrix_job(path, &j, data != NULL, err, errsize);
+}
+
+int pcli_write_columns_i64(const char *path, const int64_t *const *columns, size_t rows, size_t cols,
+                           const char *const *names, char *err, size_t errsize)
+{
+    matrix_job j = {MAT_I64_COLUMNS, NULL, columns, rows, cols, names, 0, ','};
+    return write_matrix_job(path, &j, columns != NULL, err, errsize);
 }

@@ -72,12 +72,29 @@ int pcli_read_labels_ex(const char *path, pcli_header header, int32_t **labels, 
                         pcli_read_info *info, char *err, size_t errsize);
 int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, size_t errsize);
 
-/* Text: one integer per line; .npy: '<i4' shape (n,). */
+/* The writers: .npy (any case) is NumPy, little-endian, C order, written as its header and then the
+ * array in one write; anything else is text, formatted into 1 MiB blocks (no stdio call per value),
+ * values separated by a tab in .tsv and by a comma otherwise (.csv, .txt). Each replaces path whole
+ * or not at all (pcli_outfile below). */
+
+/* Text: one integer per line ("%d"); .npy: '<i4' shape (n,). */
 int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *err, size_t errsize);
 
-/* Text: CSV without header, "%.9g" so float32 values round-trip; .npy: '<f4' shape (n, dim). */
+/* Text: one row per line, no header, each value as printf's "%.9g" prints it (so float32 values
+ * round-trip; the digits are made by hand, exactly); .npy: '<f4' shape (n, dim). */
 int pcli_write_matrix(const char *path, const float *data, size_t n, size_t dim, char *err,
                       size_t errsize);
+
+/* Row-major rows x cols float64: text as printf's "%.17g" (round-trips; integers print as integers),
+ * .npy '<f8' shape (rows, cols). names: the text's header row, cols names (NULL: none; never in .npy). */
+int pcli_write_matrix_f64(const char *path, const double *data, size_t rows, size_t cols,
+                          const char *const *names, char *err, size_t errsize);
+
+/* An int64 table given by columns: columns[c] holds the rows values of column c (NULL: the row's
+ * number, 0, 1, ...). Text: decimal integers, header row names as above; .npy: '<i8' shape
+ * (rows, cols), row-major. */
+int pcli_write_columns_i64(const char *path, const int64_t *const *columns, size_t rows, size_t cols,
+                           const char *const *names, char *err, size_t errsize);
 
 /* An output file written whole or not at all: the data go to path + ".tmp.XXXXXX" in the same
  * directory, and commit renames it over path. Use for any other output the CLI writes:
