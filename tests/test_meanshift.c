@@ -10,6 +10,15 @@
 #include <math.h>
 #include <string.h>
 
+/* The kernel's weight at squared distance d2, by its definition (ALGORITHMS.md §1), in double. */
+static double kernel_weight(pc_kernel kern, double d2, double h)
+{
+    return kern == PC_KERNEL_GAUSSIAN ? exp(-d2 / (2 * h * h))
+         : d2 > h * h               ? 0
+         : kern == PC_KERNEL_FLAT   ? 1
+                                    : 1 - d2 / (h * h);
+}
+
 static pc_result *run(const float *pts, size_t n, size_t dim, const pc_meanshift_params *p)
 {
     pc_points v = pc_points_f32(pts, n, dim);
@@ -52,10 +61,7 @@ static void test_one_shift_against_double(uint64_t seed)
                      * either side in float, so such queries are left out. */
                     if (kern == PC_KERNEL_FLAT && fabs(d2 - h * h) < 1e-4 * h * h)
                         ambiguous = 1;
-                    double w = kern == PC_KERNEL_GAUSSIAN ? exp(-d2 / (2 * h * h))
-                             : d2 > h * h               ? 0
-                             : kern == PC_KERNEL_FLAT   ? 1
-                                                        : 1 - d2 / (h * h);
+                    double w = kernel_weight((pc_kernel)kern, d2, h);
                     den += w;
                     for (size_t k = 0; k < dim; k++)
                         num[k] += w * pts[j * dim + k];
@@ -100,10 +106,7 @@ static void reference_modes(const float *pts, size_t n, size_t dim, pc_kernel ke
                 }
                 if (kern == PC_KERNEL_FLAT && fabs(d2 - h * h) < 1e-4 * h * h)
                     ambiguous[i] = 1;
-                double w = kern == PC_KERNEL_GAUSSIAN ? exp(-d2 / (2 * h * h))
-                         : d2 > h * h               ? 0
-                         : kern == PC_KERNEL_FLAT   ? 1
-                                                    : 1 - d2 / (h * h);
+                double w = kernel_weight(kern, d2, h);
                 den += w;
                 for (size_t k = 0; k < dim; k++)
                     num[k] += w * pts[j * dim + k];

@@ -120,10 +120,7 @@ int cmd_generate(int argc, char **argv)
         return CLI_USAGE;
     }
     cli_outputs staged;
-    cli_outputs_init(&staged, "generate");
-    cli_outputs_add(&staged, "--output", out);
-    cli_outputs_add(&staged, "--labels", labels_out);
-    if (cli_outputs_check(&staged))
+    if (cli_outputs_check_generated(&staged, "generate", out, labels_out))
         return CLI_FAILED;
     if (pc_dataset_parse(kind, &p.dataset) != PC_OK) {
         cli_error("generate", "%s", pc_last_error());

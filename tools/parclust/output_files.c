@@ -172,6 +172,14 @@ static const char *size_text(double b, char *buf, size_t size)
     return buf;
 }
 
+int cli_outputs_check_generated(cli_outputs *o, const char *cmd, const char *out, const char *labels)
+{
+    cli_outputs_init(o, cmd);
+    cli_outputs_add(o, "--output", out);
+    cli_outputs_add(o, "--labels", labels);
+    return cli_outputs_check(o);
+}
+
 int cli_outputs_check_room(const cli_outputs *o)
 {
     for (size_t i = 0; i < o->n_out; i++) {

@@ -48,6 +48,8 @@ void cli_outputs_add(cli_outputs *o, const char *option, const char *path);
  * not one of the inputs, not another output (for a file that does not exist yet: the same folder
  * and name). 0, or -1 with the error printed. */
 int cli_outputs_check(cli_outputs *o);
+/* The generators' pair: --output and --labels (NULL when not given) registered into o and checked. */
+int cli_outputs_check_generated(cli_outputs *o, const char *cmd, const char *out, const char *labels);
 /* Once known: output `path` will take at least `bytes`. Then cli_outputs_check_room: the outputs of
  * each filesystem fit in its free space (0, or -1 with the error printed). */
 void cli_outputs_expect(cli_outputs *o, const char *path, double bytes);

@@ -299,10 +299,7 @@ int cmd_generate_scene(int argc, char **argv)
         return CLI_FAILED;
     }
     cli_outputs staged;
-    cli_outputs_init(&staged, "generate");
-    cli_outputs_add(&staged, "--output", out);
-    cli_outputs_add(&staged, "--labels", labels_out);
-    if (cli_outputs_check(&staged))
+    if (cli_outputs_check_generated(&staged, "generate", out, labels_out))
         return CLI_FAILED;
     /* .npy and the scene's GeoTIFF are uncompressed (the labels' GeoTIFF is deflated: not known). */
     size_t es = s.dtype == 0 ? 1 : s.dtype == 1 ? 2 : 4, step = 64;
