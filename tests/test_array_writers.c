@@ -327,10 +327,17 @@ static void test_int64(void)
     free(b);
 }
 
-static void test_failures(void)
+static void test_replace_and_failures(void)
 {
     char err[256] = "";
     const int32_t lab[2] = {1, 2};
+    /* an empty file (as a staging name is, removed before the rename) and a full one are replaced */
+    FILE *fp = fopen(path_of("e.csv"), "wb");
+    if (fp)
+        fclose(fp);
+    CHECK(pcli_write_labels(path_of("e.csv"), lab, 2, err, sizeof err) == 0 && file_is(path_of("e.csv"), "1\n2\n", 4));
+    const int32_t lab2[1] = {-7};
+    CHECK(pcli_write_labels(path_of("e.csv"), lab2, 1, err, sizeof err) == 0 && file_is(path_of("e.csv"), "-7\n", 3));
     CHECK(pcli_write_labels(path_of("no_such_dir/l.npy"), lab, 2, err, sizeof err) == -1);
     CHECK(strstr(err, "no_such_dir/l.npy: cannot create file") != NULL);
     CHECK(pcli_write_matrix_f64(path_of("x.npy"), NULL, 2, 4, NULL, err, sizeof err) == -1);
@@ -352,6 +359,6 @@ int main(int argc, char **argv)
     test_float32();
     test_float64();
     test_int64();
-    test_failures();
+    test_replace_and_failures();
     return check_report("array_writers");
 }
