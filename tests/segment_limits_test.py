@@ -86,8 +86,11 @@ def write_npy_header(path, descr, shape, sparse=True):
 def labels_of(path):
     if path.endswith(".npy"):
         return np.load(path)
-    ds = gdal.Open(path)
-    return ds.GetRasterBand(1).ReadAsArray()
+    ds = gdal.Open(path)  # kept: a band outliving its dataset crashes the bindings
+    band = ds.GetRasterBand(1)  # labels of the smallest type: nodata read as -1
+    lab = band.ReadAsArray().astype(np.int64)
+    lab[lab == band.GetNoDataValue()] = -1
+    return lab
 
 
 # ------------------------------------------------------------------ item 6: limits from the header (.npy)

@@ -172,8 +172,13 @@ def write_tif(path, img, nodata=None, gt=(300000.0, 2.5, 0.0, 5100000.0, 0.0, -2
 
 
 def read_tif(path):
+    """The dataset and its band 1, nodata read as -1 (label rasters are of the smallest type)."""
     ds = gdal.Open(path)
-    return ds, ds.GetRasterBand(1).ReadAsArray()
+    band = ds.GetRasterBand(1)
+    lab = band.ReadAsArray().astype(np.int64)
+    if band.GetNoDataValue() is not None:
+        lab[lab == band.GetNoDataValue()] = -1
+    return ds, lab
 
 
 def stretch(v, lo, hi):
@@ -318,11 +323,12 @@ else:
         srs_in, srs_out = osr.SpatialReference(), osr.SpatialReference(wkt=ds.GetProjection())
         srs_in.ImportFromEPSG(32631)
         band = ds.GetRasterBand(1)
-        ok = (ds.GetGeoTransform() == gt and srs_out.IsSame(srs_in) and band.GetNoDataValue() == -1
-              and band.DataType == gdal.GDT_Int32 and (ds.RasterXSize, ds.RasterYSize) == (WD, H))
+        ok = (ds.GetGeoTransform() == gt and srs_out.IsSame(srs_in) and band.GetNoDataValue() == 255
+              and band.DataType == gdal.GDT_Byte and (ds.RasterXSize, ds.RasterYSize) == (WD, H))
         why = "gt %s, nodata %s, type %s, srs same %s" % (ds.GetGeoTransform(), band.GetNoDataValue(),
                                                          band.DataType, srs_out.IsSame(srs_in))
-        check(ok, "GeoTIFF out: same size, geotransform and projection (EPSG:32631), Int32, nodata -1", why)
+        check(ok, "GeoTIFF out: same size, geotransform and projection (EPSG:32631), Byte (3 clusters), nodata 255",
+              why)
         ok, why = bijective(lab, truth, valid)
     check(ok, "GeoTIFF uint8 RGB, band nodata 0: labels = regions, -1 exactly at nodata", why)
     check(rc == 0 and read_png(w("rgb_l.png")).shape == (H, WD, 3), "GeoTIFF in, preview PNG of the image's size")

@@ -23,10 +23,15 @@ static const char *const help =
     "Segments an image by clustering its pixels' band values. IMAGE: any raster GDAL reads (GeoTIFF,\n"
     "PNG, JPEG, ...; Byte, UInt16, Int16, Float32 bands, others read as float32), or a NumPy .npy array\n"
     "of shape (H, W) or (H, W, B) of uint8, uint16 or float32. A pixel equal to a chosen band's nodata\n"
-    "value, or NaN, is nodata: it gets no cluster and label -1.\n"
+    "value, or NaN, is nodata: it gets no cluster, and the labels' nodata value.\n"
     "\n"
-    "  -o, --output OUT       labels: GeoTIFF (.tif: Int32, nodata -1, the input's georeferencing and\n"
-    "                         projection) or .npy (int32, shape (H, W)); clusters 0..k-1 by size\n"
+    "  -o, --output OUT       labels: GeoTIFF (.tif: the input's georeferencing and projection) or .npy\n"
+    "                         (int32, shape (H, W), nodata -1); clusters 0..k-1 by size\n"
+    "  --ot TYPE              GeoTIFF label type: Byte (nodata 255, up to 255 clusters), UInt16\n"
+    "                         (nodata 65535, up to 65535) or Int32 (nodata -1); default: the first\n"
+    "                         that holds the clusters\n"
+    "  --co NAME=VALUE        GeoTIFF creation option, as gdal_translate -co (repeatable; defaults:\n"
+    "                         COMPRESS=DEFLATE ZLEVEL=1 PREDICTOR=2, 512 x 512 tiles); lossy ones refused\n"
     "  --algorithm A          hca (default), kmeans or meanshift\n"
     "  --bands LIST           bands to use, 1-based, e.g. 1,2,4 (default: all)\n"
     "  --nodata V             nodata value of every band (default: each band's own, if any); nan:\n"
@@ -66,6 +71,8 @@ typedef struct {
     const char *only_for[32]; /* an option given that belongs to the algorithms in only_mask */
     int only_mask[32], only_count;
     int range_given;         /* --range-bandwidth was given (else it follows the pixel type) */
+    pcli_label_format labels_format; /* --ot, --co */
+    const char *co[64];
 } seg_cli;
 
 static int parse_bands(const char *v, seg_cli *c)
@@ -192,6 +199,34 @@ static int check_output(const char *cmd, const char *path)
     return -1;
 }
 
+/* --ot and --co: GeoTIFF labels only; the options checked by GDAL before any work; a k-means -k that
+ * the type cannot hold refused now rather than after the clustering. */
+static int labels_format_options(seg_cli *c)
+{
+    pcli_label_format *f = &c->labels_format;
+    f->options = c->co;
+    f->threads = c->hca.threads;
+    if (!f->type && !f->n_options)
+        return 0;
+    if (cli_has_extension(c->output, ".npy")) {
+        cli_error("segment", "%s: .npy labels are int32 (nodata -1); --ot and --co are for GeoTIFF labels (.tif)",
+                  c->output);
+        return -1;
+    }
+    size_t most = pcli_label_type_max_clusters(f->type);
+    if (f->type && c->algorithm == ALG_KMEANS && c->km.k > most) {
+        cli_error("segment", "--ot %s holds at most %zu clusters (labels 0-%zu, nodata %.0f), -k is %zu",
+                  pcli_label_type_name(f->type), most, most - 1, pcli_label_type_nodata(f->type), c->km.k);
+        return -1;
+    }
+    char err[512];
+    if (pcli_have_gdal() && pcli_label_format_check(f, err, sizeof err)) {
+        cli_error("segment", "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse(int argc, char **argv, seg_cli *c)
 {
     cli_args a;
@@ -244,6 +279,21 @@ static int parse(int argc, char **argv, seg_cli *c)
             c->preview_size = (size_t)l;
         } else if (cli_is(&a, "--truth")) {
             if (!(c->truth = cli_value(&a))) return -1;
+        } else if (cli_is(&a, "--ot")) {
+            const char *v = cli_value(&a);
+            if (!v) return -1;
+            if (pcli_label_type_parse(v, &c->labels_format.type)) {
+                cli_error(a.cmd, "--ot must be Byte, UInt16 or Int32, got '%s'", v);
+                return -1;
+            }
+        } else if (cli_is(&a, "--co")) {
+            const char *v = cli_value(&a);
+            if (!v) return -1;
+            if (c->labels_format.n_options == sizeof c->co / sizeof c->co[0]) {
+                cli_error(a.cmd, "--co: at most %zu creation options", sizeof c->co / sizeof c->co[0]);
+                return -1;
+            }
+            c->co[c->labels_format.n_options++] = v;
         } else if (cli_is(&a, "--backend") || cli_is(&a, "--threads")) {
             pc_backend backend = PC_BACKEND_AUTO;
             int threads = 0;
@@ -276,7 +326,7 @@ static int parse(int argc, char **argv, seg_cli *c)
         cli_error(a.cmd, "k-means needs the number of clusters: -k K");
         return -1;
     }
-    return 0;
+    return labels_format_options(c);
 }
 
 static const char *bytes_text(double b, char *buf, size_t size)
@@ -437,7 +487,8 @@ static int write_outputs(const seg_cli *c, cli_outputs *out, const pcli_image *i
     char err[512];
     const char *path = NULL;
     int failed = !(path = cli_outputs_stage(out, c->output)) ||
-                 pcli_labels_write(path, im, pc_result_labels(r), compact, err, sizeof err) ||
+                 pcli_labels_write(path, im, pc_result_labels(r), compact, pc_result_cluster_count(r),
+                                   &c->labels_format, err, sizeof err) ||
                  (c->preview && (!(path = cli_outputs_stage(out, c->preview)) ||
                                  pcli_preview_write(path, im, pc_result_labels(r), compact, centres,
                                                     pc_result_cluster_count(r), c->palette, c->preview_size, err,
@@ -499,6 +550,7 @@ int cmd_segment(int argc, char **argv)
     double t0 = cli_seconds();
     c.read.check_header = check_header;
     c.read.check_ctx = &c;
+    c.read.threads = c.hca.threads;
     if (pcli_image_read(c.input, &c.read, &im, err, sizeof err)) {
         cli_error("segment", "%s", err);
         return CLI_FAILED;
@@ -565,6 +617,14 @@ int cmd_segment(int argc, char **argv)
     static const char *const names[] = {"", "hca", "kmeans", "", "meanshift"};
     printf("%s: %zu clusters (%s backend)\n", names[c.algorithm], k, pc_backend_name(pc_result_backend(r)));
     print_clusters(&im, r, centres);
+    /* --ot too narrow for what the run found: said before anything is written. */
+    pcli_label_type t = pcli_label_type_for(c.labels_format.type, k);
+    if (!cli_has_extension(c.output, ".npy") && k > pcli_label_type_max_clusters(t)) {
+        cli_error("segment", "--ot %s holds at most %zu clusters (labels 0-%zu, nodata %.0f), the run found %zu: "
+                  "choose a wider type or leave --ot out", pcli_label_type_name(t), pcli_label_type_max_clusters(t),
+                  pcli_label_type_max_clusters(t) - 1, pcli_label_type_nodata(t), k);
+        goto done;
+    }
     if (c.truth && score(&c, &im, pc_result_labels(r), compact, &t_score))
         goto done;
     t0 = cli_seconds();
@@ -580,7 +640,11 @@ int cmd_segment(int argc, char **argv)
             printf("  time score    %9.4f s\n", t_score);
         printf("  time write    %9.4f s\n", t_write);
         printf("  time total    %9.4f s\n", t_read + t_compact + t_cluster + t_score + t_write);
-        printf("wrote %s%s%s\n", c.output, c.preview ? " and " : "", c.preview ? c.preview : "");
+        if (cli_has_extension(c.output, ".npy"))
+            printf("wrote %s%s%s\n", c.output, c.preview ? " and " : "", c.preview ? c.preview : "");
+        else
+            printf("wrote %s (%s, nodata %.0f)%s%s\n", c.output, pcli_label_type_name(t), pcli_label_type_nodata(t),
+                   c.preview ? " and " : "", c.preview ? c.preview : "");
     }
 done:
     free(centres);

@@ -1,5 +1,7 @@
-/* Rasters through GDAL: any format GDAL reads, read band-interleaved into one pixel-interleaved buffer
- * in row blocks; label GeoTIFFs with the input's georeferencing. Without GDAL every call says so. */
+/* Rasters through GDAL: any format GDAL reads, read into one pixel-interleaved buffer in windows of
+ * many rows (a GeoTIFF by several threads, each through its own dataset handle); label GeoTIFFs of
+ * the smallest type, with the input's georeferencing, compressed on every core. Without GDAL every
+ * call says so. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "raster_internal.h"
@@ -24,10 +26,16 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
 }
 
 int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
-                            char *err, size_t errsize)
+                            pcli_label_type type, const pcli_label_format *fmt, char *err, size_t errsize)
 {
-    (void)im, (void)labels, (void)compact;
+    (void)im, (void)labels, (void)compact, (void)type, (void)fmt;
     return pcli_fail(err, errsize, "%s: %s", path, PCLI_NO_GDAL_MESSAGE);
+}
+
+int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize)
+{
+    (void)fmt;
+    return pcli_fail(err, errsize, "--co: %s", PCLI_NO_GDAL_MESSAGE);
 }
 
 int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
@@ -67,20 +75,29 @@ int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path)
 #include <cpl_conv.h>
 #include <cpl_error.h>
 #include <cpl_string.h>
+#include <cpl_vsi.h>
 #include <gdal.h>
 #include <ogr_srs_api.h>
+#include <pthread.h>
 
 int pcli_have_gdal(void) { return 1; }
 
 /* GDAL prints its errors by default; the CLI's rule is one line of its own. The first failure is kept
- * here and put into that line. The CLI calls GDAL from one thread only. */
-static char gdal_first_error[512];
+ * here and put into that line, and the first warning beside it (the --co check says it). Readers on
+ * several threads may fail at once: the lock keeps one message whole. */
+static char gdal_first_error[512], gdal_first_warning[512];
+static pthread_mutex_t gdal_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void CPL_STDCALL keep_error(CPLErr cls, CPLErrorNum num, const char *msg)
 {
     (void)num;
-    if (cls >= CE_Failure && !gdal_first_error[0])
-        snprintf(gdal_first_error, sizeof gdal_first_error, "%s", msg ? msg : "GDAL error");
+    char *keep = cls >= CE_Failure ? gdal_first_error : cls == CE_Warning ? gdal_first_warning : NULL;
+    if (!keep)
+        return;
+    pthread_mutex_lock(&gdal_error_lock);
+    if (!keep[0])
+        snprintf(keep, sizeof gdal_first_error, "%s", msg ? msg : "GDAL error");
+    pthread_mutex_unlock(&gdal_error_lock);
 }
 
 static void gdal_start(void)
@@ -95,18 +112,27 @@ static void gdal_start(void)
             GDALSetCacheMax64((GIntBig)64 << 20);
         registered = 1;
     }
-    gdal_first_error[0] = '\0';
+    gdal_first_error[0] = gdal_first_warning[0] = '\0';
     CPLErrorReset();
 }
 
 static const char *gdal_error(void) { return gdal_first_error[0] ? gdal_first_error : "unknown GDAL error"; }
 
-/* Rows per RasterIO call: about 16 MiB of pixels, so progress is steady and the validity pass runs
- * on rows still in cache. */
-static size_t block_rows(size_t width, size_t pixel_bytes)
+/* Rows per RasterIO call ("window"): at most about 16 MiB and at most a quarter of each reader's share
+ * of the image (so the validity pass runs on rows still in cache, and a wide type's double buffer
+ * stays small), a multiple of 8 rows (the readers' validity bytes never overlap) and, where that
+ * allows, of the file's block height (no block is decoded twice, by two windows or two readers). */
+static size_t window_rows(size_t height, size_t row_bytes, size_t block_height, size_t readers)
 {
-    size_t rows = ((size_t)16 << 20) / (width * pixel_bytes + 1);
-    return rows < 1 ? 1 : rows;
+    size_t rows = ((size_t)16 << 20) / (row_bytes ? row_bytes : 1), share = height / (4 * readers);
+    rows = share < rows ? share : rows;
+    rows = rows < 8 ? 8 : rows / 8 * 8;
+    size_t unit = block_height ? block_height : 1;
+    while (unit % 8)
+        unit *= 2; /* lcm(block height, 8) */
+    if (unit <= 4 * rows)
+        rows = rows < unit ? unit : rows / unit * unit;
+    return rows;
 }
 
 static GDALDatasetH open_raster(const char *path, char *err, size_t errsize)
@@ -196,14 +222,89 @@ static void narrow(const double *src, float *dst, size_t count, size_t nb, const
     im->rounded_f32 += rounded;
 }
 
+/* Readers: a GeoTIFF is read by several threads, each through its own dataset handle (a GDAL dataset
+ * is not thread-safe), each decoding, converting and checking its own rows. On 2 cores this halves
+ * the read of an uncompressed 100-Mpix 4-band GeoTIFF from the page cache, and more for compressed
+ * ones; GDAL_NUM_THREADS on one handle helped less, and slowed files of one-row strips (see
+ * bench/RESULTS.md). Other formats are one compressed stream (PNG, JPEG): a reader starting half way
+ * would decode the first half again, so they are read by one thread. */
+typedef struct {
+    const char *path;
+    GDALDatasetH ds;   /* its own handle; the first reader's is the one the header came from */
+    pcli_image part;   /* the image's buffers, its own lo/hi and counters (merged after) */
+    const pcli_nodata *nd;
+    const int *order;
+    size_t nb, y0, y1, window;
+    int int16, wide;
+    GDALDataType buf_type;
+    int failed;
+    char err[512];
+} reader;
+
+static void *read_rows(void *arg)
+{
+    reader *r = arg;
+    pcli_image *im = &r->part;
+    double *scratch = NULL;
+    size_t W = im->width, es = pcli_pixtype_size(im->type), ps = es * r->nb, xs = r->wide ? 8 : es;
+    if (!r->ds && !(r->ds = GDALOpenEx(r->path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL))) {
+        pthread_mutex_lock(&gdal_error_lock);
+        r->failed = pcli_fail(r->err, sizeof r->err, "%s: cannot open it again to read rows %zu-%zu: %s", r->path,
+                              r->y0, r->y1 - 1, gdal_error());
+        pthread_mutex_unlock(&gdal_error_lock);
+        return NULL;
+    }
+    /* Bands float32 cannot hold exactly (Float64, Int32, UInt32, 64-bit) come as doubles through a
+     * window buffer and are narrowed here, where what float32 loses is counted: GDAL's own conversion
+     * would turn 1e300 into infinity (so nodata) without a word. */
+    if (r->wide && !(scratch = malloc(r->window * W * r->nb * sizeof *scratch))) {
+        r->failed = pcli_fail(r->err, sizeof r->err, "%s: out of memory", r->path);
+        return NULL;
+    }
+    for (size_t y = r->y0; y < r->y1; y += r->window) {
+        size_t rows = r->y1 - y < r->window ? r->y1 - y : r->window;
+        unsigned char *dst = (unsigned char *)im->pixels + y * W * ps;
+        /* Band-interleaved or not in the file, pixel-interleaved here: the spacings put band b of
+         * pixel x at x * ps + b * es, so the buffer is the library's row-major point view as it stands. */
+        CPLErr e = GDALDatasetRasterIOEx(r->ds, GF_Read, 0, (int)y, (int)W, (int)rows,
+                                         r->wide ? (void *)scratch : dst, (int)W, (int)rows,
+                                         r->wide ? GDT_Float64 : r->buf_type, (int)r->nb, (int *)r->order,
+                                         (GSpacing)(xs * r->nb), (GSpacing)(W * xs * r->nb), (GSpacing)xs, NULL);
+        if (e != CE_None) {
+            pthread_mutex_lock(&gdal_error_lock); /* another reader may be failing too */
+            r->failed = pcli_fail(r->err, sizeof r->err, "%s: read error in rows %zu-%zu (corrupt or truncated "
+                                  "file?): %s", r->path, y, y + rows - 1, gdal_error());
+            pthread_mutex_unlock(&gdal_error_lock);
+            break;
+        }
+        if (r->wide)
+            narrow(scratch, (float *)(void *)dst, rows * W, r->nb, r->nd, im);
+        pcli__mark_valid(im, y, rows, r->nd, r->int16);
+    }
+    free(scratch);
+    return NULL;
+}
+
+/* How many readers: every core (or --threads) for a GeoTIFF of at least 1 MiB, one otherwise. */
+static size_t reader_count(GDALDatasetH ds, int asked, size_t bytes)
+{
+    GDALDriverH drv = GDALGetDatasetDriver(ds);
+    if (!drv || strcmp(GDALGetDriverShortName(drv), "GTiff") != 0 || bytes < ((size_t)1 << 20))
+        return 1;
+    long cores = asked > 0 ? asked : sysconf(_SC_NPROCESSORS_ONLN);
+    return cores < 1 ? 1 : cores > 64 ? 64 : (size_t)cores;
+}
+
 int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize)
 {
     GDALDatasetH ds = open_raster(path, err, errsize);
     if (!ds)
         return -1;
     int rc = -1, int16 = 0, wide = 0, count = GDALGetRasterCount(ds);
-    double *scratch = NULL;
     int order[PCLI_MAX_BANDS];
+    reader *readers = NULL;
+    size_t nr = 0, started = 0;
+    pthread_t *threads = NULL;
     size_t nb = opt->bands ? opt->nbands : (size_t)count;
     if (nb == 0 || nb > PCLI_MAX_BANDS) {
         pcli_fail(err, errsize, "%s: %zu bands; at most %d can be used (choose some with --bands)", path, nb,
@@ -243,38 +344,66 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
         pcli_fail(err, errsize, "%s: out of memory", path);
         goto done;
     }
-    GDALDataType buf_type = im->type == PCLI_PIX_U8 ? GDT_Byte : im->type == PCLI_PIX_F32 ? GDT_Float32
-                            : int16                   ? GDT_Int16
-                                                      : GDT_UInt16;
-    size_t es = pcli_pixtype_size(im->type), ps = es * nb, W = im->width;
-    /* Bands float32 cannot hold exactly (Float64, Int32, UInt32, 64-bit) come as doubles through a
-     * block buffer and are narrowed here, where what float32 loses is counted: GDAL's own conversion
-     * would turn 1e300 into infinity (so nodata) without a word. */
-    size_t step = block_rows(W, wide ? 8 * nb : ps), xs = wide ? 8 : es;
-    if (wide && !(scratch = malloc(step * W * nb * sizeof *scratch))) {
+    size_t es = pcli_pixtype_size(im->type), W = im->width, H = im->height;
+    int bw = 0, bh = 0;
+    GDALGetBlockSize(GDALGetRasterBand(ds, order[0]), &bw, &bh);
+    size_t want = reader_count(ds, opt->threads, W * H * nb * es);
+    size_t window = window_rows(H, W * nb * (wide ? 8 : es), bh > 0 ? (size_t)bh : 1, want);
+    size_t windows = (H + window - 1) / window;
+    nr = want < windows ? want : windows;
+    readers = calloc(nr, sizeof *readers);
+    threads = calloc(nr, sizeof *threads);
+    if (!readers || !threads) {
         pcli_fail(err, errsize, "%s: out of memory", path);
         goto done;
     }
-    for (size_t y = 0; y < im->height; y += step) {
-        size_t rows = im->height - y < step ? im->height - y : step;
-        unsigned char *dst = (unsigned char *)im->pixels + y * W * ps;
-        /* Band-interleaved in the file, pixel-interleaved here: the spacings put band b of pixel x at
-         * x * ps + b * es, so the buffer is the library's row-major point view as it stands. */
-        CPLErr e = GDALDatasetRasterIOEx(ds, GF_Read, 0, (int)y, (int)W, (int)rows, wide ? (void *)scratch : dst,
-                                         (int)W, (int)rows, wide ? GDT_Float64 : buf_type, (int)nb, order,
-                                         (GSpacing)(xs * nb), (GSpacing)(W * xs * nb), (GSpacing)xs, NULL);
-        if (e != CE_None) {
-            pcli_fail(err, errsize, "%s: read error in rows %zu-%zu (corrupt or truncated file?): %s", path, y,
-                      y + rows - 1, gdal_error());
-            goto done;
-        }
-        if (wide)
-            narrow(scratch, (float *)(void *)dst, rows * W, nb, &nd, im);
-        pcli__mark_valid(im, y, rows, &nd, int16);
+    for (size_t t = 0; t < nr; t++) {
+        reader *r = &readers[t];
+        r->path = path;
+        r->ds = t == 0 ? ds : NULL;
+        r->part = *im;
+        r->nd = &nd;
+        r->order = order;
+        r->nb = nb;
+        r->window = window;
+        r->int16 = int16;
+        r->wide = wide;
+        r->buf_type = im->type == PCLI_PIX_U8 ? GDT_Byte : im->type == PCLI_PIX_F32 ? GDT_Float32
+                      : int16                   ? GDT_Int16
+                                                : GDT_UInt16;
+        /* Whole windows each, so every reader's first row is a multiple of 8 (and of the block). */
+        r->y0 = t * windows / nr * window;
+        r->y1 = (t + 1) * windows / nr * window;
+        r->y1 = r->y1 < H ? r->y1 : H;
     }
-    rc = pcli__image_finish(im, path, int16, err, errsize);
+    /* The first reader runs here, the others on their threads (any that cannot start, here after). */
+    for (started = 1; started < nr; started++)
+        if (pthread_create(&threads[started], NULL, read_rows, &readers[started]) != 0)
+            break;
+    read_rows(&readers[0]);
+    for (size_t t = 1; t < started; t++)
+        pthread_join(threads[t], NULL);
+    for (size_t t = started; t < nr; t++)
+        read_rows(&readers[t]);
+    int failed = 0;
+    for (size_t t = 0; t < nr; t++) {
+        reader *r = &readers[t];
+        if (r->failed && !failed++)
+            snprintf(err, errsize, "%s", r->err);
+        for (size_t b = 0; b < nb; b++) {
+            im->lo[b] = r->part.lo[b] < im->lo[b] ? r->part.lo[b] : im->lo[b];
+            im->hi[b] = r->part.hi[b] > im->hi[b] ? r->part.hi[b] : im->hi[b];
+        }
+        im->beyond_f32 += r->part.beyond_f32;
+        im->rounded_f32 += r->part.rounded_f32;
+        if (t > 0 && r->ds)
+            GDALClose(r->ds);
+    }
+    if (!failed)
+        rc = pcli__image_finish(im, path, int16, err, errsize);
 done:
-    free(scratch);
+    free(readers);
+    free(threads);
     GDALClose(ds);
     return rc;
 }
@@ -314,33 +443,183 @@ static int close_checked(GDALDatasetH ds, const char *path, char *err, size_t er
     return 0;
 }
 
+/* The creation options of a label GeoTIFF: the user's (--co, NAME=VALUE) over the defaults, each
+ * default added unless its name was given. Labels compress to a fraction with deflate at its fastest
+ * level plus the horizontal predictor (runs of equal labels), in 512 x 512 tiles (TILED=NO: strips
+ * of 512 rows; blocks large enough for deflate and for one compression job each on GDAL's threads,
+ * NUM_THREADS: every core, or --threads), BIGTIFF when the file could pass 4 GiB. ZLEVEL and
+ * PREDICTOR are added only where the chosen compression takes them. */
+static char **label_options(const pcli_label_format *fmt)
+{
+    char **o = NULL;
+    for (size_t i = 0; i < fmt->n_options; i++) {
+        char *name = NULL;
+        const char *value = CPLParseNameValue(fmt->options[i], &name);
+        if (name && value)
+            o = CSLSetNameValue(o, name, value);
+        CPLFree(name);
+    }
+    if (!CSLFetchNameValue(o, "COMPRESS"))
+        o = CSLSetNameValue(o, "COMPRESS", "DEFLATE");
+    const char *c = CSLFetchNameValue(o, "COMPRESS");
+    if (EQUAL(c, "DEFLATE") && !CSLFetchNameValue(o, "ZLEVEL"))
+        o = CSLSetNameValue(o, "ZLEVEL", "1");
+    if ((EQUAL(c, "DEFLATE") || EQUAL(c, "LZW") || EQUAL(c, "ZSTD") || EQUAL(c, "LZMA")) &&
+        !CSLFetchNameValue(o, "PREDICTOR"))
+        o = CSLSetNameValue(o, "PREDICTOR", "2");
+    static const char *const blocks[][2] = {{"TILED", "YES"}, {"BLOCKXSIZE", "512"}, {"BLOCKYSIZE", "512"}};
+    for (size_t i = 0; i < 3; i++)
+        if (!CSLFetchNameValue(o, blocks[i][0]) && (i != 1 || CPLTestBool(CSLFetchNameValue(o, "TILED"))))
+            o = CSLSetNameValue(o, blocks[i][0], blocks[i][1]);
+    if (!CSLFetchNameValue(o, "BIGTIFF"))
+        o = CSLSetNameValue(o, "BIGTIFF", "IF_SAFER");
+    if (!CSLFetchNameValue(o, "NUM_THREADS")) {
+        char n[32];
+        snprintf(n, sizeof n, "%d", fmt->threads);
+        o = CSLSetNameValue(o, "NUM_THREADS", fmt->threads > 0 ? n : "ALL_CPUS");
+    }
+    return o;
+}
+
+static GDALDataType label_gdal_type(pcli_label_type t)
+{
+    return t == PCLI_LABELS_INT32 ? GDT_Int32 : t == PCLI_LABELS_UINT16 ? GDT_UInt16 : GDT_Byte;
+}
+
+/* Options GDAL takes that would change the labels: lossy compression, fewer bits, a signed reading. */
+static const char *changes_labels(char **o)
+{
+#define KEEP " and labels are kept exactly: use DEFLATE, LZW, ZSTD, LZMA or NONE"
+    const char *c = CSLFetchNameValueDef(o, "COMPRESS", "");
+    if (EQUAL(c, "JPEG"))
+        return "COMPRESS=JPEG is lossy" KEEP;
+    if (EQUAL(c, "WEBP") && !CPLTestBool(CSLFetchNameValueDef(o, "WEBP_LOSSLESS", "NO")))
+        return "COMPRESS=WEBP is lossy without WEBP_LOSSLESS=YES" KEEP;
+    if (STARTS_WITH_CI(c, "LERC") && CPLAtof(CSLFetchNameValueDef(o, "MAX_Z_ERROR", "0")) != 0)
+        return "a MAX_Z_ERROR other than 0 is lossy" KEEP;
+    if (EQUAL(c, "JXL") && !CPLTestBool(CSLFetchNameValueDef(o, "JXL_LOSSLESS", "YES")))
+        return "JXL_LOSSLESS=NO is lossy" KEEP;
+#undef KEEP
+    if (CSLFetchNameValue(o, "NBITS"))
+        return "NBITS would cut bits off the labels and the nodata value";
+    if (CSLFetchNameValue(o, "DISCARD_LSB"))
+        return "DISCARD_LSB would change the labels";
+    if (CSLFetchNameValue(o, "PIXELTYPE"))
+        return "PIXELTYPE would have the labels read as signed";
+    return NULL;
+}
+
+/* GDAL's message without the name of the trial file ("/vsimem/...: "), which the user never gave. */
+static void without_path(char *msg, const char *path)
+{
+    size_t n = strlen(path);
+    for (char *p; (p = strstr(msg, path));) {
+        size_t cut = n + (p[n] == ':' ? 1 : 0);
+        cut += p[cut] == ' ' ? 1 : 0;
+        memmove(p, p + cut, strlen(p + cut) + 1);
+    }
+}
+
+int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize)
+{
+    gdal_start();
+    GDALDriverH drv = GDALGetDriverByName("GTiff");
+    if (!drv)
+        return pcli_fail(err, errsize, "GDAL has no GeoTIFF driver");
+    char **o = label_options(fmt);
+    int rc = 0;
+    const char *lossy = changes_labels(o);
+    if (lossy) {
+        CSLDestroy(o);
+        return pcli_fail(err, errsize, "--co: %s", lossy);
+    }
+    /* GDAL checks the names and the values of its listed choices, and says why as a warning. */
+    if (!GDALValidateCreationOptions(drv, o)) {
+        rc = pcli_fail(err, errsize, "--co: %s", gdal_first_warning[0] ? gdal_first_warning
+                                                                        : "GDAL's GeoTIFF driver refuses these options");
+        CSLDestroy(o);
+        return rc;
+    }
+    /* The rest (a bad ZLEVEL, a predictor the type cannot take, ...) shows only when a file is made:
+     * a small one in memory, before any pixel is read. */
+    static const char mem[] = "/vsimem/parclust-co-check.tif";
+    pcli_label_type type = fmt->type == PCLI_LABELS_AUTO ? PCLI_LABELS_BYTE : fmt->type;
+    GDALDatasetH ds = GDALCreate(drv, mem, 64, 64, 1, label_gdal_type(type), o);
+    CSLDestroy(o);
+    if (ds) {
+        int32_t zeros[64 * 64] = {0};
+        if (GDALRasterIO(GDALGetRasterBand(ds, 1), GF_Write, 0, 0, 64, 64, zeros, 64, 64, GDT_Int32, 0, 0) != CE_None &&
+            !gdal_first_error[0])
+            snprintf(gdal_first_error, sizeof gdal_first_error, "cannot write");
+        GDALClose(ds);
+    }
+    VSIUnlink(mem);
+    without_path(gdal_first_error, mem);
+    without_path(gdal_first_warning, mem);
+    if (!ds || gdal_first_error[0])
+        rc = pcli_fail(err, errsize, "--co: GDAL cannot write a GeoTIFF with these options: %s", gdal_error());
+    else if (gdal_first_warning[0]) /* an option GDAL ignores (ZLEVEL=99): said, not refused */
+        fprintf(stderr, "parclust segment: warning: --co: %s\n", gdal_first_warning);
+    return rc;
+}
+
 int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
-                            char *err, size_t errsize)
+                            pcli_label_type type, const pcli_label_format *fmt, char *err, size_t errsize)
 {
     if (im->width > INT32_MAX || im->height > INT32_MAX)
         return pcli_fail(err, errsize, "%s: image too large for GeoTIFF", path);
-    GDALDatasetH ds = create_tiff(path, im->width, im->height, 1, GDT_Int32, 1, err, errsize);
+    gdal_start();
+    GDALDriverH drv = GDALGetDriverByName("GTiff");
+    if (!drv)
+        return pcli_fail(err, errsize, "%s: GDAL has no GeoTIFF driver", path);
+    char **o = label_options(fmt);
+    GDALDataType gt = label_gdal_type(type);
+    GDALDatasetH ds = GDALCreate(drv, path, (int)im->width, (int)im->height, 1, gt, o);
+    CSLDestroy(o);
     if (!ds)
-        return -1;
+        return pcli_fail(err, errsize, "%s: cannot create GeoTIFF: %s", path, gdal_error());
     GDALRasterBandH band = GDALGetRasterBand(ds, 1);
-    GDALSetRasterNoDataValue(band, -1);
+    GDALSetRasterNoDataValue(band, pcli_label_type_nodata(type));
     if (im->has_geotransform)
         GDALSetGeoTransform(ds, (double *)im->geotransform);
     if (im->projection)
         GDALSetProjection(ds, im->projection);
-    size_t W = im->width, step = block_rows(W, 4), cursor = 0;
-    int32_t *buf = malloc(step * W * sizeof *buf);
+    /* Block by block, straight to the driver (GDALWriteBlock: no block cache, so no copy of the labels
+     * into it): each block is filled here from the labels, and with NUM_THREADS GDAL's threads
+     * compress it while the next is filled. Compact labels are consumed row by row, so each row of a
+     * row of blocks keeps its own cursor. Beyond the image's edge the blocks hold nodata. */
+    int bw = 0, bh = 0;
+    GDALGetBlockSize(band, &bw, &bh);
+    size_t W = im->width, H = im->height, es = (size_t)GDALGetDataTypeSizeBytes(gt);
+    size_t BW = bw > 0 ? (size_t)bw : W, BH = bh > 0 ? (size_t)bh : 1, cursor = 0;
+    unsigned char *buf = pcli__alloc_large(BW * BH * es);
+    size_t *row_cursor = malloc(BH * sizeof *row_cursor);
     int rc = 0;
-    if (!buf)
+    if (!buf || !row_cursor)
         rc = pcli_fail(err, errsize, "%s: out of memory", path);
-    for (size_t y = 0; y < im->height && rc == 0; y += step) {
-        size_t rows = im->height - y < step ? im->height - y : step;
-        for (size_t r = 0; r < rows; r++)
-            pcli__expand_row(im, y + r, labels, compact, &cursor, buf + r * W);
-        if (GDALRasterIO(band, GF_Write, 0, (int)y, (int)W, (int)rows, buf, (int)W, (int)rows, GDT_Int32, 0, 0) !=
-            CE_None)
-            rc = pcli_fail(err, errsize, "%s: write failed: %s", path, gdal_error());
+    for (size_t by = 0; by * BH < H && rc == 0; by++) {
+        size_t y0 = by * BH, rows = H - y0 < BH ? H - y0 : BH;
+        for (size_t r = 0; r < rows; r++) {
+            row_cursor[r] = cursor;
+            if (compact)
+                cursor += pcli__count_valid(im, (y0 + r) * W, (y0 + r + 1) * W);
+        }
+        for (size_t bx = 0; bx * BW < W && rc == 0; bx++) {
+            size_t x0 = bx * BW, cols = W - x0 < BW ? W - x0 : BW;
+            for (size_t r = 0; r < BH; r++) {
+                unsigned char *row = buf + r * BW * es;
+                size_t done = 0;
+                if (r < rows) {
+                    pcli__expand_span(im, y0 + r, x0, cols, labels, compact, &row_cursor[r], type, row);
+                    done = cols;
+                }
+                memset(row + done * es, 0xff, (BW - done) * es); /* 255, 65535 and -1 are all ones */
+            }
+            if (GDALWriteBlock(band, (int)bx, (int)by, buf) != CE_None)
+                rc = pcli_fail(err, errsize, "%s: write failed: %s", path, gdal_error());
+        }
     }
+    free(row_cursor);
     free(buf);
     if (close_checked(ds, path, rc ? NULL : err, rc ? 0 : errsize))
         rc = -1;

@@ -26,8 +26,10 @@ int pcli__image_finish(pcli_image *im, const char *path, int in_int16, char *err
 
 /* The GDAL side (raster_gdal.c); without GDAL each says so. */
 int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize);
+/* type: resolved (not AUTO) and able to hold the labels. */
 int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
-                            char *err, size_t errsize);
+                            pcli_label_type type, const pcli_label_format *fmt, char *err, size_t errsize);
+int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize);
 int pcli__gdal_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize);
 int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
                                  size_t errsize);
@@ -39,6 +41,16 @@ int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path);
 /* Labels of one image row: compact labels consumed from *cursor for valid pixels, -1 elsewhere. */
 void pcli__expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
                       int32_t *out);
+/* Labels of the n pixels of row y from column x0 in a label type (uint8, uint16 or int32 values in
+ * out): each label as it is, the type's nodata value for -1 and for invalid pixels. Compact labels are
+ * consumed from *cursor, which must be the index of the first valid pixel at or after (x0, y). */
+void pcli__expand_span(const pcli_image *im, size_t y, size_t x0, size_t n, const int32_t *labels, int compact,
+                       size_t *cursor, pcli_label_type type, void *out);
+/* The number of valid pixels of index from .. to - 1. */
+size_t pcli__count_valid(const pcli_image *im, size_t from, size_t to);
+/* The pixel buffer: aligned to 2 MiB and marked for transparent huge pages when large (Linux), so
+ * that first touching 400 MB takes 200 page faults instead of 100,000. Freed with free(). */
+void *pcli__alloc_large(size_t bytes);
 
 #define PCLI_NO_GDAL_MESSAGE "this parclust was built without raster support (GDAL); .npy images still work"
 

@@ -55,6 +55,7 @@ typedef struct {
      * that cannot work is refused before it reads gigabytes. NULL: no check. */
     int (*check_header)(const pcli_image *im, void *ctx, char *err, size_t errsize);
     void *check_ctx;
+    int threads;        /* threads reading a GeoTIFF (each through its own GDAL handle); 0: every core */
 } pcli_read_options;
 
 /* 1 when this build can read and write rasters through GDAL. */
@@ -69,12 +70,41 @@ void pcli_image_free(pcli_image *im); /* NULL-safe; leaves an empty image */
 /* Moves the valid pixels, in order, to the front of im->pixels (in place, no copy of the image). */
 void pcli_image_compact(pcli_image *im);
 
-/* Writes the labels of the image's pixels to path: a GeoTIFF (Int32, nodata -1, the input's
- * geotransform and projection, deflate) through GDAL, or .npy (int32, shape (H, W)) by extension.
- * labels are per valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0).
- * Invalid pixels get -1. path is written in place: the caller stages it (cli_outputs). */
-int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact, char *err,
-                      size_t errsize);
+/* The integer type of a label GeoTIFF and its nodata value (the label of nodata pixels, and of the
+ * noise of HCA --noise): Byte 255 (clusters 0..254), UInt16 65535 (0..65534), Int32 -1. AUTO: the
+ * first of them that holds the clusters. */
+typedef enum { PCLI_LABELS_AUTO = 0, PCLI_LABELS_BYTE, PCLI_LABELS_UINT16, PCLI_LABELS_INT32 } pcli_label_type;
+
+/* "Byte", "UInt16", "Int32" (GDAL's names, as --ot takes them; any case); -1 for another. */
+int pcli_label_type_parse(const char *name, pcli_label_type *type);
+const char *pcli_label_type_name(pcli_label_type type);
+double pcli_label_type_nodata(pcli_label_type type);
+size_t pcli_label_type_max_clusters(pcli_label_type type);
+/* The type a label GeoTIFF of `clusters` clusters gets: `asked` unless AUTO. */
+pcli_label_type pcli_label_type_for(pcli_label_type asked, size_t clusters);
+
+/* How label GeoTIFFs are written: the type, and GDAL GTiff creation options (NAME=VALUE, as
+ * gdal_translate -co) that override the defaults (deflate level 1 with the horizontal predictor,
+ * 512 x 512 tiles, BIGTIFF when needed, compression on every core or on `threads`). */
+typedef struct {
+    pcli_label_type type;
+    const char *const *options;
+    size_t n_options;
+    int threads; /* 0: NUM_THREADS=ALL_CPUS */
+} pcli_label_format;
+
+/* Checks the creation options before any work: each NAME=VALUE, a name and value the GTiff driver
+ * takes, and a small file created with them in memory. 0, or -1 with a one-line reason. */
+int pcli_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize);
+
+/* Writes the labels of the image's pixels to path: a GeoTIFF (fmt's type for `clusters` clusters,
+ * its nodata value, the input's geotransform and projection, fmt's creation options) through GDAL,
+ * or .npy (int32, shape (H, W), -1 for nodata) by extension; fmt NULL: the defaults. labels are per
+ * valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0); -1 (HCA's noise)
+ * and invalid pixels get the nodata value. A type that cannot hold the clusters is refused. path is
+ * written in place: the caller stages it (cli_outputs). */
+int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact, size_t clusters,
+                      const pcli_label_format *fmt, char *err, size_t errsize);
 
 /* Reads a label raster of the image's size (GeoTIFF band 1 or .npy (H, W) integers) and keeps the
  * labels of the image's valid pixels, in order (n_valid, malloc'd). Its own nodata pixels read -1. */
