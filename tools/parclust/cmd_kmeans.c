@@ -27,7 +27,7 @@ static const char *const help =
     "  --cuda-variant V     fast (default: the best of the others by size), seed (seed 002's kernels),\n"
     "                       gemm, direct or tensor (see pc_kmeans_cuda_variant in parclust.h)\n"
     "  --threads T          OpenMP threads (default: all cores)\n"
-    "  --labels OUT         one label per point (.csv/.txt or .npy)\n"
+    "  --labels OUT         one label per point (.csv/.txt/.tsv or .npy)\n"
     "  --centers OUT        the centres, one row each\n"
     "  --plot OUT           the points coloured by cluster (.png or .svg)\n"
     "  --verbose            per-stage timings\n"

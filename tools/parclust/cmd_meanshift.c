@@ -27,7 +27,7 @@ static const char *const help =
     "  --schedule S         OpenMP schedule: dynamic (default), static or guided\n"
     "  --cuda-kernel K      fast (default), naive or tiled (the seeds' kernels, for comparison)\n"
     "  --cuda-block B       threads per block of the naive and tiled kernels (tiled: TILE_WIDTH)\n"
-    "  --labels OUT         write one label per point (.csv/.txt or .npy)\n"
+    "  --labels OUT         write one label per point (.csv/.txt/.tsv or .npy)\n"
     "  --centers OUT        write the cluster centres, one row each\n"
     "  --modes OUT          write where each point converged, one row each\n"
     "  --plot OUT           draw the points coloured by cluster (.png or .svg)\n"
