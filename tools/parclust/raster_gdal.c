@@ -118,13 +118,13 @@ static void gdal_start(void)
 
 static const char *gdal_error(void) { return gdal_first_error[0] ? gdal_first_error : "unknown GDAL error"; }
 
-/* Rows per RasterIO call ("window"): at most about 16 MiB and at most a quarter of each reader's share
- * of the image (so the validity pass runs on rows still in cache, and a wide type's double buffer
- * stays small), a multiple of 8 rows (the readers' validity bytes never overlap) and, where that
- * allows, of the file's block height (no block is decoded twice, by two windows or two readers). */
-static size_t window_rows(size_t height, size_t row_bytes, size_t block_height, size_t readers)
+/* Rows per RasterIO call ("window"): at most about `budget` bytes and at most a quarter of each
+ * reader's share of the image (so the validity pass runs on rows still in cache), a multiple of 8 rows
+ * (the readers' validity bytes never overlap) and, where that allows, of the file's block height (no
+ * block is decoded twice, by two windows or two readers). */
+static size_t window_rows(size_t height, size_t row_bytes, size_t block_height, size_t readers, size_t budget)
 {
-    size_t rows = ((size_t)16 << 20) / (row_bytes ? row_bytes : 1), share = height / (4 * readers);
+    size_t rows = budget / (row_bytes ? row_bytes : 1), share = height / (4 * readers);
     rows = share < rows ? share : rows;
     rows = rows < 8 ? 8 : rows / 8 * 8;
     size_t unit = block_height ? block_height : 1;
@@ -365,7 +365,10 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
     int bw = 0, bh = 0;
     GDALGetBlockSize(GDALGetRasterBand(ds, order[0]), &bw, &bh);
     size_t want = reader_count(ds, opt->threads, W * H * nb * es);
-    size_t window = window_rows(H, W * nb * (wide ? 8 : es), bh > 0 ? (size_t)bh : 1, want);
+    /* 16 MiB a window; a wide type's readers hold a double buffer of a window each: 64 MiB in all. */
+    size_t budget = wide ? ((size_t)64 << 20) / want : (size_t)16 << 20;
+    budget = budget < ((size_t)16 << 20) ? budget : (size_t)16 << 20;
+    size_t window = window_rows(H, W * nb * (wide ? 8 : es), bh > 0 ? (size_t)bh : 1, want, budget);
     size_t windows = (H + window - 1) / window;
     nr = want < windows ? want : windows;
     readers = calloc(nr, sizeof *readers);
