@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 
+from checks import Checks
+
 try:
     import numpy as np
     from scipy.cluster import hierarchy
@@ -35,18 +37,7 @@ shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
 EXTS = (".csv", ".txt", ".tsv", ".npy")
 TEXT = EXTS[:3]
-passed = failed = 0
-
-
-def check(cond, desc, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + desc)
-    else:
-        failed += 1
-        print("FAIL " + desc + ("\n     " + detail if detail else ""))
-    return cond
+check = Checks("cli_arrays")
 
 
 def w(name):
@@ -217,5 +208,4 @@ for ext in EXTS:
 check_f32("gp", (50000, 3), "generate blobs -o")
 check_labels("gl", 50000, "generate --labels")
 
-print("cli_arrays: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+check.finish()

@@ -15,6 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
+
+from checks import Checks
 import time
 
 try:
@@ -36,18 +38,8 @@ if HAVE_GDAL:
 shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
 
-passed = failed = 0
+check = Checks("segment_limits")
 PHYS = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def check(cond, desc, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + desc)
-    else:
-        failed += 1
-        print("FAIL " + desc + ("\n     " + detail if detail else ""))
 
 
 def run(*args):
@@ -318,5 +310,4 @@ if HAVE_GDAL:
     rc, out, err, t = run("segment", w("small.tif"), "-k", 2, "-o", w("quiet_l.tif"))
     check(rc == 0 and "warning" not in err, "Byte GeoTIFF: no warning", err)
 
-print("segment_limits: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+check.finish()

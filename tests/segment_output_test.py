@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 
+from checks import Checks
+
 try:
     import numpy as np
 except ImportError as e:
@@ -35,18 +37,8 @@ if HAVE_GDAL:
         sys.exit(1)
 shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
-passed = failed = 0
+check = Checks("segment_output")
 rng = np.random.default_rng(12)
-
-
-def check(cond, desc, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + desc)
-    else:
-        failed += 1
-        print("FAIL " + desc + ("\n     " + str(detail)[:2000] if detail else ""))
 
 
 def run(*args):
@@ -134,8 +126,7 @@ check(lab is not None and lab.dtype == np.int32 and lab.shape == truth.shape and
 if not HAVE_GDAL:
     refused("no GDAL: GeoTIFF labels refused, naming GDAL", ["segment", w("rgb.npy"), "--ot", "UInt16", "-o",
             w("x.tif")], 1, r"without raster support \(GDAL\)", [w("x.tif")])
-    print("segment_output: %d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    check.finish()
 
 # ---------------------------------------------------------------- the type follows the clusters
 
@@ -280,5 +271,4 @@ for dtype, gdal_type, nodata, cols in ((np.uint8, gdal.GDT_Byte, 0, COL3),
         check(rc == 0 and np.array_equal(np.load(w("big_npy.npy")), results[1][0]),
               "uint8: the GeoTIFF read on 2 threads gives the labels of the same pixels as .npy", err)
 
-print("segment_output: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+check.finish()

@@ -17,6 +17,8 @@ import shutil
 import struct
 import subprocess
 import sys
+
+from checks import Checks
 import zlib
 
 try:
@@ -39,17 +41,7 @@ if HAVE_GDAL:
 shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
 
-passed = failed = 0
-
-
-def check(cond, desc, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + desc)
-    else:
-        failed += 1
-        print("FAIL " + desc + ("\n     " + detail if detail else ""))
+check = Checks("segment")
 
 
 def run(*args):
@@ -436,5 +428,4 @@ else:
               np.array_equal(lab < 0, tr < 0),
               "HCA on the %s scene: accuracy >= 0.95 (SciPy: %.4f), border -1" % (dtype, ref), out + err)
 
-print("segment: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+check.finish()
