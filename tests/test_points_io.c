@@ -99,7 +99,7 @@ static void expect_points(const char *path, size_t n, size_t dim, const float *w
         for (size_t i = 0; i < n * dim; i++)
             CHECK_NEAR(v[i], want[i], 0);
     pcli_matrix_free(&m);
-    CHECK(m.data == NULL);
+    CHECK(m.values == NULL);
 }
 
 static void expect_points_error(const char *path, const char *text)
@@ -107,7 +107,7 @@ static void expect_points_error(const char *path, const char *text)
     pcli_matrix m = {0};
     char err[256] = "";
     CHECK(pcli_read_points(path, &m, err, sizeof err) == -1);
-    CHECK(m.data == NULL);
+    CHECK(m.values == NULL);
     CHECK(has(err, text));
     CHECK(strchr(err, '\n') == NULL);
 }
@@ -160,7 +160,7 @@ static void expect_read(const char *path, pcli_header h, size_t n, size_t dim, s
               path, info.rows, info.header_line, n, header_line);
     if (rc == 0 && want && m.n == n && m.dim == dim)
         for (size_t i = 0; i < n * dim; i++)
-            CHECK_NEAR(m.data[i], want[i], 0);
+            CHECK_NEAR(((const float *)m.values)[i], want[i], 0);
     pcli_matrix_free(&m);
 }
 
@@ -169,7 +169,7 @@ static void expect_read_error(const char *path, pcli_header h, const char *text,
     pcli_matrix m = {0};
     char err[512] = "";
     CHECK(pcli_read_points_ex(path, h, &m, NULL, err, sizeof err) == -1);
-    CHECK(m.data == NULL && m.n == 0);
+    CHECK(m.values == NULL && m.n == 0);
     CHECK(has(err, text));
     if (text2)
         CHECK(has(err, text2));
@@ -429,7 +429,7 @@ static void test_npy_read(void)
     pcli_matrix big = {0};
     char e2[256];
     CHECK(pcli_read_points(put_file("huge.npy", buf, len), &big, e2, sizeof e2) == 0);
-    CHECK(big.type == PCLI_F64 && big.map && ((const double *)big.values)[0] == 1e300 && big.data == NULL);
+    CHECK(big.type == PCLI_F64 && big.map && ((const double *)big.values)[0] == 1e300 && big.f32 == NULL);
     pcli_matrix_free(&big);
 
     /* a header that lies: more data than its shape and dtype describe (e.g. '<f4' over float64 data) */

@@ -64,8 +64,8 @@ static double value_at(const void *values, pcli_dtype type, size_t i)
 
 const float *pcli_matrix_f32(pcli_matrix *m, char *err, size_t errsize)
 {
-    if (m->data)
-        return m->data;
+    if (m->type == PCLI_F32)
+        return m->values;
     if (!m->f32) {
         if (!(m->f32 = malloc(m->n * m->dim * sizeof *m->f32))) {
             pcli_fail(err, errsize, "out of memory for a float32 copy of %zu x %zu points", m->n, m->dim);
@@ -856,8 +856,6 @@ static int read_npy_points(const char *path, pcli_matrix *out, char *err, size_t
         munmap(map, len);
         out->map = NULL;
     }
-    if (out->type == PCLI_F32)
-        out->data = (float *)out->values;
     return 0;
 fail:
     pcli_matrix_free(out);
@@ -883,8 +881,7 @@ int pcli_read_points_ex(const char *path, pcli_header header, pcli_matrix *out, 
     size_t header_line;
     if (read_text(path, WANT_POINTS, header, &vals, &out->n, &out->dim, &header_line, err, errsize))
         return -1;
-    out->data = out->owned = vals;
-    out->values = vals;
+    out->values = out->owned = vals;
     out->type = PCLI_F32;
     set_info(info, out->n, header_line);
     return 0;

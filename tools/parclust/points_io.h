@@ -20,7 +20,6 @@ typedef enum { PCLI_F32 = 0, PCLI_F64, PCLI_U8, PCLI_U16 } pcli_dtype;
  * converted once (int8, int16 to float32, int32, uint32, int64, uint64 to float64, exact up to
  * 2^53); text is read into float32. */
 typedef struct {
-    float *data; /* float32 rows when type is PCLI_F32 (malloc'd or mapped), else NULL until pcli_matrix_f32 */
     const void *values;
     pcli_dtype type;
     size_t n;
@@ -32,8 +31,8 @@ typedef struct {
 } pcli_matrix;
 
 void pcli_matrix_free(pcli_matrix *m); /* NULL-safe; leaves an empty matrix */
-/* The points as float32 rows (for plots): m->data itself when the type is float32, else a copy made
- * once and kept in m. NULL (error in err) when memory runs out. */
+/* The points as float32 rows (for plots): the values themselves when the type is float32, else a
+ * copy made once and kept in m. NULL (error in err) when memory runs out. */
 const float *pcli_matrix_f32(pcli_matrix *m, char *err, size_t errsize);
 
 /* Whether the first row of a text file is a header (the first line that is neither blank nor a
