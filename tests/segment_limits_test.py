@@ -12,31 +12,20 @@ cases run.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
-
-from checks import Checks
 import time
 
-try:
-    import numpy as np
-except ImportError as e:
-    print("segment_limits: cannot import numpy (%s)" % e)
-    print("segment_limits: 0 passed, 1 failed")
-    sys.exit(1)
+from checks import Checks, raster_test_args, require
 
-P, W, HAVE_GDAL = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+require("segment_limits", ["numpy"], "python3-numpy")
+import numpy as np
+
+P, W, HAVE_GDAL = raster_test_args("segment_limits")
 if HAVE_GDAL:
-    try:
-        from osgeo import gdal
-        gdal.UseExceptions()
-    except ImportError as e:
-        print("segment_limits: the CLI has GDAL but Python cannot import osgeo (%s); install python3-gdal" % e)
-        print("segment_limits: 0 passed, 1 failed")
-        sys.exit(1)
-shutil.rmtree(W, ignore_errors=True)
-os.makedirs(W)
+    from osgeo import gdal
+
+    gdal.UseExceptions()
 
 check = Checks("segment_limits")
 PHYS = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

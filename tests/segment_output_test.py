@@ -13,30 +13,20 @@ are the same. Refusals exit 2 (the command line) or 1 (the data), with one line 
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-from checks import Checks
 
-try:
-    import numpy as np
-except ImportError as e:
-    print("segment_output: cannot import numpy (%s)" % e)
-    print("segment_output: 0 passed, 1 failed")
-    sys.exit(1)
+from checks import Checks, raster_test_args, require
 
-P, W, HAVE_GDAL = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+require("segment_output", ["numpy"], "python3-numpy")
+import numpy as np
+
+P, W, HAVE_GDAL = raster_test_args("segment_output")
 if HAVE_GDAL:
-    try:
-        from osgeo import gdal, osr
-        gdal.UseExceptions()
-    except ImportError as e:
-        print("segment_output: the CLI has GDAL but Python cannot import osgeo (%s); install python3-gdal" % e)
-        print("segment_output: 0 passed, 1 failed")
-        sys.exit(1)
-shutil.rmtree(W, ignore_errors=True)
-os.makedirs(W)
+    from osgeo import gdal, osr
+
+    gdal.UseExceptions()
 check = Checks("segment_output")
 rng = np.random.default_rng(12)
 

@@ -13,33 +13,22 @@ accuracy (SciPy's Hungarian method). Bad input must give exit 1 or 2, one line o
 """
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
-
-from checks import Checks
 import zlib
 
-try:
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
-except ImportError as e:
-    print("segment: cannot import numpy/scipy (%s); install python3-scipy" % e)
-    print("segment: 0 passed, 1 failed")
-    sys.exit(1)
+from checks import Checks, raster_test_args, require
 
-P, W, HAVE_GDAL = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+require("segment", ["numpy", "scipy.optimize"], "python3-numpy python3-scipy")
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+P, W, HAVE_GDAL = raster_test_args("segment")
 if HAVE_GDAL:
-    try:
-        from osgeo import gdal, osr
-        gdal.UseExceptions()
-    except ImportError as e:
-        print("segment: the CLI has GDAL but Python cannot import osgeo (%s); install python3-gdal" % e)
-        print("segment: 0 passed, 1 failed")
-        sys.exit(1)
-shutil.rmtree(W, ignore_errors=True)
-os.makedirs(W)
+    from osgeo import gdal, osr
+
+    gdal.UseExceptions()
 
 check = Checks("segment")
 
