@@ -251,6 +251,98 @@ void pc_meanshift_image_params_init(pc_meanshift_image_params *params);
 pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t height, const uint8_t *valid,
                              const pc_meanshift_image_params *params, pc_result **result);
 
+/* ---------------------------------------------------------------- mean shift on images, by rows */
+
+/* pc_meanshift_image on an image read row window by row window (a raster larger than memory), in
+ * bounded memory, with the same labels, k, sizes, centres and iterations as pc_meanshift_image on the
+ * same pixels, whatever the strips' height (on an image that fits in memory too, that is: the same
+ * float operations in the same order on the same pixels). The caller supplies the I/O:
+ *   read   rows row0 .. row0 + rows - 1: rows x width pixels of `bands` values of `dtype`, pixel
+ *          interleaved, row-major (as pc_points), into `pixels`; `valid` (rows x width bytes, all 1
+ *          on entry) may be set to 0 for nodata pixels, whose values are then ignored. Called for
+ *          each pass over the image, in increasing rows within a pass, never from two threads at once,
+ *          and must give the same rows every time;
+ *   write  the final labels of rows row0 .. row0 + rows - 1 (as pc_meanshift_image's labels), once
+ *          per row, in increasing rows, in the last pass;
+ *   scratch_write, scratch_read: optional, both or neither: storage for width x height int32 values
+ *          that the library writes once (strip by strip, in increasing rows) and reads back (the
+ *          regions' numbers within their strip, 4 bytes a pixel). Without them the library keeps
+ *          them in a temporary file in scratch_dir (NULL: $TMPDIR, else /tmp; removed at once, so
+ *          nothing is left behind; mind that a tmpfs /tmp is memory).
+ * A callback's status other than PC_OK stops the run, which returns that status.
+ *
+ * How it runs: strips of strip_rows rows are filtered with halo_rows rows more either side held in
+ * memory. A pixel's window moves with its climb, by up to hs a shift, so a window may reach beyond
+ * any halo: such a climb stops before that window and is taken up later, from the same state, where
+ * the rows it needs are held (later in the same sweep down the image, or in another sweep over the
+ * strips that have some), so every pixel climbs exactly as in memory. Strips are fused as they are
+ * filtered, and across each seam; fused regions, their sizes, sums and neighbours (the region graph)
+ * are kept, not the pixels; pruning and numbering run on that graph; the last pass writes the labels.
+ * Passes over the image: float32/float64 pixels 3 (the largest magnitude, which fixes the scaling as
+ * in pc_meanshift_image; filtering; the regions' sums in raster order), uint8/uint16 1 (sums of
+ * integers are exact in any order), each plus the (usually few) strips of further sweeps; the scratch
+ * labels are read once more per pass after filtering, and the labels written once.
+ *
+ * Memory: the strips take at most half of memory_limit, the rest is meant for the region graph:
+ * 16 + 8 x bands bytes per region of each strip (a region crossing s strips counts s times) while
+ * filtering, then 76 + 16 x bands per fused region and 32 per pair of touching regions (one of
+ * them smaller than min_region_size) while pruning, and 4 per region of a strip for the last pass,
+ * plus 48 + 4 x bands per climb that left its strip's rows. The graph is not bounded: an image whose
+ * regions are tiny (noise) may need more than memory_limit; report.graph_bytes says what it took. */
+typedef pc_status (*pc_rows_read_fn)(void *user, size_t row0, size_t rows, void *pixels, uint8_t *valid);
+typedef pc_status (*pc_labels_write_fn)(void *user, size_t row0, size_t rows, const int32_t *labels);
+typedef pc_status (*pc_labels_read_fn)(void *user, size_t row0, size_t rows, int32_t *labels);
+
+typedef struct {
+    pc_rows_read_fn read;              /* required */
+    pc_labels_write_fn write;          /* required */
+    pc_labels_write_fn scratch_write;  /* optional (with scratch_read) */
+    pc_labels_read_fn scratch_read;
+    void *user;                        /* passed to every callback */
+    const char *scratch_dir;           /* without scratch callbacks: where the temporary file goes */
+    /* Bytes the run may take (strips and region graph; not the caller's buffers). 0 = no limit: one
+     * strip, the whole image. Too small for one row and its halos: PC_INVALID_ARGUMENT */
+    size_t memory_limit;
+    size_t strip_rows; /* rows filtered per strip; 0 = as many as memory_limit allows */
+    /* Rows held either side of a strip; 0 = the default, twice the window's reach (hs rounded, or the
+     * image's height + width when hs is larger). At least the reach (smaller: PC_INVALID_ARGUMENT). */
+    size_t halo_rows;
+} pc_image_rows;
+
+void pc_image_rows_init(pc_image_rows *io); /* zeroes: no callbacks, no limit */
+
+/* What a run did (or, from pc_meanshift_image_rows_plan, will do as far as known in advance). */
+typedef struct {
+    size_t strip_rows, halo_rows, strips;
+    size_t buffer_bytes;    /* the strips' buffers */
+    int image_passes;       /* passes over the whole image (rows read in each: every row once) */
+    int sweeps;             /* filtering sweeps: 1, plus those that took up climbs that left their rows */
+    size_t rows_read;       /* rows read in all, halos and further sweeps included */
+    size_t climbs_resumed;  /* pixels whose climb left its strip's rows and was taken up later */
+    size_t strip_regions;   /* regions of the strips (before joining across seams) */
+    size_t regions;         /* fused regions, before pruning */
+    size_t adjacencies;     /* pairs of touching regions kept for pruning */
+    size_t graph_bytes;     /* the most the region graph (and stopped climbs) took */
+    uint64_t scratch_bytes; /* written to scratch storage */
+} pc_image_rows_report;
+
+/* Segments a width x height image of `bands` values of `dtype` per pixel, read through io. The result
+ * has k, sizes, centres, iterations and stages ("scan", "read", "filter", "fuse", "sums", "prune",
+ * "write", in seconds; those a run needs), but no labels (they go to io->write) and no modes.
+ * report: NULL, or what the run did. */
+pc_status pc_meanshift_image_rows(size_t width, size_t height, size_t bands, pc_dtype dtype, const pc_image_rows *io,
+                                  const pc_meanshift_image_params *params, pc_result **result,
+                                  pc_image_rows_report *report);
+
+/* The strips a run with these arguments would use (report's strip_rows, halo_rows, strips,
+ * buffer_bytes and image_passes), without reading anything; PC_INVALID_ARGUMENT as the run would
+ * (memory_limit too small, ...). io's callbacks are not needed. For a caller that decides between
+ * pc_meanshift_image and this: pc_meanshift_image takes, beyond the pixels, about
+ * 25 + 8 x bands bytes per pixel (float planes, modes, flags, labels, union-find). */
+pc_status pc_meanshift_image_rows_plan(size_t width, size_t height, size_t bands, pc_dtype dtype,
+                                       const pc_image_rows *io, const pc_meanshift_image_params *params,
+                                       pc_image_rows_report *report);
+
 /* ---------------------------------------------------------------- k-means */
 
 typedef enum {
@@ -355,6 +447,91 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
  * labels copied into the result. Values are checked on the device (non-finite ones are refused). */
 pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
                                  pc_result **result);
+
+/* ---------------------------------------------------------------- HCA, streamed */
+
+/* HCA over points that arrive in blocks (tiles or row windows of a raster larger than memory, or the
+ * parts held by several processes): the blocks are counted into a grid histogram, the clustering is
+ * computed from the histogram alone, and blocks are then labelled from the cell-to-cluster map.
+ * Given the same bounding box, the result is the one pc_hca gives on all the points at once, whatever
+ * the blocks' number, sizes and order. The state's parts are plain arrays (a box, a histogram of
+ * non-empty cells) that two streams, in one process or sent between machines, merge by addition.
+ *
+ * The order of calls:
+ *   1. the box: pc_hca_stream_set_box (e.g. from the pixel type's range or the bands' statistics), or
+ *      pc_hca_stream_bound over every block (a first pass; pc_hca finds it this way);
+ *   2. pc_hca_stream_add over every block (the first call fixes the box);
+ *   3. pc_hca_stream_finish, once: a result with the dendrogram, components, cluster count and sizes,
+ *      cell count and timings, but no labels and no centres;
+ *   4. pc_hca_stream_label over any blocks, from any threads at once (it does not change the stream).
+ * Totals may exceed pc_hca's limit of 2^31 - 1 points; labels and counts are per block. The memory
+ * taken is the histogram's: m^dim int64 counts when that fits params->memory_budget, else 16 bytes
+ * per non-empty cell; blocks are read in place and never kept. The backend runs the counting and the
+ * labelling of each block (sequential or OpenMP; CUDA: PC_UNSUPPORTED for now, AUTO takes OpenMP). */
+typedef struct pc_hca_stream pc_hca_stream;
+
+/* dim: values per point (1 to 8), every block's; dtype may differ from block to block. */
+pc_status pc_hca_stream_create(const pc_hca_params *params, size_t dim, pc_hca_stream **stream);
+void pc_hca_stream_free(pc_hca_stream *stream); /* NULL-safe */
+/* lo[dim], hi[dim]: the box; values outside it fall into the border cells, as they would in pc_hca. */
+pc_status pc_hca_stream_set_box(pc_hca_stream *stream, const double *lo, const double *hi);
+/* Widens the box to the block's values (checking them: all finite). Before the first add only. */
+pc_status pc_hca_stream_bound(pc_hca_stream *stream, const pc_points *block);
+/* The box so far (after bound or set_box). PC_INVALID_ARGUMENT while there is none. */
+pc_status pc_hca_stream_box(const pc_hca_stream *stream, double *lo, double *hi);
+/* Counts the block's points into the histogram (checking them: all finite). */
+pc_status pc_hca_stream_add(pc_hca_stream *stream, const pc_points *block);
+/* The histogram as plain arrays: *cells non-empty cells, their linear indices (last dimension fastest,
+ * increasing) and point counts. keys and counts NULL: only *cells is set; else they have room for
+ * *cells entries (as the call with NULL gave). */
+pc_status pc_hca_stream_histogram(const pc_hca_stream *stream, size_t *cells, uint64_t *keys, int64_t *counts);
+/* Adds a histogram (from pc_hca_stream_histogram of a stream with the same params, dim and box). */
+pc_status pc_hca_stream_add_histogram(pc_hca_stream *stream, size_t cells, const uint64_t *keys,
+                                      const int64_t *counts);
+/* into += from: before adds, the boxes are joined; after, the histograms are added (the boxes must
+ * then be equal). */
+pc_status pc_hca_stream_merge(pc_hca_stream *into, const pc_hca_stream *from);
+/* Components, dendrogram and cut from the histogram. Once; no adds after it. */
+pc_status pc_hca_stream_finish(pc_hca_stream *stream, pc_result **result);
+/* After finish: labels[block->n] receive each point's cluster (or -1, as pc_hca). sums: NULL, or
+ * k x (dim + 1) doubles to which each labelled point's values and a count of 1 are added (the
+ * caller zeroes them once; sums of several blocks, threads or machines add up to the clusters'
+ * centres: sum / count). Thread-safe: the stream is only read. */
+pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *block, int32_t *labels, double *sums);
+
+/* ---------------------------------------------------------------- k-means, streamed */
+
+/* Lloyd's k-means over points that arrive in blocks, in one pass over the blocks per iteration. The
+ * state's parts are plain arrays (counts, per-cluster sums) that two streams merge by addition,
+ * exactly: the sums are kept in fixed point, so that the result does not depend on the blocks'
+ * number, sizes or order, nor on which process added which block. From the same initial centres
+ * (PC_INIT_GIVEN) the labels equal those of pc_kmeans on all the points at once.
+ *
+ * The order of calls:
+ *   1. pc_kmeans_stream_scan over every block: the points' mean and spread (the frame the iterations
+ *      run in, as pc_kmeans) and a uniform sample for the initialisation;
+ *   2. pc_kmeans_stream_start: initial centres (given, or params->init on the sample);
+ *   3. per iteration: pc_kmeans_stream_add over every block, then pc_kmeans_stream_step, until it
+ *      says done (convergence by params->tol, or max_iter);
+ *   4. pc_kmeans_stream_label over any blocks (thread-safe), pc_kmeans_stream_result for the centres,
+ *      sizes, inertia and iterations (no labels).
+ * n_init is 1 (a stream cannot be rewound for several runs). Backends: sequential and OpenMP (CUDA:
+ * PC_UNSUPPORTED for now, AUTO takes OpenMP). */
+typedef struct pc_kmeans_stream pc_kmeans_stream;
+
+/* sample: points kept for the initialisation (0 = default, max(100 k, 65536)). */
+pc_status pc_kmeans_stream_create(const pc_kmeans_params *params, size_t dim, size_t sample,
+                                  pc_kmeans_stream **stream);
+void pc_kmeans_stream_free(pc_kmeans_stream *stream); /* NULL-safe */
+pc_status pc_kmeans_stream_scan(pc_kmeans_stream *stream, const pc_points *block);
+pc_status pc_kmeans_stream_start(pc_kmeans_stream *stream);
+pc_status pc_kmeans_stream_add(pc_kmeans_stream *stream, const pc_points *block);
+/* into += from, in the scan or the add phase (both streams in the same phase and iteration). */
+pc_status pc_kmeans_stream_merge(pc_kmeans_stream *into, const pc_kmeans_stream *from);
+/* New centres from the sums; *done = 1 when the run is over. */
+pc_status pc_kmeans_stream_step(pc_kmeans_stream *stream, int *done);
+pc_status pc_kmeans_stream_label(const pc_kmeans_stream *stream, const pc_points *block, int32_t *labels);
+pc_status pc_kmeans_stream_result(const pc_kmeans_stream *stream, pc_result **result);
 
 /* ---------------------------------------------------------------- metrics */
 

@@ -11,16 +11,10 @@
 #include <omp.h>
 #endif
 
-static size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
-
-static double value_at(const unsigned char *row, pc_dtype t, size_t j)
+size_t pc__hca_row_bytes(const pc_points *p)
 {
-    switch (t) {
-    case PC_F32: { float v; memcpy(&v, row + 4 * j, 4); return v; }
-    case PC_F64: { double v; memcpy(&v, row + 8 * j, 8); return v; }
-    case PC_U16: { uint16_t v; memcpy(&v, row + 2 * j, 2); return v; }
-    default: return row[j];
-    }
+    return p->stride ? p->stride
+                     : p->dim * (p->dtype == PC_F64 ? 8 : p->dtype == PC_F32 ? 4 : p->dtype == PC_U16 ? 2 : 1);
 }
 
 /* ALGORITHMS.md section 3 step 1, computed the same way for every type, by the GPU's tables too. */
@@ -100,7 +94,7 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
         for (long i = 0; i < (long)g->n; i++) {
             const unsigned char *row = base + (size_t)i * stride;
             for (size_t j = 0; j < g->dim; j++) {
-                double v = value_at(row, p->dtype, j);
+                double v = pc__hca_value(row, p->dtype, j);
                 lo[j] = v < lo[j] ? v : lo[j];
                 hi[j] = v > hi[j] ? v : hi[j];
             }
@@ -163,7 +157,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
                 }
             else
                 for (size_t j = 0; j < dim; j++)
-                    idx += (uint32_t)((uint64_t)pc__hca_cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
+                    idx += (uint32_t)((uint64_t)pc__hca_cell_coordinate(pc__hca_value(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
                                       g->stride[j]);
             cell_of[i] = idx;
             if (!mine) {
@@ -273,7 +267,7 @@ static pc_status build_sparse(pc__hca_grid *g, const pc_points *p, size_t stride
         const unsigned char *row = base + i * stride;
         uint64_t key = 0;
         for (size_t j = 0; j < g->dim; j++)
-            key += (uint64_t)pc__hca_cell_coordinate(value_at(row, p->dtype, j), g->lo[j], g->hi[j], g->m) * g->stride[j];
+            key += (uint64_t)pc__hca_cell_coordinate(pc__hca_value(row, p->dtype, j), g->lo[j], g->hi[j], g->m) * g->stride[j];
         size_t s = hash_key(key) & t.mask;
         while (t.ids[s] >= 0 && t.keys[s] != key)
             s = (s + 1) & t.mask;
@@ -336,38 +330,53 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t 
     g->dim = p->dim;
     g->m = m;
     g->threads = threads;
-    size_t stride = p->stride ? p->stride : p->dim * element_size(p->dtype);
-    uint64_t total = 1;
-    for (size_t j = p->dim; j-- > 0;) {
-        g->stride[j] = total;
-        if (total > UINT64_MAX / (uint64_t)m / 2)
-            return pc__fail(PC_INVALID_ARGUMENT, "m^d = %d^%zu cells do not fit in 64-bit indices", m, p->dim);
-        total *= (uint64_t)m;
-    }
+    size_t stride = pc__hca_row_bytes(p);
+    uint64_t total = 0;
+    pc_status st = pc__hca_grid_strides(g, &total);
+    if (st != PC_OK)
+        return st;
     bounding_box(g, p, stride);
     /* Dense when the slot array fits the budget and linear indices fit the (signed) 32-bit scratch. */
     g->dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= memory_budget;
-    pc_status st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget)
-                            : build_sparse(g, p, stride, scratch);
-    /* Index offsets of the 3^d - 1 neighbours, for cells away from the grid's border. */
-    size_t deltas = 1;
-    for (size_t j = 0; j < p->dim; j++)
-        deltas *= 3;
-    g->delta = st == PC_OK ? malloc((deltas - 1) * sizeof *g->delta) : NULL;
-    if (g->delta) {
-        g->deltas = 0;
-        for (size_t o = 0; o < deltas; o++) {
-            int64_t delta = 0;
-            size_t rest = o;
-            for (size_t j = 0; j < p->dim; j++, rest /= 3)
-                delta += ((int64_t)(rest % 3) - 1) * (int64_t)g->stride[j];
-            if (delta != 0)
-                g->delta[g->deltas++] = delta;
-        }
-    }
-    if (st != PC_OK)
+    st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget) : build_sparse(g, p, stride, scratch);
+    if (st == PC_OK)
+        pc__hca_grid_deltas(g);
+    else
         pc__hca_grid_free(g);
     return st;
+}
+
+pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total)
+{
+    uint64_t t = 1;
+    for (size_t j = g->dim; j-- > 0;) {
+        g->stride[j] = t;
+        if (t > UINT64_MAX / (uint64_t)g->m / 2)
+            return pc__fail(PC_INVALID_ARGUMENT, "m^d = %d^%zu cells do not fit in 64-bit indices", g->m, g->dim);
+        t *= (uint64_t)g->m;
+    }
+    *total = t;
+    return PC_OK;
+}
+
+void pc__hca_grid_deltas(pc__hca_grid *g)
+{
+    /* Without the table (no memory) neighbours are still found, by the odometer. */
+    size_t deltas = 1;
+    for (size_t j = 0; j < g->dim; j++)
+        deltas *= 3;
+    g->delta = malloc((deltas - 1) * sizeof *g->delta);
+    if (!g->delta)
+        return;
+    g->deltas = 0;
+    for (size_t o = 0; o < deltas; o++) {
+        int64_t delta = 0;
+        size_t rest = o;
+        for (size_t j = 0; j < g->dim; j++, rest /= 3)
+            delta += ((int64_t)(rest % 3) - 1) * (int64_t)g->stride[j];
+        if (delta != 0)
+            g->delta[g->deltas++] = delta;
+    }
 }
 
 void pc__hca_grid_free(pc__hca_grid *g)

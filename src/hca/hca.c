@@ -21,10 +21,16 @@ void pc_hca_params_init(pc_hca_params *p)
 
 static pc_status check(const pc_points *points, const pc_hca_params *p)
 {
-    if (points->dim > PC__HCA_MAX_DIM)
-        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles 1 to %d dimensions, got %zu", PC__HCA_MAX_DIM, points->dim);
     if (points->n > (size_t)INT32_MAX)
-        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles up to %d points, got %zu", INT32_MAX, points->n);
+        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles up to %d points at once, got %zu (pc_hca_stream takes "
+                        "more, in blocks)", INT32_MAX, points->n);
+    return pc__hca_check_params(p, points->dim);
+}
+
+pc_status pc__hca_check_params(const pc_hca_params *p, size_t dim)
+{
+    if (dim < 1 || dim > PC__HCA_MAX_DIM)
+        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles 1 to %d dimensions, got %zu", PC__HCA_MAX_DIM, dim);
     if (p->m < 2 || p->m > 65536)
         return pc__fail(PC_INVALID_ARGUMENT, "m (cells per dimension) must be between 2 and 65536, got %d", p->m);
     if (p->clusters == 0 && !(p->threshold >= 0 && p->threshold <= 1))
@@ -41,9 +47,7 @@ static pc_status label_points(pc__hca_grid *g, const pc_points *points, const in
                               int32_t *labels, double *sums)
 {
     int failed = 0;
-    size_t dim = g->dim, stride = points->stride ? points->stride : 0;
-    if (!stride)
-        stride = dim * (points->dtype == PC_F64 ? 8 : points->dtype == PC_F32 ? 4 : points->dtype == PC_U16 ? 2 : 1);
+    size_t dim = g->dim, stride = pc__hca_row_bytes(points);
     int threads = g->threads;
     (void)threads; /* used only by the OpenMP pragmas */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
@@ -126,23 +130,30 @@ void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes)
     }
 }
 
-pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *gr, const double *sums, size_t k)
+pc_status pc__hca_result_components(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *gr)
 {
-    size_t dim = g->dim;
-    r->centers = pc__alloc(k, dim * sizeof *r->centers, "cluster centres");
-    r->sizes = pc__alloc(k, sizeof *r->sizes, "cluster sizes");
     r->components = gr->components;
     r->cells = g->cells;
     r->component_cells = pc__alloc(gr->components, sizeof(int64_t), "components");
     r->component_densities = pc__alloc(gr->components, sizeof(int64_t), "components");
     r->component_sizes = pc__alloc(gr->components, sizeof(int64_t), "components");
-    if (!r->centers || !r->sizes || !r->component_cells || !r->component_densities || !r->component_sizes)
+    if (!r->component_cells || !r->component_densities || !r->component_sizes)
         return PC_OUT_OF_MEMORY;
     for (size_t c = 0; c < gr->components; c++) {
         r->component_cells[c] = (int64_t)g->key[gr->representative[c]];
         r->component_densities[c] = g->density[gr->representative[c]];
         r->component_sizes[c] = gr->size[c];
     }
+    return PC_OK;
+}
+
+pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *gr, const double *sums, size_t k)
+{
+    size_t dim = g->dim;
+    r->centers = pc__alloc(k, dim * sizeof *r->centers, "cluster centres");
+    r->sizes = pc__alloc(k, sizeof *r->sizes, "cluster sizes");
+    if (!r->centers || !r->sizes || pc__hca_result_components(r, g, gr) != PC_OK)
+        return PC_OUT_OF_MEMORY;
     r->k = k;
     for (size_t c = 0; c < k; c++) {
         double count = sums[c * (dim + 1) + dim];
@@ -212,8 +223,7 @@ done:
     return st;
 }
 
-/* The default minimum cluster size: 0.1% of the points, at least 2. */
-static int64_t min_size_for(const pc_hca_params *p, size_t n)
+int64_t pc__hca_min_size(const pc_hca_params *p, uint64_t n)
 {
     if (p->min_cluster_size >= 0)
         return p->min_cluster_size;
@@ -314,7 +324,7 @@ static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device
     if (!r)
         return PC_OUT_OF_MEMORY;
     r->backend = plan->backend;
-    int64_t min_size = min_size_for(&plan->params, points->n);
+    int64_t min_size = pc__hca_min_size(&plan->params, points->n);
     st = plan->backend == PC_BACKEND_CUDA
              ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
              : run_cpu(points, &plan->params, plan->threads, min_size, r);

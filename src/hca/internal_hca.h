@@ -4,6 +4,8 @@
 
 #include "../core/internal.h"
 
+#include <string.h>
+
 #define PC__HCA_MAX_DIM 8
 
 typedef struct {
@@ -22,6 +24,24 @@ typedef struct {
     size_t deltas;
 } pc__hca_grid;
 
+/* Value j of a row of any type. */
+static inline double pc__hca_value(const unsigned char *row, pc_dtype t, size_t j)
+{
+    switch (t) {
+    case PC_F32: { float v; memcpy(&v, row + 4 * j, 4); return v; }
+    case PC_F64: { double v; memcpy(&v, row + 8 * j, 8); return v; }
+    case PC_U16: { uint16_t v; memcpy(&v, row + 2 * j, 2); return v; }
+    default: return row[j];
+    }
+}
+/* Bytes from one row to the next. */
+size_t pc__hca_row_bytes(const pc_points *points);
+
+/* The parameters' checks shared by pc_hca and the stream (dim: 1 to PC__HCA_MAX_DIM). */
+pc_status pc__hca_check_params(const pc_hca_params *params, size_t dim);
+/* The minimum cluster size: the user's, or by default 0.1% of the n points, at least 2. */
+int64_t pc__hca_min_size(const pc_hca_params *params, uint64_t n);
+
 /* Cell coordinate of value x in a dimension spanning [lo, hi] cut into m cells (step 1). */
 int pc__hca_cell_coordinate(double x, double lo, double hi, int m);
 
@@ -30,6 +50,11 @@ int pc__hca_cell_coordinate(double x, double lo, double hi, int m);
 pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *points, int m, size_t memory_budget, int threads,
                              int32_t *scratch);
 void pc__hca_grid_free(pc__hca_grid *g);
+/* stride[] from m and dim; *total = m^dim. Fails when m^dim does not fit 64-bit indices. */
+pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total);
+/* The index offsets of the 3^d - 1 neighbours of an interior cell (delta stays NULL without memory:
+ * neighbours are then found the slow way). */
+void pc__hca_grid_deltas(pc__hca_grid *g);
 /* The non-empty cell of a linear index, or -1. */
 long pc__hca_find(const pc__hca_grid *g, uint64_t key);
 /* Calls visit(ctx, cell, neighbour) for every non-empty neighbour of `cell` (corners included, the
@@ -63,6 +88,9 @@ pc_status pc__hca_cut(const pc__hca_grid *g, const pc__hca_graph *graph, const d
  * sum of each dimension, then the count), once the labels are in place: shared by every backend. */
 pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *graph, const double *sums,
                          size_t k);
+
+/* The result's components (leaves of the dendrogram) and cell count. */
+pc_status pc__hca_result_components(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *graph);
 
 /* labels[i] = bytes[i], 255 becoming -1, on all cores (the GPU sends labels of fewer than 255
  * clusters as bytes). */

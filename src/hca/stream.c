@@ -1,0 +1,659 @@
+/* pc_hca_stream: HCA over points that arrive in blocks. The grid histogram is the whole state: the
+ * components, dendrogram and cut need the non-empty cells and their densities only (ALGORITHMS.md
+ * section 3 steps 2-5), so counting blocks into one histogram and clustering it gives what pc_hca
+ * gives on all the points at once, given the same box. Counts are integers: sums of histograms do not
+ * depend on the order of the blocks, the threads, or the machines that counted them. */
+#include "internal_hca.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this many rows a block is counted on one thread (a parallel region costs more). */
+#define SMALL_BLOCK 65536
+#define EMPTY_KEY UINT64_MAX /* keys are below m^dim <= 2^63 */
+
+enum phase { NO_BOX, BOUNDING, BOX_SET, COUNTING, FINISHED };
+
+struct pc_hca_stream {
+    pc_hca_params params;
+    size_t dim;
+    int threads;
+    enum phase phase;
+    pc__hca_grid g; /* box, strides; after finish the cells, densities and (dense) slots */
+    uint64_t total; /* m^dim */
+    uint64_t points;
+    double seconds_counting;
+    /* Dense histogram: `slices` arrays of m^dim counts, one per thread, summed when read (threads
+     * counting into one array would serialise on the cells they share). */
+    int dense;
+    int slices;
+    int64_t *count;
+    /* Sparse histogram: open addressing over the non-empty cells (counted on one thread). */
+    uint64_t *hkey;
+    int64_t *hcount;
+    size_t hcap, hused;
+    /* Integer bands: the key offset of every value, per band (uint8: 256 values, uint16: 65536). */
+    uint64_t *table_u8, *table_u16;
+    /* After finish: the cluster of every dense slot, or of every cell (sparse). */
+    int32_t *cluster_of_slot, *cluster_of_cell;
+    size_t k;
+};
+
+void pc_hca_stream_free(pc_hca_stream *s)
+{
+    if (!s)
+        return;
+    pc__hca_grid_free(&s->g);
+    free(s->count);
+    free(s->hkey);
+    free(s->hcount);
+    free(s->table_u8);
+    free(s->table_u16);
+    free(s->cluster_of_slot);
+    free(s->cluster_of_cell);
+    free(s);
+}
+
+pc_status pc_hca_stream_create(const pc_hca_params *params, size_t dim, pc_hca_stream **stream)
+{
+    if (!stream)
+        return pc__fail(PC_INVALID_ARGUMENT, "stream pointer is NULL");
+    *stream = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    pc_status st = pc__hca_check_params(params, dim);
+    if (st != PC_OK)
+        return st;
+    if (params->backend == PC_BACKEND_CUDA)
+        return pc__fail(PC_UNSUPPORTED, "HCA streams run on the CPU (sequential or OpenMP); the CUDA backend takes "
+                        "whole inputs (pc_hca, pc_hca_plan), in pieces when they exceed the card");
+    pc_backend backend;
+    if ((st = pc__choose_backend(params->backend == PC_BACKEND_AUTO ? PC_BACKEND_OPENMP : params->backend, 0,
+                                 &backend)) != PC_OK)
+        return st;
+    pc_hca_stream *s = pc__calloc(1, sizeof *s, "HCA stream");
+    if (!s)
+        return PC_OUT_OF_MEMORY;
+    s->params = *params;
+    s->dim = dim;
+    s->threads = 1;
+#ifdef _OPENMP
+    if (backend == PC_BACKEND_OPENMP)
+        s->threads = params->threads > 0 ? params->threads : omp_get_max_threads();
+#endif
+    s->g.dim = dim;
+    s->g.m = params->m;
+    s->g.threads = s->threads;
+    if ((st = pc__hca_grid_strides(&s->g, &s->total)) != PC_OK) {
+        free(s);
+        return st;
+    }
+    for (size_t j = 0; j < dim; j++) {
+        s->g.lo[j] = INFINITY;
+        s->g.hi[j] = -INFINITY;
+    }
+    /* Dense when one array of counts fits the budget; a copy per thread where they all fit. */
+    size_t budget = params->memory_budget;
+    s->dense = s->total <= budget / sizeof(int64_t);
+    s->slices = s->dense && s->threads > 1 && s->total <= budget / sizeof(int64_t) / (size_t)s->threads ? s->threads : 1;
+    *stream = s;
+    return PC_OK;
+}
+
+static pc_status check_block(const pc_hca_stream *s, const pc_points *block, const char *call)
+{
+    if (!s)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s: stream is NULL", call);
+    pc__clear_error();
+    if (!block)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s: block is NULL", call);
+    if (block->dim != s->dim)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s: the stream takes rows of %zu values, the block has %zu", call, s->dim,
+                        block->dim);
+    return pc_points_check(block);
+}
+
+pc_status pc_hca_stream_set_box(pc_hca_stream *s, const double *lo, const double *hi)
+{
+    if (!s || !lo || !hi)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_set_box: stream, lo and hi must not be NULL");
+    pc__clear_error();
+    if (s->phase > BOX_SET)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_set_box: the box is fixed once points are added");
+    for (size_t j = 0; j < s->dim; j++)
+        if (!isfinite(lo[j]) || !isfinite(hi[j]) || lo[j] > hi[j])
+            return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_set_box: dimension %zu: [%g, %g] is not a box", j,
+                            lo[j], hi[j]);
+    for (size_t j = 0; j < s->dim; j++) {
+        s->g.lo[j] = lo[j];
+        s->g.hi[j] = hi[j];
+    }
+    s->phase = BOX_SET;
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_bound(pc_hca_stream *s, const pc_points *block)
+{
+    pc_status st = check_block(s, block, "pc_hca_stream_bound");
+    if (st != PC_OK)
+        return st;
+    if (s->phase > BOUNDING)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_bound: the box is %s",
+                        s->phase == BOX_SET ? "set already" : "fixed once points are added");
+    size_t bytes = pc__hca_row_bytes(block), dim = s->dim;
+    const unsigned char *base = block->data;
+    double *glo = s->g.lo, *ghi = s->g.hi;
+    int threads = block->n < SMALL_BLOCK ? 1 : s->threads;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+        for (size_t j = 0; j < dim; j++) {
+            lo[j] = INFINITY;
+            hi[j] = -INFINITY;
+        }
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)block->n; i++)
+            for (size_t j = 0; j < dim; j++) {
+                double v = pc__hca_value(base + (size_t)i * bytes, block->dtype, j);
+                lo[j] = v < lo[j] ? v : lo[j];
+                hi[j] = v > hi[j] ? v : hi[j];
+            }
+#pragma omp critical(pc__hca_stream_box)
+        for (size_t j = 0; j < dim; j++) {
+            glo[j] = fmin(glo[j], lo[j]);
+            ghi[j] = fmax(ghi[j], hi[j]);
+        }
+    }
+    s->phase = BOUNDING;
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_box(const pc_hca_stream *s, double *lo, double *hi)
+{
+    if (!s || !lo || !hi)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_box: stream, lo and hi must not be NULL");
+    if (s->phase == NO_BOX)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_box: no box yet (set it, or bound the blocks first)");
+    memcpy(lo, s->g.lo, s->dim * sizeof *lo);
+    memcpy(hi, s->g.hi, s->dim * sizeof *hi);
+    return PC_OK;
+}
+
+/* Fixes the box: the key tables of the integer types and the histogram's memory. */
+static pc_status start_counting(pc_hca_stream *s, const char *call)
+{
+    if (s->phase == NO_BOX)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s: the stream has no box: set it, or bound every block first", call);
+    if (s->phase == FINISHED)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s: the stream is finished", call);
+    if (s->phase == COUNTING)
+        return PC_OK;
+    s->table_u8 = pc__alloc(256 * s->dim, sizeof *s->table_u8, "HCA key tables");
+    s->table_u16 = pc__alloc(65536 * s->dim, sizeof *s->table_u16, "HCA key tables");
+    if (!s->table_u8 || !s->table_u16)
+        return PC_OUT_OF_MEMORY;
+    for (size_t j = 0; j < s->dim; j++)
+        for (size_t v = 0; v < 65536; v++) {
+            uint64_t off = (uint64_t)pc__hca_cell_coordinate((double)v, s->g.lo[j], s->g.hi[j], s->g.m) * s->g.stride[j];
+            s->table_u16[j * 65536 + v] = off;
+            if (v < 256)
+                s->table_u8[j * 256 + v] = off;
+        }
+    if (s->dense) {
+        s->count = pc__calloc((size_t)s->total * (size_t)s->slices, sizeof *s->count, "HCA histogram");
+        if (!s->count)
+            return PC_OUT_OF_MEMORY;
+    } else {
+        s->hcap = 1024;
+        s->hkey = pc__alloc(s->hcap, sizeof *s->hkey, "HCA histogram");
+        s->hcount = pc__alloc(s->hcap, sizeof *s->hcount, "HCA histogram");
+        if (!s->hkey || !s->hcount)
+            return PC_OUT_OF_MEMORY;
+        memset(s->hkey, 0xff, s->hcap * sizeof *s->hkey);
+    }
+    s->phase = COUNTING;
+    return PC_OK;
+}
+
+/* The linear cell index of a row: the same cell as pc_hca's grid (pc__hca_cell_coordinate). */
+static inline uint64_t row_key(const pc_hca_stream *s, const unsigned char *row, pc_dtype t)
+{
+    uint64_t key = 0;
+    if (t == PC_U8)
+        for (size_t j = 0; j < s->dim; j++)
+            key += s->table_u8[j * 256 + row[j]];
+    else if (t == PC_U16)
+        for (size_t j = 0; j < s->dim; j++) {
+            uint16_t v;
+            memcpy(&v, row + 2 * j, 2);
+            key += s->table_u16[j * 65536 + v];
+        }
+    else
+        for (size_t j = 0; j < s->dim; j++)
+            key += (uint64_t)pc__hca_cell_coordinate(pc__hca_value(row, t, j), s->g.lo[j], s->g.hi[j], s->g.m) *
+                   s->g.stride[j];
+    return key;
+}
+
+static size_t hash_slot(const pc_hca_stream *s, uint64_t key)
+{
+    uint64_t h = key ^ (key >> 33);
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    size_t at = (size_t)h & (s->hcap - 1);
+    while (s->hkey[at] != EMPTY_KEY && s->hkey[at] != key)
+        at = (at + 1) & (s->hcap - 1);
+    return at;
+}
+
+/* Adds `count` points to the cell `key` of the sparse histogram, growing it at half load. */
+static pc_status sparse_add(pc_hca_stream *s, uint64_t key, int64_t count)
+{
+    if (2 * (s->hused + 1) > s->hcap) {
+        size_t old_cap = s->hcap;
+        uint64_t *old_key = s->hkey;
+        int64_t *old_count = s->hcount;
+        s->hcap *= 2;
+        s->hkey = pc__alloc(s->hcap, sizeof *s->hkey, "HCA histogram");
+        s->hcount = pc__alloc(s->hcap, sizeof *s->hcount, "HCA histogram");
+        if (!s->hkey || !s->hcount) {
+            free(s->hkey);
+            free(s->hcount);
+            s->hkey = old_key;
+            s->hcount = old_count;
+            s->hcap = old_cap;
+            return pc__fail(PC_OUT_OF_MEMORY, "HCA histogram: cannot grow past %zu cells", s->hused);
+        }
+        memset(s->hkey, 0xff, s->hcap * sizeof *s->hkey);
+        for (size_t i = 0; i < old_cap; i++)
+            if (old_key[i] != EMPTY_KEY) {
+                size_t at = hash_slot(s, old_key[i]);
+                s->hkey[at] = old_key[i];
+                s->hcount[at] = old_count[i];
+            }
+        free(old_key);
+        free(old_count);
+    }
+    size_t at = hash_slot(s, key);
+    if (s->hkey[at] == EMPTY_KEY) {
+        s->hkey[at] = key;
+        s->hcount[at] = 0;
+        s->hused++;
+    }
+    s->hcount[at] += count;
+    return PC_OK;
+}
+
+static void count_dense(pc_hca_stream *s, const pc_points *block)
+{
+    size_t bytes = pc__hca_row_bytes(block);
+    const unsigned char *base = block->data;
+    int threads = block->n < SMALL_BLOCK ? 1 : s->threads;
+    int64_t *count = s->count;
+    size_t total = (size_t)s->total;
+    int slices = s->slices;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        /* One slice shared by several threads: all of them count with atomics (NULL). */
+        int64_t *mine = slices > 1 ? count + (size_t)t * total : threads == 1 ? count : NULL;
+        /* Neighbouring pixels often share a cell: a run is counted in a register. */
+        uint64_t run_key = 0;
+        int64_t run = 0;
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)block->n; i++) {
+            uint64_t key = row_key(s, base + (size_t)i * bytes, block->dtype);
+            if (key == run_key) {
+                run++;
+                continue;
+            }
+            if (run && mine)
+                mine[run_key] += run;
+            else if (run) {
+#pragma omp atomic
+                count[run_key] += run;
+            }
+            run_key = key;
+            run = 1;
+        }
+        if (run && mine)
+            mine[run_key] += run;
+        else if (run) {
+#pragma omp atomic
+            count[run_key] += run;
+        }
+    }
+}
+
+pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
+{
+    pc_status st = check_block(s, block, "pc_hca_stream_add");
+    if (st != PC_OK || (st = start_counting(s, "pc_hca_stream_add")) != PC_OK)
+        return st;
+    double t0 = pc__now();
+    if (s->dense)
+        count_dense(s, block);
+    else {
+        size_t bytes = pc__hca_row_bytes(block);
+        for (size_t i = 0; i < block->n; i++)
+            if ((st = sparse_add(s, row_key(s, (const unsigned char *)block->data + i * bytes, block->dtype), 1)) != PC_OK)
+                return st;
+    }
+    s->points += block->n;
+    s->seconds_counting += pc__now() - t0;
+    return PC_OK;
+}
+
+/* The per-thread slices summed into the first. */
+static void fold_slices(pc_hca_stream *s)
+{
+    size_t total = (size_t)s->total;
+    for (int t = 1; t < s->slices; t++) {
+        int64_t *slice = s->count + (size_t)t * total;
+        for (size_t c = 0; c < total; c++) {
+            s->count[c] += slice[c];
+            slice[c] = 0;
+        }
+    }
+}
+
+typedef struct {
+    uint64_t key;
+    int64_t count;
+} cell_count;
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const cell_count *)a)->key, y = ((const cell_count *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* The non-empty cells in increasing key order (sparse: sorted out of the hash). */
+static pc_status sorted_cells(pc_hca_stream *s, cell_count **out, size_t *cells)
+{
+    *out = NULL;
+    *cells = 0;
+    if (s->phase != COUNTING)
+        return PC_OK;
+    size_t used = 0;
+    if (s->dense) {
+        fold_slices(s);
+        for (uint64_t c = 0; c < s->total; c++)
+            used += s->count[c] > 0;
+    } else
+        used = s->hused;
+    cell_count *list = pc__alloc(used ? used : 1, sizeof *list, "HCA cell list");
+    if (!list)
+        return PC_OUT_OF_MEMORY;
+    size_t q = 0;
+    if (s->dense) {
+        for (uint64_t c = 0; c < s->total; c++)
+            if (s->count[c] > 0)
+                list[q++] = (cell_count){c, s->count[c]};
+    } else {
+        for (size_t i = 0; i < s->hcap; i++)
+            if (s->hkey[i] != EMPTY_KEY)
+                list[q++] = (cell_count){s->hkey[i], s->hcount[i]};
+        qsort(list, used, sizeof *list, by_key);
+    }
+    *out = list;
+    *cells = used;
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_histogram(const pc_hca_stream *cs, size_t *cells, uint64_t *keys, int64_t *counts)
+{
+    if (!cs || !cells)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_histogram: stream and cells must not be NULL");
+    pc__clear_error();
+    if (cs->phase == FINISHED)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_histogram: the stream is finished");
+    /* Folding the threads' slices changes the representation, not the histogram. */
+    pc_hca_stream *s = (pc_hca_stream *)cs;
+    cell_count *list;
+    size_t used;
+    pc_status st = sorted_cells(s, &list, &used);
+    if (st != PC_OK)
+        return st;
+    if (keys && counts && *cells < used) {
+        free(list);
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_histogram: room for %zu cells, the histogram has %zu", *cells,
+                        used);
+    }
+    if (keys && counts)
+        for (size_t c = 0; c < used; c++) {
+            keys[c] = list[c].key;
+            counts[c] = list[c].count;
+        }
+    *cells = used;
+    free(list);
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_add_histogram(pc_hca_stream *s, size_t cells, const uint64_t *keys, const int64_t *counts)
+{
+    if (!s || (cells && (!keys || !counts)))
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_add_histogram: stream, keys and counts must not be NULL");
+    pc__clear_error();
+    pc_status st = start_counting(s, "pc_hca_stream_add_histogram");
+    if (st != PC_OK)
+        return st;
+    for (size_t c = 0; c < cells; c++)
+        if (keys[c] >= s->total || counts[c] < 0)
+            return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_add_histogram: entry %zu (cell %llu, count %lld) is "
+                            "not a cell of a %d^%zu grid with a count >= 0", c, (unsigned long long)keys[c],
+                            (long long)counts[c], s->g.m, s->dim);
+    for (size_t c = 0; c < cells; c++) {
+        if (s->dense)
+            s->count[keys[c]] += counts[c];
+        else if ((st = sparse_add(s, keys[c], counts[c])) != PC_OK)
+            return st;
+        s->points += (uint64_t)counts[c];
+    }
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_merge(pc_hca_stream *into, const pc_hca_stream *from)
+{
+    if (!into || !from)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_merge: streams must not be NULL");
+    pc__clear_error();
+    if (into->dim != from->dim || into->params.m != from->params.m)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_merge: grids differ (%d^%zu and %d^%zu)", into->params.m,
+                        into->dim, from->params.m, from->dim);
+    if (into->phase == FINISHED || from->phase == FINISHED)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_merge: a finished stream cannot be merged");
+    if (into->phase <= BOUNDING && from->phase <= BOUNDING) {
+        /* Two first passes: the boxes join. */
+        for (size_t j = 0; j < into->dim; j++) {
+            into->g.lo[j] = fmin(into->g.lo[j], from->g.lo[j]);
+            into->g.hi[j] = fmax(into->g.hi[j], from->g.hi[j]);
+        }
+        if (from->phase == BOUNDING)
+            into->phase = BOUNDING;
+        return PC_OK;
+    }
+    if (into->phase < BOX_SET || from->phase < BOX_SET ||
+        memcmp(into->g.lo, from->g.lo, into->dim * sizeof(double)) != 0 ||
+        memcmp(into->g.hi, from->g.hi, into->dim * sizeof(double)) != 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_merge: histograms add only over the same box (join the "
+                        "boxes of the first passes before counting)");
+    size_t cells;
+    pc_status st = pc_hca_stream_histogram(from, &cells, NULL, NULL);
+    uint64_t *keys = st == PC_OK ? pc__alloc(cells ? cells : 1, sizeof *keys, "HCA histogram copy") : NULL;
+    int64_t *counts = keys ? pc__alloc(cells ? cells : 1, sizeof *counts, "HCA histogram copy") : NULL;
+    if (st == PC_OK && !counts)
+        st = PC_OUT_OF_MEMORY;
+    if (st == PC_OK)
+        st = pc_hca_stream_histogram(from, &cells, keys, counts);
+    if (st == PC_OK)
+        st = pc_hca_stream_add_histogram(into, cells, keys, counts);
+    free(keys);
+    free(counts);
+    return st;
+}
+
+/* The grid pc_hca would have built: cells in key order with their densities; dense slots. */
+static pc_status grid_from_histogram(pc_hca_stream *s)
+{
+    cell_count *list;
+    size_t cells;
+    pc_status st = sorted_cells(s, &list, &cells);
+    if (st != PC_OK)
+        return st;
+    if (cells > (size_t)INT32_MAX) {
+        free(list);
+        return pc__fail(PC_INVALID_ARGUMENT, "HCA handles up to 2^31 - 1 non-empty cells, the histogram has %zu", cells);
+    }
+    pc__hca_grid *g = &s->g;
+    g->key = pc__alloc(cells, sizeof *g->key, "HCA cells");
+    g->density = pc__alloc(cells, sizeof *g->density, "HCA densities");
+    if (!g->key || !g->density) {
+        free(list);
+        return PC_OUT_OF_MEMORY;
+    }
+    for (size_t c = 0; c < cells; c++) {
+        g->key[c] = list[c].key;
+        g->density[c] = list[c].count;
+    }
+    free(list);
+    g->cells = cells;
+    g->n = (size_t)s->points;
+    /* Dense slots (int32: cells < 2^31 whenever m^dim is) where pc_hca's rule would have them. */
+    g->dense = s->total <= (uint64_t)INT32_MAX && s->total * sizeof(int32_t) <= s->params.memory_budget;
+    free(s->count); /* the slots take the counts' place */
+    s->count = NULL;
+    if (g->dense) {
+        g->slot = pc__alloc((size_t)s->total, sizeof *g->slot, "HCA dense grid");
+        if (!g->slot)
+            return PC_OUT_OF_MEMORY;
+        for (uint64_t c = 0; c < s->total; c++)
+            g->slot[c] = -1;
+        for (size_t c = 0; c < cells; c++)
+            g->slot[g->key[c]] = (int32_t)c;
+    }
+    pc__hca_grid_deltas(g);
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_finish(pc_hca_stream *s, pc_result **result)
+{
+    if (!s || !result)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_finish: stream and result must not be NULL");
+    *result = NULL;
+    pc__clear_error();
+    if (s->phase != COUNTING || s->points == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_finish: %s",
+                        s->phase == FINISHED ? "the stream is finished already" : "no points were added");
+    pc__hca_graph gr;
+    memset(&gr, 0, sizeof gr);
+    pc_result *r = pc__result_new((size_t)s->points, s->dim);
+    if (!r)
+        return PC_OUT_OF_MEMORY;
+    r->backend = s->threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    double t0 = pc__now();
+    pc_status st = grid_from_histogram(s);
+    s->phase = FINISHED; /* the histogram has become the grid: no way back */
+    double t1 = pc__now(), t2 = t1, t3 = t1, t4 = t1;
+    if (st != PC_OK || (st = pc__hca_graph_build(&s->g, &gr)) != PC_OK)
+        goto done;
+    t2 = pc__now();
+    if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK)
+        goto done;
+    t3 = pc__now();
+    s->cluster_of_cell = pc__alloc(s->g.cells, sizeof *s->cluster_of_cell, "HCA cell clusters");
+    if (!s->cluster_of_cell) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    if ((st = pc__hca_cut(&s->g, &gr, r->dendrogram, s->params.clusters, s->params.threshold,
+                          pc__hca_min_size(&s->params, s->points), s->params.noise, s->cluster_of_cell, &s->k)) != PC_OK)
+        goto done;
+    t4 = pc__now();
+    r->k = s->k;
+    r->sizes = pc__calloc(s->k ? s->k : 1, sizeof *r->sizes, "cluster sizes");
+    if (!r->sizes || (st = pc__hca_result_components(r, &s->g, &gr)) != PC_OK) {
+        st = PC_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (size_t c = 0; c < s->g.cells; c++)
+        if (s->cluster_of_cell[c] >= 0)
+            r->sizes[s->cluster_of_cell[c]] += s->g.density[c];
+    if (s->g.dense) { /* labelling looks clusters up by slot directly */
+        s->cluster_of_slot = s->g.slot;
+        s->g.slot = NULL;
+        for (uint64_t c = 0; c < s->total; c++)
+            if (s->cluster_of_slot[c] >= 0)
+                s->cluster_of_slot[c] = s->cluster_of_cell[s->cluster_of_slot[c]];
+        s->g.dense = 0; /* the grid's own lookups (none from here on) would search the sorted keys */
+    }
+    pc__result_add_stage(r, "histogram", s->seconds_counting);
+    pc__result_add_stage(r, "grid", t1 - t0);
+    pc__result_add_stage(r, "components", t2 - t1);
+    pc__result_add_stage(r, "dendrogram", t3 - t2);
+    pc__result_add_stage(r, "cut", t4 - t3);
+done:
+    pc__hca_graph_free(&gr);
+    if (st != PC_OK) {
+        pc_result_free(r);
+        return st;
+    }
+    *result = r;
+    return PC_OK;
+}
+
+/* The cluster of a key: the slot map (dense), else a search of the sorted cells. */
+static inline int32_t cluster_of_key(const pc_hca_stream *s, uint64_t key)
+{
+    if (s->cluster_of_slot)
+        return s->cluster_of_slot[key];
+    long c = pc__hca_find(&s->g, key);
+    return c >= 0 ? s->cluster_of_cell[c] : -1;
+}
+
+pc_status pc_hca_stream_label(const pc_hca_stream *s, const pc_points *block, int32_t *labels, double *sums)
+{
+    pc_status st = check_block(s, block, "pc_hca_stream_label");
+    if (st != PC_OK)
+        return st;
+    if (!labels)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label: labels must not be NULL");
+    if (s->phase != FINISHED)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label: finish the stream first");
+    size_t bytes = pc__hca_row_bytes(block), dim = s->dim, k = s->k;
+    const unsigned char *base = block->data;
+    int threads = block->n < SMALL_BLOCK ? 1 : s->threads;
+    int failed = 0;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    {
+        double *mine = sums ? calloc(k * (dim + 1) + 1, sizeof *mine) : NULL;
+        failed |= sums && !mine;
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)block->n; i++) {
+            const unsigned char *row = base + (size_t)i * bytes;
+            int32_t c = cluster_of_key(s, row_key(s, row, block->dtype));
+            labels[i] = c;
+            if (mine && c >= 0) {
+                double *sum = mine + (size_t)c * (dim + 1);
+                for (size_t j = 0; j < dim; j++)
+                    sum[j] += pc__hca_value(row, block->dtype, j);
+                sum[dim] += 1;
+            }
+        }
+        if (mine)
+            pc__team_add_ordered(sums, mine, k * (dim + 1));
+        free(mine);
+    }
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums") : PC_OK;
+}

@@ -1,0 +1,370 @@
+/* pc_hca_stream against pc_hca on the same points: labels, dendrogram, components, sizes and centres
+ * equal, whatever the blocks' sizes and order, for every point type, dense and sparse histograms,
+ * sequential and OpenMP; merged streams and exported histograms equal one stream fed everything; calls
+ * out of order refused. */
+#include "check.h"
+#include "parclust.h"
+#include "test_util.h"
+
+#include <string.h>
+
+/* Points of `dtype` from float blobs: integers (rounded, clamped) for the integer types. */
+static void *convert(const float *x, size_t count, pc_dtype t, double offset)
+{
+    size_t size = t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1;
+    unsigned char *out = malloc(count * size);
+    for (size_t i = 0; i < count; i++) {
+        double v = x[i] + offset;
+        double r = nearbyint(v * (t == PC_U16 ? 97.0 : 4.0));
+        if (t == PC_F32) {
+            float f = (float)v;
+            memcpy(out + 4 * i, &f, 4);
+        } else if (t == PC_F64) {
+            memcpy(out + 8 * i, &v, 8);
+        } else if (t == PC_U16) {
+            uint16_t u = (uint16_t)(r < 0 ? 0 : r > 65535 ? 65535 : r);
+            memcpy(out + 2 * i, &u, 2);
+        } else
+            out[i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+    }
+    return out;
+}
+
+static size_t type_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
+
+static pc_points view(const void *data, size_t n, size_t dim, pc_dtype t)
+{
+    pc_points p = {data, n, dim, 0, t};
+    return p;
+}
+
+/* Uneven blocks, visited in a shuffled order: block b covers rows start[b] .. start[b + 1] - 1. */
+static size_t make_blocks(size_t n, uint64_t *rng, size_t *start, size_t *order, size_t max_blocks)
+{
+    size_t blocks = 0;
+    start[0] = 0;
+    while (start[blocks] < n && blocks + 1 < max_blocks) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        size_t len = 1 + (size_t)((*rng >> 33) % (2 * n / (max_blocks / 2) + 1));
+        start[blocks + 1] = start[blocks] + len < n ? start[blocks] + len : n;
+        blocks++;
+    }
+    if (start[blocks] < n)
+        start[++blocks] = n;
+    for (size_t b = 0; b < blocks; b++)
+        order[b] = b;
+    for (size_t b = blocks; b > 1; b--) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        size_t j = (size_t)((*rng >> 33) % b), tmp = order[b - 1];
+        order[b - 1] = order[j];
+        order[j] = tmp;
+    }
+    return blocks;
+}
+
+static pc_points block_view(const void *data, size_t dim, pc_dtype t, size_t from, size_t to)
+{
+    return view((const unsigned char *)data + from * dim * type_size(t), to - from, dim, t);
+}
+
+/* The stream's result and labels against pc_hca's on the same points. */
+static void compare(const char *what, const pc_result *mem, const pc_result *str, const int32_t *labels,
+                    const double *sums, size_t n, size_t dim, int exact_centres)
+{
+    size_t k = pc_result_cluster_count(mem), rows_m = 0, rows_s = 0;
+    CHECK_MSG(pc_result_cluster_count(str) == k, "%s: k %zu vs %zu", what, pc_result_cluster_count(str), k);
+    CHECK_MSG(pc_result_n(str) == n, "%s: n %zu", what, pc_result_n(str));
+    CHECK_MSG(pc_result_labels(str) == NULL && pc_result_centers(str) == NULL, "%s: no labels nor centres", what);
+    CHECK_MSG(memcmp(pc_result_labels(mem), labels, n * sizeof *labels) == 0, "%s: labels differ", what);
+    const double *zm = pc_result_dendrogram(mem, &rows_m), *zs = pc_result_dendrogram(str, &rows_s);
+    CHECK_MSG(rows_m == rows_s && (rows_m == 0 || memcmp(zm, zs, rows_m * 4 * sizeof *zm) == 0),
+              "%s: dendrograms differ (%zu vs %zu rows)", what, rows_m, rows_s);
+    size_t comps = pc_result_component_count(mem);
+    CHECK_MSG(pc_result_component_count(str) == comps && pc_result_cell_count(str) == pc_result_cell_count(mem),
+              "%s: components %zu vs %zu", what, pc_result_component_count(str), comps);
+    if (pc_result_component_count(str) == comps) {
+        CHECK(memcmp(pc_result_component_cells(mem), pc_result_component_cells(str), comps * 8) == 0);
+        CHECK(memcmp(pc_result_component_densities(mem), pc_result_component_densities(str), comps * 8) == 0);
+        CHECK(memcmp(pc_result_component_sizes(mem), pc_result_component_sizes(str), comps * 8) == 0);
+    }
+    if (pc_result_cluster_count(str) != k)
+        return;
+    CHECK_MSG(memcmp(pc_result_sizes(mem), pc_result_sizes(str), k * 8) == 0, "%s: sizes differ", what);
+    const float *cm = pc_result_centers(mem);
+    for (size_t c = 0; c < k; c++) {
+        CHECK_MSG(sums[c * (dim + 1) + dim] == (double)pc_result_sizes(mem)[c], "%s: cluster %zu counted %g", what, c,
+                  sums[c * (dim + 1) + dim]);
+        for (size_t j = 0; j < dim; j++) {
+            float centre = (float)(sums[c * (dim + 1) + j] / sums[c * (dim + 1) + dim]);
+            if (exact_centres)
+                CHECK_MSG(centre == cm[c * dim + j], "%s: centre %zu,%zu %.9g vs %.9g", what, c, j, centre,
+                          cm[c * dim + j]);
+            else
+                CHECK_NEAR(centre, cm[c * dim + j], 1e-5 * (1 + fabs(cm[c * dim + j])));
+        }
+    }
+}
+
+/* Bound, count and label `data` through one stream, blocks in the order given. */
+static pc_result *stream_all(const pc_hca_params *p, const void *data, size_t dim, pc_dtype t, const size_t *start,
+                             const size_t *order, size_t blocks, int32_t *labels, double *sums)
+{
+    pc_hca_stream *s = NULL;
+    pc_result *r = NULL;
+    CHECK_STATUS(pc_hca_stream_create(p, dim, &s), PC_OK);
+    for (size_t b = 0; b < blocks; b++) {
+        pc_points v = block_view(data, dim, t, start[order[b]], start[order[b] + 1]);
+        CHECK_STATUS(pc_hca_stream_bound(s, &v), PC_OK);
+    }
+    for (size_t b = 0; b < blocks; b++) {
+        pc_points v = block_view(data, dim, t, start[order[blocks - 1 - b]], start[order[blocks - 1 - b] + 1]);
+        CHECK_STATUS(pc_hca_stream_add(s, &v), PC_OK);
+    }
+    CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+    size_t k = r ? pc_result_cluster_count(r) : 0;
+    memset(sums, 0, (k ? k : 1) * (dim + 1) * sizeof *sums);
+    for (size_t b = 0; b < blocks && r; b++) {
+        pc_points v = block_view(data, dim, t, start[order[b]], start[order[b] + 1]);
+        CHECK_STATUS(pc_hca_stream_label(s, &v, labels + start[order[b]], sums), PC_OK);
+    }
+    pc_hca_stream_free(s);
+    return r;
+}
+
+static void same_as_pc_hca(uint64_t seed)
+{
+    const pc_dtype types[] = {PC_F32, PC_F64, PC_U8, PC_U16};
+    const char *names[] = {"f32", "f64", "u8", "u16"};
+    const pc_backend backends[] = {PC_BACKEND_SEQUENTIAL, PC_BACKEND_OPENMP};
+    uint64_t rng = seed;
+    size_t start[70], order[70];
+    for (size_t dim = 2; dim <= 4; dim++)
+        for (int ti = 0; ti < 4; ti++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int sparse = 0; sparse < 2; sparse++) {
+                    if (!pc_backend_available(backends[bi]))
+                        continue;
+                    size_t n = 70000 + (size_t)(rng % 1000);
+                    float *x = test_blobs(n, dim, 5, 1.5, 12, seed + dim, NULL);
+                    void *data = convert(x, n * dim, types[ti], 20);
+                    pc_hca_params p;
+                    pc_hca_params_init(&p);
+                    p.m = dim == 4 ? 12 : 40;
+                    p.clusters = 4;
+                    p.backend = backends[bi];
+                    if (sparse)
+                        p.memory_budget = 1024; /* forces the sparse grid and histogram */
+                    pc_points all = view(data, n, dim, types[ti]);
+                    pc_result *mem = NULL;
+                    CHECK_STATUS(pc_hca(&all, &p, &mem), PC_OK);
+                    size_t blocks = make_blocks(n, &rng, start, order, 64);
+                    int32_t *labels = malloc(n * sizeof *labels);
+                    double *sums = malloc(64 * (dim + 1) * sizeof *sums);
+                    pc_result *str = stream_all(&p, data, dim, types[ti], start, order, blocks, labels, sums);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s dim %zu %s %s, %zu blocks", names[ti], dim,
+                             pc_backend_name(backends[bi]), sparse ? "sparse" : "dense", blocks);
+                    if (mem && str)
+                        compare(what, mem, str, labels, sums, n, dim, types[ti] == PC_U8 || types[ti] == PC_U16);
+                    /* One block, the whole input: the same again. */
+                    size_t one[2] = {0, n}, first = 0;
+                    pc_result *whole = stream_all(&p, data, dim, types[ti], one, &first, 1, labels, sums);
+                    if (mem && whole)
+                        compare(what, mem, whole, labels, sums, n, dim, types[ti] == PC_U8 || types[ti] == PC_U16);
+                    pc_result_free(whole);
+                    pc_result_free(mem);
+                    pc_result_free(str);
+                    free(labels);
+                    free(sums);
+                    free(data);
+                    free(x);
+                }
+}
+
+/* Two streams fed halves, merged (boxes, then histograms), and a third fed the exported histograms:
+ * the same result as one stream fed everything. */
+static void merges(uint64_t seed)
+{
+    size_t n = 60000, dim = 3, half = 23456;
+    float *x = test_blobs(n, dim, 4, 1, 10, seed, NULL);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = 24;
+    p.clusters = 3;
+    pc_points a = view(x, half, dim, PC_F32), b = view(x + half * dim, n - half, dim, PC_F32),
+              all = view(x, n, dim, PC_F32);
+    pc_hca_stream *sa = NULL, *sb = NULL, *sc = NULL;
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &sa), PC_OK);
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &sb), PC_OK);
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &sc), PC_OK);
+    CHECK_STATUS(pc_hca_stream_bound(sa, &a), PC_OK);
+    CHECK_STATUS(pc_hca_stream_bound(sb, &b), PC_OK);
+    /* the joined box goes to every stream, as an MPI all-reduce of min and max would */
+    CHECK_STATUS(pc_hca_stream_merge(sa, sb), PC_OK);
+    double lo[3], hi[3];
+    CHECK_STATUS(pc_hca_stream_box(sa, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_set_box(sb, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_set_box(sc, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add(sa, &a), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add(sb, &b), PC_OK);
+    size_t cells = 0;
+    CHECK_STATUS(pc_hca_stream_histogram(sb, &cells, NULL, NULL), PC_OK);
+    uint64_t *keys = malloc(cells * sizeof *keys);
+    int64_t *counts = malloc(cells * sizeof *counts);
+    size_t room = cells - 1;
+    CHECK_STATUS(pc_hca_stream_histogram(sb, &room, keys, counts), PC_INVALID_ARGUMENT); /* too little room */
+    CHECK_STATUS(pc_hca_stream_histogram(sb, &cells, keys, counts), PC_OK);
+    int64_t total = 0;
+    for (size_t c = 0; c < cells; c++) {
+        total += counts[c];
+        CHECK(counts[c] > 0 && (c == 0 || keys[c] > keys[c - 1]));
+    }
+    CHECK(total == (int64_t)(n - half));
+    CHECK_STATUS(pc_hca_stream_add(sc, &a), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add_histogram(sc, cells, keys, counts), PC_OK);
+    CHECK_STATUS(pc_hca_stream_merge(sa, sb), PC_OK);
+    pc_result *mem = NULL, *ra = NULL, *rc = NULL;
+    CHECK_STATUS(pc_hca(&all, &p, &mem), PC_OK);
+    CHECK_STATUS(pc_hca_stream_finish(sa, &ra), PC_OK);
+    CHECK_STATUS(pc_hca_stream_finish(sc, &rc), PC_OK);
+    int32_t *labels = malloc(n * sizeof *labels);
+    double sums[64 * 4];
+    if (mem && ra && rc) {
+        memset(sums, 0, sizeof sums);
+        CHECK_STATUS(pc_hca_stream_label(sa, &all, labels, sums), PC_OK);
+        compare("merged", mem, ra, labels, sums, n, dim, 0);
+        memset(sums, 0, sizeof sums);
+        CHECK_STATUS(pc_hca_stream_label(sc, &a, labels, sums), PC_OK);
+        CHECK_STATUS(pc_hca_stream_label(sc, &b, labels + half, sums), PC_OK);
+        compare("histogram added", mem, rc, labels, sums, n, dim, 0);
+    }
+    pc_result_free(mem);
+    pc_result_free(ra);
+    pc_result_free(rc);
+    pc_hca_stream_free(sa);
+    pc_hca_stream_free(sb);
+    pc_hca_stream_free(sc);
+    free(keys);
+    free(counts);
+    free(labels);
+    free(x);
+}
+
+/* A set box: the box pc_hca finds gives pc_hca's result; counts beyond 2^31 points are carried. */
+static void given_box_and_large_counts(uint64_t seed)
+{
+    size_t n = 40000, dim = 2;
+    float *x = test_blobs(n, dim, 3, 1, 10, seed, NULL);
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    for (size_t i = 0; i < n * dim; i++) {
+        lo[i % 2] = fmin(lo[i % 2], x[i]);
+        hi[i % 2] = fmax(hi[i % 2], x[i]);
+    }
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 3;
+    pc_points all = view(x, n, dim, PC_F32);
+    pc_hca_stream *s = NULL;
+    pc_result *mem = NULL, *r = NULL;
+    CHECK_STATUS(pc_hca(&all, &p, &mem), PC_OK);
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &s), PC_OK);
+    CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add(s, &all), PC_OK);
+    CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+    int32_t *labels = malloc(n * sizeof *labels);
+    double sums[64 * 3] = {0};
+    if (mem && r) {
+        CHECK_STATUS(pc_hca_stream_label(s, &all, labels, sums), PC_OK);
+        compare("set box", mem, r, labels, sums, n, dim, 0);
+    }
+    pc_result_free(r);
+    pc_hca_stream_free(s);
+
+    /* Every count times 100,000 (4e9 points in all): the same clusters, sizes 100,000 times larger. */
+    size_t cells = 0;
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &s), PC_OK);
+    CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add(s, &all), PC_OK);
+    CHECK_STATUS(pc_hca_stream_histogram(s, &cells, NULL, NULL), PC_OK);
+    uint64_t *keys = malloc(cells * sizeof *keys);
+    int64_t *counts = malloc(cells * sizeof *counts);
+    CHECK_STATUS(pc_hca_stream_histogram(s, &cells, keys, counts), PC_OK);
+    pc_hca_stream_free(s);
+    for (size_t c = 0; c < cells; c++)
+        counts[c] *= 100000;
+    p.min_cluster_size = 100000 * (int64_t)ceil(0.001 * (double)n); /* the default, scaled alike */
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &s), PC_OK);
+    CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add_histogram(s, cells, keys, counts), PC_OK);
+    CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+    if (mem && r) {
+        CHECK(pc_result_n(r) == n * 100000);
+        CHECK(pc_result_cluster_count(r) == pc_result_cluster_count(mem));
+        for (size_t c = 0; c < pc_result_cluster_count(r) && c < pc_result_cluster_count(mem); c++)
+            CHECK(pc_result_sizes(r)[c] == 100000 * pc_result_sizes(mem)[c]);
+        CHECK_STATUS(pc_hca_stream_label(s, &all, labels, sums), PC_OK);
+        CHECK(memcmp(labels, pc_result_labels(mem), n * sizeof *labels) == 0);
+    }
+    pc_result_free(r);
+    pc_result_free(mem);
+    pc_hca_stream_free(s);
+    free(keys);
+    free(counts);
+    free(labels);
+    free(x);
+}
+
+static void refusals(void)
+{
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    float pts[6] = {0, 0, 1, 1, 2, NAN}, three[3] = {1, 2, 3};
+    pc_points good = view(pts, 2, 2, PC_F32), bad = view(pts, 3, 2, PC_F32), wide = view(three, 1, 3, PC_F32);
+    pc_hca_stream *s = NULL;
+    pc_result *r = NULL;
+    int32_t labels[3];
+    CHECK_STATUS(pc_hca_stream_create(&p, 9, &s), PC_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+    CHECK_STATUS(pc_hca_stream_create(&p, 2, &s), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add(s, &good), PC_INVALID_ARGUMENT); /* no box yet */
+    CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_INVALID_ARGUMENT);
+    CHECK_STATUS(pc_hca_stream_bound(s, &bad), PC_INVALID_ARGUMENT); /* NaN */
+    CHECK(strstr(pc_last_error(), "finite") != NULL || strstr(pc_last_error(), "NaN") != NULL);
+    CHECK_STATUS(pc_hca_stream_bound(s, &wide), PC_INVALID_ARGUMENT);
+    CHECK_STATUS(pc_hca_stream_bound(s, &good), PC_OK);
+    CHECK_STATUS(pc_hca_stream_label(s, &good, labels, NULL), PC_INVALID_ARGUMENT); /* not finished */
+    CHECK_STATUS(pc_hca_stream_add(s, &good), PC_OK);
+    CHECK_STATUS(pc_hca_stream_bound(s, &good), PC_INVALID_ARGUMENT); /* box fixed */
+    double lo[2] = {0, 0}, hi[2] = {1, -1};
+    CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_INVALID_ARGUMENT);
+    uint64_t key = 1u << 30;
+    int64_t count = 1;
+    CHECK_STATUS(pc_hca_stream_add_histogram(s, 1, &key, &count), PC_INVALID_ARGUMENT); /* not a cell */
+    pc_hca_stream *other = NULL;
+    CHECK_STATUS(pc_hca_stream_create(&p, 2, &other), PC_OK);
+    hi[1] = 5;
+    CHECK_STATUS(pc_hca_stream_set_box(other, lo, hi), PC_OK);
+    CHECK_STATUS(pc_hca_stream_add(other, &good), PC_OK);
+    CHECK_STATUS(pc_hca_stream_merge(s, other), PC_INVALID_ARGUMENT); /* other box */
+    CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+    pc_result *again = NULL;
+    CHECK_STATUS(pc_hca_stream_finish(s, &again), PC_INVALID_ARGUMENT);
+    CHECK(again == NULL);
+    CHECK_STATUS(pc_hca_stream_add(s, &good), PC_INVALID_ARGUMENT); /* finished */
+    CHECK_STATUS(pc_hca_stream_label(s, &good, labels, NULL), PC_OK);
+    pc_result_free(r);
+    pc_hca_stream_free(s);
+    pc_hca_stream_free(other);
+    p.backend = PC_BACKEND_CUDA;
+    CHECK_STATUS(pc_hca_stream_create(&p, 2, &s), PC_UNSUPPORTED);
+}
+
+int main(void)
+{
+    uint64_t seed = test_seed("hca_stream");
+    same_as_pc_hca(seed);
+    merges(seed);
+    given_box_and_large_counts(seed);
+    refusals();
+    return check_report("hca_stream");
+}
