@@ -1,4 +1,4 @@
-/* The CLI's array writers alone (tools/parclust/points_io.c), in process: labels and float matrices
+/* The CLI's array writers alone (tools/fileio/points_io.c), in process: labels and float matrices
  * in each output format, wall and CPU time (user + system) of the fastest of a few runs. CPU time
  * says what the writer itself costs even on a machine that other work is loading.
  *

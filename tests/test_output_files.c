@@ -1,7 +1,8 @@
-/* Tests the commit of a command's outputs (tools/parclust/output_files.c) where the CLI cannot reach:
+/* Tests the commit of a command's outputs (tools/fileio/output_files.c) where the CLI cannot reach:
  * a rename that fails after others succeeded must put back every target as it was, with and without
- * hard links, and leave no staging or aside file. Built with PCLI_OUTPUT_FILES_TEST_HOOK, which
- * routes output_files.c's rename and link through the pointers below. Usage: test_output_files DIR. */
+ * hard links, and leave no staging or aside file. The renames and links of a commit go through the
+ * pcli_outputs' fs_rename and fs_link, which init() below points at failing versions. Usage:
+ * test_output_files DIR. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
@@ -9,36 +10,26 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-extern int (*pcli_output_files_rename)(const char *from, const char *to);
-extern int (*pcli_output_files_link)(const char *from, const char *to);
-
-static char last_error[1024];
-
-/* The CLI's cli_error (main.c), kept for the checks. */
-void cli_error(const char *cmd, const char *fmt, ...)
-{
-    va_list args;
-    int len = snprintf(last_error, sizeof last_error, "parclust %s: error: ", cmd);
-    va_start(args, fmt);
-    vsnprintf(last_error + len, sizeof last_error - (size_t)len, fmt, args);
-    va_end(args);
-    fprintf(stderr, "  (expected) %s\n", last_error);
-}
+static char last_error[PCLI_OUTPUTS_ERR_SIZE];
 
 static const char *dir;
 static const char *fail_to;   /* the rename onto this target fails (EIO) */
 static int renames_failed;
+static int fail_put_back;     /* putting an old file back (from its .old name) fails too (EACCES) */
 
 static int failing_rename(const char *from, const char *to)
 {
     if (fail_to && strcmp(to, fail_to) == 0 && strstr(from, ".pc-") && !strstr(from, ".old")) {
         renames_failed++;
         errno = EIO;
+        return -1;
+    }
+    if (fail_put_back && strstr(from, ".old")) {
+        errno = EACCES;
         return -1;
     }
     return rename(from, to);
@@ -50,6 +41,25 @@ static int no_link(const char *from, const char *to)
     errno = EPERM; /* as on FAT: no hard links */
     return -1;
 }
+
+static int (*link_call)(const char *from, const char *to) = link;
+
+/* pcli_outputs_init, with the commit's renames through failing_rename and its links through link_call. */
+static void init(pcli_outputs *o)
+{
+    pcli_outputs_init(o);
+    o->fs_rename = failing_rename;
+    o->fs_link = link_call;
+}
+
+/* The calls that can fail, their error kept in last_error (and shown, marked as expected). */
+static int noted(int rc)
+{
+    if (rc)
+        fprintf(stderr, "  (expected) %s\n", last_error);
+    return rc;
+}
+#define CHECKED(call) noted(call(o, last_error, sizeof last_error))
 
 static const char *path_of(const char *name)
 {
@@ -109,17 +119,17 @@ static void clear(void)
 }
 
 /* Registers, checks and stages a, b, c, writing "new-X" into each staged file. */
-static int stage_three(cli_outputs *o, const char *a, const char *b, const char *c)
+static int stage_three(pcli_outputs *o, const char *a, const char *b, const char *c)
 {
-    cli_outputs_init(o, "test");
-    cli_outputs_add(o, "--a", a);
-    cli_outputs_add(o, "--b", b);
-    cli_outputs_add(o, "--c", c);
-    if (cli_outputs_check(o))
+    init(o);
+    pcli_outputs_add(o, "--a", a);
+    pcli_outputs_add(o, "--b", b);
+    pcli_outputs_add(o, "--c", c);
+    if (CHECKED(pcli_outputs_check))
         return -1;
     const char *t[3] = {a, b, c}, *text[3] = {"new-a", "new-b", "new-c"};
     for (int i = 0; i < 3; i++) {
-        const char *s = cli_outputs_stage(o, t[i]);
+        const char *s = pcli_outputs_stage(o, t[i], last_error, sizeof last_error);
         if (!s)
             return -1;
         put(s, text[i]);
@@ -134,12 +144,12 @@ static void rollback_case(const char *label, const char *failing)
     const char *a = path_of("a.csv"), *b = path_of("b.npy"), *c = path_of("c.png");
     put(a, "old-a");
     put(b, "old-b");
-    cli_outputs o;
-    CHECK(stage_three(&o, a, b, c) == 0);
+    pcli_outputs outputs, *o = &outputs;
+    CHECK(stage_three(o, a, b, c) == 0);
     fail_to = failing;
     renames_failed = 0;
     last_error[0] = '\0';
-    int rc = cli_outputs_commit(&o);
+    int rc = CHECKED(pcli_outputs_commit);
     fail_to = NULL;
     CHECK_MSG(rc == -1 && renames_failed == 1, "%s: commit %d, renames failed %d", label, rc, renames_failed);
     CHECK_MSG(strcmp(text_of(a), "old-a") == 0, "%s: a holds %s", label, text_of(a));
@@ -158,15 +168,14 @@ int main(int argc, char **argv)
     }
     dir = argv[1];
     mkdir(dir, 0777);
-    pcli_output_files_rename = failing_rename;
 
     /* All three in place, nothing else left. */
     clear();
-    cli_outputs o;
+    pcli_outputs outputs, *o = &outputs;
     put(path_of("a.csv"), "old-a");
-    CHECK(stage_three(&o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
-    CHECK(strstr(o.out[1].staged, ".npy") != NULL); /* the writers read the format from the extension */
-    CHECK(cli_outputs_commit(&o) == 0);
+    CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    CHECK(strstr(o->out[1].staged, ".npy") != NULL); /* the writers read the format from the extension */
+    CHECK(CHECKED(pcli_outputs_commit) == 0);
     CHECK(strcmp(text_of(path_of("a.csv")), "new-a") == 0 && strcmp(text_of(path_of("b.npy")), "new-b") == 0 &&
           strcmp(text_of(path_of("c.png")), "new-c") == 0);
     CHECK_MSG(entries() == 3, "%d files after a commit, expected 3", entries());
@@ -176,21 +185,37 @@ int main(int argc, char **argv)
     rollback_case("third rename fails", path_of("c.png"));
     rollback_case("first rename fails", path_of("a.csv"));
     /* Without hard links the old files are moved aside instead, and moved back. */
-    pcli_output_files_link = no_link;
+    link_call = no_link;
     rollback_case("no hard links, third rename fails", path_of("c.png"));
     clear();
     put(path_of("a.csv"), "old-a");
-    CHECK(stage_three(&o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
-    CHECK(cli_outputs_commit(&o) == 0 && strcmp(text_of(path_of("a.csv")), "new-a") == 0);
+    CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    CHECK(CHECKED(pcli_outputs_commit) == 0 && strcmp(text_of(path_of("a.csv")), "new-a") == 0);
     CHECK_MSG(entries() == 3, "no hard links: %d files after a commit, expected 3", entries());
-    pcli_output_files_link = link;
+    link_call = link;
+
+    /* The old a cannot be put back after b's rename failed: one line for a (where its old file is
+     * kept), then the commit's own, which says to look above. */
+    clear();
+    put(path_of("a.csv"), "old-a");
+    CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    fail_to = path_of("b.npy");
+    fail_put_back = 1;
+    CHECK(CHECKED(pcli_outputs_commit) == -1);
+    fail_to = NULL;
+    fail_put_back = 0;
+    const char *nl = strchr(last_error, '\n');
+    CHECK_MSG(nl && !strchr(nl + 1, '\n') && strstr(last_error, "--a '") < nl &&
+                  strstr(last_error, "could not be put back") < nl && strstr(last_error, "kept as") < nl &&
+                  strstr(nl, "--b '") && strstr(nl, "(see above)"), "put back failed: message '%s'", last_error);
+    CHECK(strcmp(text_of(path_of("a.csv")), "new-a") == 0); /* a's new file stays, its old one is aside */
 
     /* A target that became a directory during the run: found before the first rename. */
     clear();
     put(path_of("a.csv"), "old-a");
-    CHECK(stage_three(&o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+    CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
     mkdir(path_of("b.npy"), 0777);
-    CHECK(cli_outputs_commit(&o) == -1 && strstr(last_error, "b.npy") && strstr(last_error, strerror(EISDIR)));
+    CHECK(CHECKED(pcli_outputs_commit) == -1 && strstr(last_error, "b.npy") && strstr(last_error, strerror(EISDIR)));
     CHECK(strcmp(text_of(path_of("a.csv")), "old-a") == 0 && access(path_of("c.png"), F_OK) != 0);
     CHECK_MSG(entries() == 2, "became a directory: %d files left, expected 2", entries());
 
@@ -199,14 +224,14 @@ int main(int argc, char **argv)
     char name[256];
     memset(name, 'n', 251);
     memcpy(name + 251, ".csv", 5);
-    cli_outputs_init(&o, "test");
-    cli_outputs_add(&o, "--a", path_of(name));
-    CHECK(cli_outputs_check(&o) == 0);
-    const char *s = cli_outputs_stage(&o, o.out[0].path);
+    init(o);
+    pcli_outputs_add(o, "--a", path_of(name));
+    CHECK(CHECKED(pcli_outputs_check) == 0);
+    const char *s = pcli_outputs_stage(o, o->out[0].path, last_error, sizeof last_error);
     CHECK(s && strlen(strrchr(s, '/') + 1) < 40);
     if (s)
         put(s, "long");
-    CHECK(cli_outputs_commit(&o) == 0 && strcmp(text_of(path_of(name)), "long") == 0);
+    CHECK(CHECKED(pcli_outputs_commit) == 0 && strcmp(text_of(path_of(name)), "long") == 0);
     clear();
     return check_report("output_files");
 }

@@ -11,6 +11,27 @@
 /* Exit codes: 0 success, 1 the run failed (bad data, I/O), 2 the command line is wrong. */
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
+/* files.c: a command's files (pcli_outputs, tools/fileio/output_files.h) under the command's name,
+ * with the errors printed by cli_error. The calls and their order are output_files.h's. */
+typedef struct {
+    pcli_outputs files;
+    const char *cmd;
+} cli_outputs;
+
+void cli_outputs_init(cli_outputs *o, const char *cmd);
+void cli_outputs_input(cli_outputs *o, const char *what, const char *path);
+void cli_outputs_add(cli_outputs *o, const char *option, const char *path);
+int cli_outputs_check(cli_outputs *o); /* 0, or -1 with the error printed; so are the next ones */
+/* The generators' pair: --output and --labels (NULL when not given) registered into o and checked. */
+int cli_outputs_check_generated(cli_outputs *o, const char *cmd, const char *out, const char *labels);
+void cli_outputs_expect(cli_outputs *o, const char *path, double bytes);
+int cli_outputs_check_room(const cli_outputs *o);
+const char *cli_outputs_stage(cli_outputs *o, const char *target); /* NULL: error printed */
+int cli_outputs_commit(cli_outputs *o);
+void cli_outputs_discard(cli_outputs *o);
+/* Prints a writer's error with the staging name replaced by the target's. */
+void cli_outputs_error(const cli_outputs *o, const char *err);
+
 /* Prints "parclust CMD: error: ..." on one line to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

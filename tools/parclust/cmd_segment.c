@@ -220,11 +220,13 @@ static int labels_format_options(seg_cli *c)
                   pcli_label_type_name(f->type), most, most - 1, pcli_label_type_nodata(f->type), c->km.k);
         return -1;
     }
-    char err[512];
-    if (pcli_have_gdal() && pcli_label_format_check(f, err, sizeof err)) {
+    char err[512], warning[512] = "";
+    if (pcli_have_gdal() && pcli_label_format_check(f, warning, sizeof warning, err, sizeof err)) {
         cli_error("segment", "%s", err);
         return -1;
     }
+    if (warning[0])
+        fprintf(stderr, "parclust segment: warning: %s\n", warning);
     return 0;
 }
 

@@ -5,7 +5,6 @@
 #include "preview.h"
 #include "png.h"
 #include "points_io.h"
-#include "raster_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -98,7 +97,7 @@ int pcli_preview_write(const char *path, const pcli_image *im, const int32_t *la
         if (compact) /* the rows skipped still hold compact labels: step over them */
             cursor += count_valid(im, next_row * W, y * W);
         next_row = y + 1;
-        pcli__expand_row(im, y, labels, compact, &cursor, labrow);
+        pcli_image_expand_row(im, y, labels, compact, &cursor, labrow);
         for (size_t px = 0; px < pw; px++) {
             size_t x = (size_t)(((double)px + 0.5) * scale);
             int32_t l = labrow[x < W ? x : W - 1];

@@ -32,9 +32,10 @@ int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_
     return pcli_fail(err, errsize, "%s: %s", path, PCLI_NO_GDAL_MESSAGE);
 }
 
-int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize)
+int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *warning, size_t warnsize, char *err,
+                                  size_t errsize)
 {
-    (void)fmt;
+    (void)fmt, (void)warning, (void)warnsize;
     return pcli_fail(err, errsize, "--co: %s", PCLI_NO_GDAL_MESSAGE);
 }
 
@@ -82,7 +83,7 @@ int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path)
 
 int pcli_have_gdal(void) { return 1; }
 
-/* GDAL prints its errors by default; the CLI's rule is one line of its own. The first failure is kept
+/* GDAL prints its errors by default; the programs' rule is one line of their own. The first failure is kept
  * here and put into that line, and the first warning beside it (the --co check says it). Readers on
  * several threads may fail at once: the lock keeps one message whole. */
 static char gdal_first_error[512], gdal_first_warning[512];
@@ -537,7 +538,8 @@ static void without_path(char *msg, const char *path)
     }
 }
 
-int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize)
+int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *warning, size_t warnsize, char *err,
+                                  size_t errsize)
 {
     gdal_start();
     GDALDriverH drv = GDALGetDriverByName("GTiff");
@@ -576,7 +578,7 @@ int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_
     if (!ds || gdal_first_error[0])
         rc = pcli_fail(err, errsize, "--co: GDAL cannot write a GeoTIFF with these options: %s", gdal_error());
     else if (gdal_first_warning[0]) /* an option GDAL ignores (ZLEVEL=99): said, not refused */
-        fprintf(stderr, "parclust segment: warning: --co: %s\n", gdal_first_warning);
+        snprintf(warning, warnsize, "--co: %s", gdal_first_warning);
     return rc;
 }
 

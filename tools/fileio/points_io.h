@@ -1,5 +1,5 @@
-/* The CLI's file formats: points and labels in text (CSV/TSV/whitespace) or NumPy .npy, and output
- * files that appear whole or not at all. Depends on libc only, not on libparclust. */
+/* The file formats of parclust's programs: points and labels in text (CSV/TSV/whitespace) or NumPy
+ * .npy, and output files that appear whole or not at all. Depends on libc only, not on libparclust. */
 #ifndef PCLI_POINTS_IO_H
 #define PCLI_POINTS_IO_H
 
@@ -96,7 +96,7 @@ int pcli_write_columns_i64(const char *path, const int64_t *const *columns, size
                            const char *const *names, char *err, size_t errsize);
 
 /* An output file written whole or not at all: the data go to path + ".tmp.XXXXXX" in the same
- * directory, and commit renames it over path. Use for any other output the CLI writes:
+ * directory, and commit renames it over path. Use for any other output a program writes:
  *     pcli_outfile f;
  *     if (pcli_outfile_open(&f, path, err, size)) return -1;
  *     ... fprintf(f.fp, ...) ...
@@ -112,7 +112,7 @@ int pcli_outfile_open(pcli_outfile *f, const char *path, char *err, size_t errsi
 int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize);
 void pcli_outfile_discard(pcli_outfile *f); /* closes and removes the temporary file; idempotent */
 
-/* Writes one error line into err and returns -1, so that error paths of the CLI's file code read
+/* Writes one error line into err and returns -1, so that error paths of the file code read
  * `return pcli_fail(err, errsize, "%s: ...", path);`. */
 int pcli_fail(char *err, size_t errsize, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -69,6 +69,10 @@ void pcli_image_free(pcli_image *im); /* NULL-safe; leaves an empty image */
 
 /* Moves the valid pixels, in order, to the front of im->pixels (in place, no copy of the image). */
 void pcli_image_compact(pcli_image *im);
+/* The labels of image row y, one a pixel: compact labels (one a valid pixel, in order) taken from
+ * labels[*cursor++] for valid pixels, or labels[y * width + x] (compact = 0); -1 for invalid pixels. */
+void pcli_image_expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
+                           int32_t *out);
 
 /* The integer type of a label GeoTIFF and its nodata value (the label of nodata pixels, and of the
  * noise of HCA --noise): Byte 255 (clusters 0..254), UInt16 65535 (0..65534), Int32 -1. AUTO: the
@@ -94,15 +98,17 @@ typedef struct {
 } pcli_label_format;
 
 /* Checks the creation options before any work: each NAME=VALUE, a name and value the GTiff driver
- * takes, and a small file created with them in memory. 0, or -1 with a one-line reason. */
-int pcli_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize);
+ * takes, and a small file created with them in memory. 0, or -1 with a one-line reason in err. An
+ * option GDAL takes but ignores (ZLEVEL=99) is not refused: warning gets a line that says so ("--co:
+ * ..."; empty when there is none). */
+int pcli_label_format_check(const pcli_label_format *fmt, char *warning, size_t warnsize, char *err, size_t errsize);
 
 /* Writes the labels of the image's pixels to path: a GeoTIFF (fmt's type for `clusters` clusters,
  * its nodata value, the input's geotransform and projection, fmt's creation options) through GDAL,
  * or .npy (int32, shape (H, W), -1 for nodata) by extension; fmt NULL: the defaults. labels are per
  * valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0); -1 (HCA's noise)
  * and invalid pixels get the nodata value. A type that cannot hold the clusters is refused. path is
- * written in place: the caller stages it (cli_outputs). */
+ * written in place: the caller stages it (pcli_outputs, output_files.h). */
 int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact, size_t clusters,
                       const pcli_label_format *fmt, char *err, size_t errsize);
 

@@ -29,7 +29,8 @@ int pcli__gdal_read(const char *path, const pcli_read_options *opt, pcli_image *
 /* type: resolved (not AUTO) and able to hold the labels. */
 int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
                             pcli_label_type type, const pcli_label_format *fmt, char *err, size_t errsize);
-int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize);
+int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *warning, size_t warnsize, char *err,
+                                  size_t errsize);
 int pcli__gdal_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize);
 int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
                                  size_t errsize);
@@ -38,9 +39,6 @@ int pcli__gdal_write_rows(void *handle, const pcli_raster_spec *spec, size_t y0,
                           char *err, size_t errsize, const char *path);
 int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path);
 
-/* Labels of one image row: compact labels consumed from *cursor for valid pixels, -1 elsewhere. */
-void pcli__expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
-                      int32_t *out);
 /* Labels of the n pixels of row y from column x0 in a label type (uint8, uint16 or int32 values in
  * out): each label as it is, the type's nodata value for -1 and for invalid pixels. Compact labels are
  * consumed from *cursor, which must be the index of the first valid pixel at or after (x0, y). */

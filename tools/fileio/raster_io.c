@@ -295,8 +295,8 @@ void pcli_image_compact(pcli_image *im)
     }
 }
 
-void pcli__expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
-                      int32_t *out)
+void pcli_image_expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
+                           int32_t *out)
 {
     size_t W = im->width;
     for (size_t x = 0, i = y * W; x < W; x++, i++) {
@@ -413,15 +413,17 @@ pcli_label_type pcli_label_type_for(pcli_label_type asked, size_t clusters)
     return clusters <= 255 ? PCLI_LABELS_BYTE : clusters <= 65535 ? PCLI_LABELS_UINT16 : PCLI_LABELS_INT32;
 }
 
-int pcli_label_format_check(const pcli_label_format *fmt, char *err, size_t errsize)
+int pcli_label_format_check(const pcli_label_format *fmt, char *warning, size_t warnsize, char *err, size_t errsize)
 {
+    if (warnsize)
+        warning[0] = '\0';
     for (size_t i = 0; i < fmt->n_options; i++) {
         const char *o = fmt->options[i], *eq = strchr(o, '=');
         if (!eq || eq == o)
             return pcli_fail(err, errsize, "--co '%s': expected NAME=VALUE (a GeoTIFF creation option, as "
                                            "gdal_translate -co)", o);
     }
-    return pcli__gdal_label_format_check(fmt, err, errsize);
+    return pcli__gdal_label_format_check(fmt, warning, warnsize, err, errsize);
 }
 
 /* ---------------------------------------------------------------- NumPy images */

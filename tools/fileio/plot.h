@@ -1,4 +1,4 @@
-/* Scatter plots of clustered points for the CLI, as PNG (own encoder, no zlib) or SVG.
+/* Scatter plots of clustered points (the programs' --plot), as PNG (own encoder, no zlib) or SVG.
  * Depends on libc and points_io (for the atomic output file), not on libparclust. */
 #ifndef PCLI_PLOT_H
 #define PCLI_PLOT_H

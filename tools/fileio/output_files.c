@@ -1,13 +1,15 @@
 /* The files of one command (output_files.h): inputs no output may replace, outputs checked before any
- * work, staged under short names beside their targets and committed together or not at all. */
+ * work, staged under short names beside their targets and committed together or not at all. Errors
+ * go back to the caller in err; nothing here prints. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "output_files.h"
-#include "cli.h"
+#include "points_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,26 +17,38 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#ifdef PCLI_OUTPUT_FILES_TEST_HOOK
-/* tests/test_output_files.c fails a chosen rename, to see a commit put back what it had replaced, and
- * every link, as a filesystem without hard links does. */
-int (*pcli_output_files_rename)(const char *from, const char *to) = rename;
-int (*pcli_output_files_link)(const char *from, const char *to) = link;
-#define rename(from, to) pcli_output_files_rename(from, to)
-#define link(from, to) pcli_output_files_link(from, to)
-#endif
-
-void cli_outputs_init(cli_outputs *o, const char *cmd)
+void pcli_outputs_init(pcli_outputs *o)
 {
     memset(o, 0, sizeof *o);
-    o->cmd = cmd;
+    o->fs_rename = rename;
+    o->fs_link = link;
 }
 
-static void add(cli_file *files, size_t *n, int *overflow, const char *what, const char *path)
+/* Adds a line to the error in err (a commit can have several to say); -1, as pcli_fail. */
+static int add_line(char *err, size_t errsize, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static int add_line(char *err, size_t errsize, const char *fmt, ...)
+{
+    size_t len = errsize ? strnlen(err, errsize - 1) : 0;
+    if (len && len + 1 < errsize)
+        err[len++] = '\n';
+    if (len + 1 < errsize) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(err + len, errsize - len, fmt, args);
+        va_end(args);
+    }
+    return -1;
+}
+
+static void add(pcli_file *files, size_t *n, int *overflow, const char *what, const char *path)
 {
     if (!path)
         return;
-    if (*n == CLI_MAX_FILES) {
+    if (*n == PCLI_MAX_FILES) {
         *overflow = 1;
         return;
     }
@@ -43,12 +57,12 @@ static void add(cli_file *files, size_t *n, int *overflow, const char *what, con
     files[(*n)++].path = path;
 }
 
-void cli_outputs_input(cli_outputs *o, const char *what, const char *path)
+void pcli_outputs_input(pcli_outputs *o, const char *what, const char *path)
 {
     add(o->in, &o->n_in, &o->overflow, what, path);
 }
 
-void cli_outputs_add(cli_outputs *o, const char *option, const char *path)
+void pcli_outputs_add(pcli_outputs *o, const char *option, const char *path)
 {
     add(o->out, &o->n_out, &o->overflow, option, path);
 }
@@ -80,55 +94,42 @@ static int same(const identity *a, const identity *b)
     return a->dev == b->dev && a->ino == b->ino && (!a->name) == (!b->name) && (!a->name || strcmp(a->name, b->name) == 0);
 }
 
-/* Checks output f: 0 with its identity, or -1 with the error printed. */
-static int check_output(const char *cmd, cli_file *f, identity *id)
+/* Checks output f: 0 with its identity, or -1 with the error in err. */
+static int check_output(pcli_file *f, identity *id, char *err, size_t errsize)
 {
     char dir[PATH_MAX];
     struct stat sd, st;
-    if (folder_of(f->path, dir, sizeof dir)) {
-        cli_error(cmd, "%s '%s': %s", f->what, f->path, strerror(ENAMETOOLONG));
-        return -1;
-    }
+    if (folder_of(f->path, dir, sizeof dir))
+        return pcli_fail(err, errsize, "%s '%s': %s", f->what, f->path, strerror(ENAMETOOLONG));
     int e = stat(dir, &sd) != 0 ? errno : !S_ISDIR(sd.st_mode) ? ENOTDIR : access(dir, W_OK | X_OK) != 0 ? errno : 0;
-    if (e) {
-        cli_error(cmd, "%s '%s': cannot write to directory '%s': %s", f->what, f->path, dir, strerror(e));
-        return -1;
-    }
+    if (e)
+        return pcli_fail(err, errsize, "%s '%s': cannot write to directory '%s': %s", f->what, f->path, dir,
+                         strerror(e));
     f->dir_dev = sd.st_dev;
     if (stat(f->path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            cli_error(cmd, "%s '%s': is a directory", f->what, f->path);
-            return -1;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            /* A device, pipe or socket: an output replaces a file by renaming a new one onto it. */
-            cli_error(cmd, "%s '%s': is not a regular file (a device, pipe or socket): give a file name", f->what,
-                      f->path);
-            return -1;
-        }
-        if (access(f->path, W_OK) != 0) {
-            cli_error(cmd, "%s '%s': the file may not be replaced: %s", f->what, f->path, strerror(errno));
-            return -1;
-        }
+        if (S_ISDIR(st.st_mode))
+            return pcli_fail(err, errsize, "%s '%s': is a directory", f->what, f->path);
+        if (!S_ISREG(st.st_mode)) /* a device, pipe or socket: an output replaces a file by renaming a new one onto it */
+            return pcli_fail(err, errsize, "%s '%s': is not a regular file (a device, pipe or socket): give a file name",
+                             f->what, f->path);
+        if (access(f->path, W_OK) != 0)
+            return pcli_fail(err, errsize, "%s '%s': the file may not be replaced: %s", f->what, f->path,
+                             strerror(errno));
         *id = (identity){st.st_dev, st.st_ino, NULL};
         return 0;
     }
-    if (errno != ENOENT) { /* a name too long, a path through a file, a loop of links, ... */
-        cli_error(cmd, "%s '%s': %s", f->what, f->path, strerror(errno));
-        return -1;
-    }
+    if (errno != ENOENT) /* a name too long, a path through a file, a loop of links, ... */
+        return pcli_fail(err, errsize, "%s '%s': %s", f->what, f->path, strerror(errno));
     *id = (identity){sd.st_dev, sd.st_ino, base_of(f->path)};
     return 0;
 }
 
-int cli_outputs_check(cli_outputs *o)
+int pcli_outputs_check(pcli_outputs *o, char *err, size_t errsize)
 {
-    identity in[CLI_MAX_FILES], out[CLI_MAX_FILES];
-    int in_exists[CLI_MAX_FILES];
-    if (o->overflow) {
-        cli_error(o->cmd, "internal error: more than %d input or output files", CLI_MAX_FILES);
-        return -1;
-    }
+    identity in[PCLI_MAX_FILES], out[PCLI_MAX_FILES];
+    int in_exists[PCLI_MAX_FILES];
+    if (o->overflow)
+        return pcli_fail(err, errsize, "internal error: more than %d input or output files", PCLI_MAX_FILES);
     for (size_t j = 0; j < o->n_in; j++) {
         struct stat st;
         in_exists[j] = stat(o->in[j].path, &st) == 0; /* one that does not is the reader's to report */
@@ -136,26 +137,22 @@ int cli_outputs_check(cli_outputs *o)
             in[j] = (identity){st.st_dev, st.st_ino, NULL};
     }
     for (size_t i = 0; i < o->n_out; i++) {
-        cli_file *f = &o->out[i];
-        if (check_output(o->cmd, f, &out[i]))
+        pcli_file *f = &o->out[i];
+        if (check_output(f, &out[i], err, errsize))
             return -1;
         for (size_t j = 0; j < o->n_in; j++)
-            if (in_exists[j] && same(&out[i], &in[j])) {
-                cli_error(o->cmd, "%s '%s' is %s '%s' (the same file): refusing to overwrite an input", f->what,
-                          f->path, o->in[j].what, o->in[j].path);
-                return -1;
-            }
+            if (in_exists[j] && same(&out[i], &in[j]))
+                return pcli_fail(err, errsize, "%s '%s' is %s '%s' (the same file): refusing to overwrite an input",
+                                 f->what, f->path, o->in[j].what, o->in[j].path);
         for (size_t j = 0; j < i; j++)
-            if (same(&out[i], &out[j])) {
-                cli_error(o->cmd, "%s '%s' and %s '%s' are the same file: give each output its own name", o->out[j].what,
-                          o->out[j].path, f->what, f->path);
-                return -1;
-            }
+            if (same(&out[i], &out[j]))
+                return pcli_fail(err, errsize, "%s '%s' and %s '%s' are the same file: give each output its own name",
+                                 o->out[j].what, o->out[j].path, f->what, f->path);
     }
     return 0;
 }
 
-void cli_outputs_expect(cli_outputs *o, const char *path, double bytes)
+void pcli_outputs_expect(pcli_outputs *o, const char *path, double bytes)
 {
     for (size_t i = 0; path && i < o->n_out; i++)
         if (strcmp(o->out[i].path, path) == 0)
@@ -172,18 +169,10 @@ static const char *size_text(double b, char *buf, size_t size)
     return buf;
 }
 
-int cli_outputs_check_generated(cli_outputs *o, const char *cmd, const char *out, const char *labels)
-{
-    cli_outputs_init(o, cmd);
-    cli_outputs_add(o, "--output", out);
-    cli_outputs_add(o, "--labels", labels);
-    return cli_outputs_check(o);
-}
-
-int cli_outputs_check_room(const cli_outputs *o)
+int pcli_outputs_check_room(const pcli_outputs *o, char *err, size_t errsize)
 {
     for (size_t i = 0; i < o->n_out; i++) {
-        const cli_file *f = &o->out[i];
+        const pcli_file *f = &o->out[i];
         double need = 0;
         int first = 1, count = 0;
         for (size_t j = 0; j < o->n_out; j++)
@@ -203,10 +192,9 @@ int cli_outputs_check_room(const cli_outputs *o)
         double avail = (double)(geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) * (double)vfs.f_frsize;
         if (need > avail) {
             char a[32], b[32];
-            cli_error(o->cmd, "%s '%s': no room on its filesystem: %s at least %s, %s free", f->what, f->path,
-                      count > 1 ? "the outputs there need" : "it needs", size_text(need, a, sizeof a),
-                      size_text(avail, b, sizeof b));
-            return -1;
+            return pcli_fail(err, errsize, "%s '%s': no room on its filesystem: %s at least %s, %s free", f->what,
+                             f->path, count > 1 ? "the outputs there need" : "it needs", size_text(need, a, sizeof a),
+                             size_text(avail, b, sizeof b));
         }
     }
     return 0;
@@ -242,41 +230,41 @@ static char *reserve_name(const char *target, const char *suffix, int create)
     return NULL;
 }
 
-const char *cli_outputs_stage(cli_outputs *o, const char *target)
+const char *pcli_outputs_stage(pcli_outputs *o, const char *target, char *err, size_t errsize)
 {
-    cli_file *f = NULL;
+    pcli_file *f = NULL;
     for (size_t i = 0; i < o->n_out && !f; i++)
         if (!o->out[i].staged && strcmp(o->out[i].path, target) == 0)
             f = &o->out[i];
     if (!f) {
-        cli_error(o->cmd, "internal error: output '%s' was not registered", target);
+        pcli_fail(err, errsize, "internal error: output '%s' was not registered", target);
         return NULL;
     }
     /* The writers choose the format by the extension: the staging name keeps the target's. */
     const char *base = base_of(target), *dot = strrchr(base, '.');
     const char *ext = dot && strlen(dot) <= 16 ? dot : "";
     if (!(f->staged = reserve_name(target, ext, 1)))
-        cli_error(o->cmd, "%s '%s': cannot create a file in its folder: %s", f->what, target, strerror(errno));
+        pcli_fail(err, errsize, "%s '%s': cannot create a file in its folder: %s", f->what, target, strerror(errno));
     return f->staged;
 }
 
-void cli_outputs_error(const cli_outputs *o, const char *err)
+void pcli_outputs_name_target(const pcli_outputs *o, const char *err, char *out, size_t outsize)
 {
     /* The writers name the staging file; the user knows only the target. */
     for (size_t i = 0; i < o->n_out; i++) {
         const char *at = o->out[i].staged ? strstr(err, o->out[i].staged) : NULL;
         if (at) {
-            cli_error(o->cmd, "%.*s%s%s", (int)(at - err), err, o->out[i].path, at + strlen(o->out[i].staged));
+            snprintf(out, outsize, "%.*s%s%s", (int)(at - err), err, o->out[i].path, at + strlen(o->out[i].staged));
             return;
         }
     }
-    cli_error(o->cmd, "%s", err);
+    snprintf(out, outsize, "%s", err);
 }
 
-void cli_outputs_discard(cli_outputs *o)
+void pcli_outputs_discard(pcli_outputs *o)
 {
     for (size_t i = 0; i < o->n_out; i++) {
-        cli_file *f = &o->out[i];
+        pcli_file *f = &o->out[i];
         if (f->staged && !f->placed)
             remove(f->staged);
         free(f->staged);
@@ -287,17 +275,17 @@ void cli_outputs_discard(cli_outputs *o)
 }
 
 /* Puts back what the placed outputs replaced (the old file, or no file). 0, or -1 when one could not
- * be: its old file is then left where the message says. */
-static int roll_back(cli_outputs *o)
+ * be: its old file is then left where the line added to err says. */
+static int roll_back(pcli_outputs *o, char *err, size_t errsize)
 {
     int rc = 0;
     for (size_t i = 0; i < o->n_out; i++) {
-        cli_file *f = &o->out[i];
+        pcli_file *f = &o->out[i];
         if (!f->placed)
             continue;
-        if (f->aside ? rename(f->aside, f->path) != 0 : unlink(f->path) != 0) {
-            cli_error(o->cmd, "%s '%s': could not be put back: %s%s%s", f->what, f->path, strerror(errno),
-                      f->aside ? "; the file it held is kept as " : "", f->aside ? f->aside : "");
+        if (f->aside ? o->fs_rename(f->aside, f->path) != 0 : unlink(f->path) != 0) {
+            add_line(err, errsize, "%s '%s': could not be put back: %s%s%s", f->what, f->path, strerror(errno),
+                     f->aside ? "; the file it held is kept as " : "", f->aside ? f->aside : "");
             free(f->aside); /* forgotten, so kept */
             f->aside = NULL;
             rc = -1;
@@ -312,10 +300,10 @@ static int roll_back(cli_outputs *o)
 
 /* What was kept aside goes: the links made, and the files moved (a name reserved but not used yet
  * is not there). One that could not be put back was forgotten by roll_back, and so stays. */
-static void drop_asides(cli_outputs *o)
+static void drop_asides(pcli_outputs *o)
 {
     for (size_t i = 0; i < o->n_out; i++) {
-        cli_file *f = &o->out[i];
+        pcli_file *f = &o->out[i];
         if (f->aside)
             unlink(f->aside);
         free(f->aside);
@@ -324,14 +312,16 @@ static void drop_asides(cli_outputs *o)
     }
 }
 
-int cli_outputs_commit(cli_outputs *o)
+int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
 {
     size_t i;
     int e = 0;
+    if (errsize)
+        err[0] = '\0';
     /* 1. Nothing is replaced yet: each target is checked again (the run may have taken long), and the
      * file it holds gets a second name, so that step 2 can put it back. */
     for (i = 0; i < o->n_out; i++) {
-        cli_file *f = &o->out[i];
+        pcli_file *f = &o->out[i];
         struct stat st;
         if (!f->staged)
             continue;
@@ -349,7 +339,7 @@ int cli_outputs_commit(cli_outputs *o)
             e = errno;
             goto failed;
         }
-        while (link(f->path, f->aside) != 0) { /* link() takes a symbolic link itself, as rename does */
+        while (o->fs_link(f->path, f->aside) != 0) { /* link() takes a symbolic link itself, as rename does */
             if (errno != EEXIST) {
                 f->moved = 1; /* no hard links here (FAT, some network filesystems): moved aside in step 2 */
                 break;
@@ -363,21 +353,21 @@ int cli_outputs_commit(cli_outputs *o)
     }
     /* 2. The renames; a failure puts back what the earlier ones replaced. */
     for (i = 0; i < o->n_out; i++) {
-        cli_file *f = &o->out[i];
+        pcli_file *f = &o->out[i];
         if (!f->staged)
             continue;
-        if (f->moved && rename(f->path, f->aside) != 0) {
+        if (f->moved && o->fs_rename(f->path, f->aside) != 0) {
             e = errno;
             free(f->aside);
             f->aside = NULL;
             goto failed;
         }
-        if (rename(f->staged, f->path) != 0) {
+        if (o->fs_rename(f->staged, f->path) != 0) {
             e = errno;
             if (f->moved) { /* the old file is put back, or kept where the message says */
-                if (rename(f->aside, f->path) != 0)
-                    cli_error(o->cmd, "%s '%s': could not be put back: %s; the file it held is kept as %s", f->what,
-                              f->path, strerror(errno), f->aside);
+                if (o->fs_rename(f->aside, f->path) != 0)
+                    add_line(err, errsize, "%s '%s': could not be put back: %s; the file it held is kept as %s",
+                             f->what, f->path, strerror(errno), f->aside);
                 free(f->aside);
                 f->aside = NULL;
             }
@@ -393,10 +383,10 @@ int cli_outputs_commit(cli_outputs *o)
     }
     return 0;
 failed:;
-    int restored = roll_back(o) == 0;
-    cli_error(o->cmd, "%s '%s': cannot replace the file: %s (%s)", o->out[i].what, o->out[i].path, strerror(e),
-              restored ? "no output was changed" : "see above");
+    int restored = roll_back(o, err, errsize) == 0;
+    add_line(err, errsize, "%s '%s': cannot replace the file: %s (%s)", o->out[i].what, o->out[i].path, strerror(e),
+             restored ? "no output was changed" : "see above");
     drop_asides(o);
-    cli_outputs_discard(o);
+    pcli_outputs_discard(o);
     return -1;
 }
