@@ -501,37 +501,68 @@ pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *bloc
 
 /* ---------------------------------------------------------------- k-means, streamed */
 
-/* Lloyd's k-means over points that arrive in blocks, in one pass over the blocks per iteration. The
- * state's parts are plain arrays (counts, per-cluster sums) that two streams merge by addition,
- * exactly: the sums are kept in fixed point, so that the result does not depend on the blocks'
- * number, sizes or order, nor on which process added which block. From the same initial centres
- * (PC_INIT_GIVEN) the labels equal those of pc_kmeans on all the points at once.
+/* Lloyd's k-means over points that arrive in blocks (row windows of a raster larger than memory, or
+ * the parts held by several processes), in one pass over the blocks per iteration. From the same
+ * initial centres (PC_INIT_GIVEN) the labels, centres and iterations are those of pc_kmeans on all the
+ * points at once, bit for bit, whatever the blocks' number, sizes and order, the threads, and which
+ * stream added which block: every sum over points is a sum of integers (the scan's exact sums of the
+ * float32 values; per-cluster sums in 64-bit fixed point, as pc_kmeans's own), the same in any order.
+ * The initialisations (k-means++, random, k-means||) run on a uniform sample drawn during the scan,
+ * which depends only on the points' indices: the same on any blocking, and, when it holds every point,
+ * the points themselves, so that the initial centres are then pc_kmeans's too.
  *
  * The order of calls:
  *   1. pc_kmeans_stream_scan over every block: the points' mean and spread (the frame the iterations
- *      run in, as pc_kmeans) and a uniform sample for the initialisation;
- *   2. pc_kmeans_stream_start: initial centres (given, or params->init on the sample);
- *   3. per iteration: pc_kmeans_stream_add over every block, then pc_kmeans_stream_step, until it
- *      says done (convergence by params->tol, or max_iter);
- *   4. pc_kmeans_stream_label over any blocks (thread-safe), pc_kmeans_stream_result for the centres,
- *      sizes, inertia and iterations (no labels).
- * n_init is 1 (a stream cannot be rewound for several runs). Backends: sequential and OpenMP (CUDA:
- * PC_UNSUPPORTED for now, AUTO takes OpenMP). */
+ *      run in, as pc_kmeans's) and the sample;
+ *   2. pc_kmeans_stream_start, once: the initial centres (given, or params->init on the sample);
+ *   3. per iteration: pc_kmeans_stream_add over every block scanned (in any blocks and order), then
+ *      pc_kmeans_stream_step, until it says done (the centres moved by at most params->tol's bound,
+ *      as pc_kmeans's rule, or max_iter);
+ *   4. pc_kmeans_stream_label over any blocks, from any threads at once (the stream is only read), and
+ *      pc_kmeans_stream_result: centres, iterations, and the last pass's sizes and inertia (those of
+ *      the assignment to the centres before the last update), no labels.
+ * Several streams (threads, processes) can each take some of the blocks: in the scan or after each
+ * pass, each one's partial state (pc_kmeans_stream_partial, plain arrays as bytes) is merged into the
+ * others (pc_kmeans_stream_merge_partial; pc_kmeans_stream_merge in one process), and every stream then
+ * starts or steps by itself to the same centres. Sums and counts merge by addition, the extremes by
+ * min / max, the sample and the farthest points (the empty-cluster rule) by keeping those of both that
+ * a single stream would have kept.
+ * n_init is 1 (a stream is not rewound for other starts). The memory taken: the sample (default
+ * max(100 k, 65536) points, within 256 MiB), and per thread k x dim sums and the k - 1 points
+ * farthest from their centres; blocks are read in place and never kept. Backends: sequential and
+ * OpenMP (CUDA: PC_UNSUPPORTED for now; AUTO takes OpenMP). */
 typedef struct pc_kmeans_stream pc_kmeans_stream;
 
-/* sample: points kept for the initialisation (0 = default, max(100 k, 65536)). */
+/* dim: values per point (1 to 4096), every block's; dtype may differ from block to block. sample:
+ * points kept for the initialisation, >= k (0 = the default above; unused with PC_INIT_GIVEN). The
+ * params (and given centres) are copied. */
 pc_status pc_kmeans_stream_create(const pc_kmeans_params *params, size_t dim, size_t sample,
                                   pc_kmeans_stream **stream);
 void pc_kmeans_stream_free(pc_kmeans_stream *stream); /* NULL-safe */
-pc_status pc_kmeans_stream_scan(pc_kmeans_stream *stream, const pc_points *block);
+/* Scans a block (checking its values: all finite in float32). first: the index of the block's first
+ * point among all the points, the others following (row i is point first + i): e.g. a window's first
+ * pixel's index in the raster. Indices must not repeat across blocks (gaps are fine: a window's pixels
+ * left out as nodata); the sample is drawn from them. */
+pc_status pc_kmeans_stream_scan(pc_kmeans_stream *stream, const pc_points *block, uint64_t first);
+/* The frame and the initial centres. k larger than the points scanned is refused here. */
 pc_status pc_kmeans_stream_start(pc_kmeans_stream *stream);
+/* Adds a block to this iteration's sums. Values the scan did not see are refused (with their row). */
 pc_status pc_kmeans_stream_add(pc_kmeans_stream *stream, const pc_points *block);
-/* into += from, in the scan or the add phase (both streams in the same phase and iteration). */
-pc_status pc_kmeans_stream_merge(pc_kmeans_stream *into, const pc_kmeans_stream *from);
-/* New centres from the sums; *done = 1 when the run is over. */
+/* New centres from the pass's sums (after every scanned point was added once); *done = 1 when the run
+ * is over. */
 pc_status pc_kmeans_stream_step(pc_kmeans_stream *stream, int *done);
+/* After done: each point's nearest centre (any points, not only those scanned). Thread-safe. */
 pc_status pc_kmeans_stream_label(const pc_kmeans_stream *stream, const pc_points *block, int32_t *labels);
 pc_status pc_kmeans_stream_result(const pc_kmeans_stream *stream, pc_result **result);
+/* into += from, both scanning, or both iterating at the same iteration from the same scan. */
+pc_status pc_kmeans_stream_merge(pc_kmeans_stream *into, const pc_kmeans_stream *from);
+/* The partial state of the current phase (the scan's, or this pass's) as bytes, for another process:
+ * buf NULL sets *size to the bytes needed; else *size is the room in buf, then the bytes written. The
+ * layout is this build's (host byte order). */
+pc_status pc_kmeans_stream_partial(const pc_kmeans_stream *stream, void *buf, size_t *size);
+/* into += a partial state from pc_kmeans_stream_partial of a stream created with the same params, in
+ * the same phase (and iteration, from the same scan). Refused, changing nothing, when it does not fit. */
+pc_status pc_kmeans_stream_merge_partial(pc_kmeans_stream *into, const void *buf, size_t size);
 
 /* ---------------------------------------------------------------- metrics */
 

@@ -1,6 +1,7 @@
 /* Lloyd's iterations on the CPU, sequential or OpenMP, following scikit-learn's loop: assign every
  * point to its nearest centre, move each centre to the mean of its points (an empty cluster takes the
- * point farthest from its centre), stop when no label changed or the centres moved less than tol. */
+ * point farthest from its centre), stop when no label changed or the centres moved less than tol.
+ * The sums are the stream's fixed-point ones (internal_km.h), so that both compute the same centres. */
 #include "internal_km.h"
 
 #include <math.h>
@@ -9,21 +10,20 @@
 
 #define CHUNK 1024 /* points assigned, then summed, while they are in cache */
 
-/* Assignment of every point and the per-cluster sums of the new centres: each thread sums its chunks
- * (coordinates, then the count, per cluster) in double, and the threads' sums are added in order. */
+/* Assignment of every point and the per-cluster sums of the new centres, in fixed point
+ * (internal_km.h): each thread sums its chunks in 64-bit integers, and the threads' sums are added
+ * in any order to the same total, the stream's and the CUDA backend's. */
 static pc_status assign_and_sum(const float *x, size_t n, size_t dim, size_t k, const pc__km_centres *c, int threads,
-                                int32_t *labels, double *sums, int64_t *counts)
+                                float scale, int32_t *labels, int64_t *sums, int64_t *counts)
 {
     int failed = 0;
-    size_t row = dim + 1;
-    double *total = pc__calloc(k * row, sizeof *total, "cluster sums");
-    if (!total)
-        return PC_OUT_OF_MEMORY;
+    memset(sums, 0, k * dim * sizeof *sums);
+    memset(counts, 0, k * sizeof *counts);
     long chunks = (long)((n + CHUNK - 1) / CHUNK);
     (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
-        double *s = calloc(k * row, sizeof *s);
+        int64_t *s = calloc(k * (dim + 1), sizeof *s), *cnt = s ? s + k * dim : NULL;
         failed |= !s;
 #pragma omp for schedule(static)
         for (long ch = 0; ch < chunks; ch++) {
@@ -32,35 +32,36 @@ static pc_status assign_and_sum(const float *x, size_t n, size_t dim, size_t k, 
             if (!s)
                 continue;
             for (size_t i = b; i < e; i++) {
-                double *t = s + (size_t)labels[i] * row;
+                int64_t *t = s + (size_t)labels[i] * dim;
                 for (size_t d = 0; d < dim; d++)
-                    t[d] += x[i * dim + d];
-                t[dim] += 1;
+                    t[d] += pc__km_fixed(x[i * dim + d], scale);
+                cnt[labels[i]]++;
             }
         }
-        pc__team_add_ordered(total, s, k * row);
+        if (s) {
+#pragma omp critical(pc__km_sums)
+            for (size_t q = 0; q < k * (dim + 1); q++) {
+                if (q < k * dim)
+                    sums[q] += s[q];
+                else
+                    counts[q - k * dim] += s[q];
+            }
+        }
         free(s);
     }
-    for (size_t q = 0; q < k; q++) {
-        for (size_t d = 0; d < dim; d++)
-            sums[q * dim + d] = total[q * row + d];
-        counts[q] = (int64_t)total[q * row + dim];
-    }
-    free(total);
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "k-means: cannot allocate per-thread sums") : PC_OK;
 }
 
-typedef struct {
-    double dist;
-    size_t index;
-} far_point;
-
-static int farther_first(const void *a, const void *b)
+/* The `empty` points farthest from their (old) centres, farthest first (the order of internal_km.h). */
+static pc_status farthest(const float *x, size_t n, size_t dim, size_t empty, const float *old, const int32_t *labels,
+                          pc__km_far *far)
 {
-    const far_point *x = a, *y = b;
-    if (x->dist != y->dist)
-        return x->dist > y->dist ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
+    if (pc__km_far_init(far, empty, dim) != PC_OK)
+        return PC_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        pc__km_far_offer(far, pc__km_dist2(x + i * dim, old + (size_t)labels[i] * dim, dim), labels[i], x + i * dim);
+    pc__km_far_sort(far);
+    return PC_OK;
 }
 
 /* scikit-learn's rule: the e empty clusters, in index order, take the e points farthest from their
@@ -73,28 +74,24 @@ pc_status pc__km_relocate_empty(const float *x, size_t n, size_t dim, size_t k, 
         empty += counts[c] == 0;
     if (empty == 0)
         return PC_OK;
-    far_point *far = pc__alloc(n, sizeof *far, "empty-cluster search");
-    if (!far)
+    pc__km_far far;
+    if (farthest(x, n, dim, empty, old, labels, &far) != PC_OK)
         return PC_OUT_OF_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        far[i].dist = pc__km_dist2(x + i * dim, old + (size_t)labels[i] * dim, dim);
-        far[i].index = i;
-    }
-    qsort(far, n, sizeof *far, farther_first);
     size_t next = 0;
-    for (size_t c = 0; c < k && next < n; c++) {
+    for (size_t c = 0; c < k && next < far.count; c++) {
         if (counts[c] != 0)
             continue;
-        size_t i = far[next++].index;
-        int32_t from = labels[i];
+        size_t s = far.heap[next++];
+        const float *p = far.x + s * dim;
+        int32_t from = far.label[s];
         for (size_t d = 0; d < dim; d++) {
-            sums[(size_t)from * dim + d] -= x[i * dim + d];
-            sums[c * dim + d] = x[i * dim + d];
+            sums[(size_t)from * dim + d] -= p[d];
+            sums[c * dim + d] = p[d];
         }
         counts[from]--;
         counts[c] = 1;
     }
-    free(far);
+    pc__km_far_free(&far);
     return PC_OK;
 }
 
@@ -102,18 +99,32 @@ typedef struct {
     const float *x;
     size_t n, dim, k;
     int threads;
+    int shift;
     int32_t *labels, *previous;
+    int64_t *fixed; /* k x dim */
     pc__km_centres c;
 } cpu_engine;
 
 static pc_status cpu_step(void *ctx, const float *centres, double *sums, int64_t *counts, size_t *changed)
 {
     cpu_engine *e = ctx;
+    float scale = ldexpf(1.0f, e->shift);
     pc__km_centres_set(&e->c, centres);
     memcpy(e->previous, e->labels, e->n * sizeof *e->labels);
-    pc_status st = assign_and_sum(e->x, e->n, e->dim, e->k, &e->c, e->threads, e->labels, sums, counts);
+    pc_status st = assign_and_sum(e->x, e->n, e->dim, e->k, &e->c, e->threads, scale, e->labels, e->fixed, counts);
     if (st != PC_OK)
         return st;
+    size_t empty = 0;
+    for (size_t j = 0; j < e->k; j++)
+        empty += counts[j] == 0;
+    if (empty) { /* rare: the rule needs every point's distance to its centre */
+        pc__km_far far;
+        if (farthest(e->x, e->n, e->dim, empty, centres, e->labels, &far) != PC_OK)
+            return PC_OUT_OF_MEMORY;
+        pc__km_relocate_fixed(&far, e->k, e->dim, scale, e->fixed, counts);
+        pc__km_far_free(&far);
+    }
+    pc__km_fixed_to_double(e->fixed, e->k * e->dim, e->shift, sums);
     size_t diff = 0;
     for (size_t i = 0; i < e->n; i++)
         diff += e->labels[i] != e->previous[i];
@@ -162,15 +173,17 @@ static pc_status cpu_finish(void *ctx, const float *centres, int relabel, double
 pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
                            int32_t *labels, int *iterations, double *inertia)
 {
-    cpu_engine e = {x, n, dim, k, o->threads, labels, pc__alloc(n, sizeof(int32_t), "labels"), {0, 0, 0, NULL, NULL}};
+    cpu_engine e = {x, n, dim, k, o->threads, o->fixed_shift, labels, pc__alloc(n, sizeof(int32_t), "labels"),
+                    pc__alloc(k, dim * sizeof(int64_t), "centre sums"), {0, 0, 0, NULL, NULL}};
     pc_status st = PC_OUT_OF_MEMORY;
-    if (e.previous && pc__km_centres_init(&e.c, k, dim) == PC_OK) {
+    if (e.previous && e.fixed && pc__km_centres_init(&e.c, k, dim) == PC_OK) {
         for (size_t i = 0; i < n; i++)
             labels[i] = -1;
-        pc__km_engine engine = {&e, cpu_step, cpu_labels, cpu_finish};
+        pc__km_engine engine = {&e, cpu_step, cpu_labels, cpu_finish, 1};
         st = pc__km_lloyd(&engine, x, n, dim, k, o, centres, iterations, inertia);
     }
     pc__km_centres_free(&e.c);
     free(e.previous);
+    free(e.fixed);
     return st;
 }

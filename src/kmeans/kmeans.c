@@ -65,27 +65,50 @@ static pc_status check(const pc_points *points, const pc_kmeans_params *p)
     return PC_OK;
 }
 
-/* scikit-learn's tolerance: tol times the mean over features of their variance. */
-static double absolute_tolerance(const float *x, size_t n, size_t dim, double tol)
+/* scikit-learn's tolerance, on the fixed-point values the sums add (the stream's numbers). */
+static pc_status absolute_tolerance(const float *x, size_t n, size_t dim, int shift, int threads, double tol,
+                                    double *tol_abs)
 {
+    *tol_abs = 0;
     if (tol == 0)
-        return 0;
-    double total = 0;
-    for (size_t d = 0; d < dim; d++) {
-        double mean = 0, var = 0;
-        for (size_t i = 0; i < n; i++)
-            mean += x[i * dim + d];
-        mean /= (double)n;
-        for (size_t i = 0; i < n; i++)
-            var += (x[i * dim + d] - mean) * (x[i * dim + d] - mean);
-        total += var / (double)n;
+        return PC_OK;
+    int64_t *t1 = pc__calloc(dim, sizeof *t1, "k-means variance");
+    pc__i128 *t2 = pc__calloc(dim, sizeof *t2, "k-means variance");
+    float scale = ldexpf(1.0f, shift);
+    long chunks = (long)((n + 4095) / 4096);
+    int failed = !t1 || !t2;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1 && !failed) reduction(| : failed)
+    {
+        int64_t *a = calloc(dim, sizeof *a);
+        pc__i128 *b = calloc(dim, sizeof *b);
+        failed |= !a || !b;
+#pragma omp for schedule(static)
+        for (long ch = 0; ch < chunks; ch++)
+            for (size_t i = (size_t)ch * 4096; a && b && i < n && i < ((size_t)ch + 1) * 4096; i++)
+                for (size_t d = 0; d < dim; d++) {
+                    int64_t q = pc__km_fixed(x[i * dim + d], scale);
+                    a[d] += q;
+                    b[d] += (pc__i128)q * q;
+                }
+#pragma omp critical(pc__km_tolerance)
+        for (size_t d = 0; a && b && t1 && t2 && d < dim; d++) { /* integers: any order, the same totals */
+            t1[d] += a[d];
+            t2[d] += b[d];
+        }
+        free(a);
+        free(b);
     }
-    return tol * total / (double)dim;
+    if (!failed)
+        *tol_abs = pc__km_tolerance(tol, n, dim, t1, t2, shift);
+    free(t1);
+    free(t2);
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "k-means: cannot allocate the variance sums") : PC_OK;
 }
 
-/* The user's initial centres in the centred, scaled frame of the points. A centre 2^40 times the
- * data's spread away from it would overflow |c|^2 in float32: refused rather than mis-assigned. */
-static pc_status given_centres(const float *given, size_t k, size_t dim, const double *mean, int e, float *centres)
+/* A centre 2^40 times the data's spread away from it would overflow |c|^2 in float32: refused rather
+ * than mis-assigned. */
+pc_status pc__km_given_centres(const float *given, size_t k, size_t dim, const double *mean, int e, float *centres)
 {
     for (size_t q = 0; q < k * dim; q++) {
         double c = ldexp(given[q] - mean[q % dim], e);
@@ -95,6 +118,52 @@ static pc_status given_centres(const float *given, size_t k, size_t dim, const d
         centres[q] = (float)c;
     }
     return PC_OK;
+}
+
+/* The frame of the points (internal_km.h): the scan's exact sums, by threads in any order. */
+static pc_status frame_of(const pc_points *points, int threads, pc__km_frame *f)
+{
+    size_t n = points->n, dim = points->dim;
+    float lo[PC__KM_DIM_MAX], hi[PC__KM_DIM_MAX];
+    pc__i128 *sums = pc__calloc(dim * PC__KM_EXACT_BUCKETS, sizeof *sums, "k-means mean");
+    if (!sums)
+        return PC_OUT_OF_MEMORY;
+    for (size_t d = 0; d < dim; d++) {
+        lo[d] = INFINITY;
+        hi[d] = -INFINITY;
+    }
+    long chunks = (long)((n + 4095) / 4096);
+    int failed = 0;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    {
+        float row[PC__KM_DIM_MAX], tlo[PC__KM_DIM_MAX], thi[PC__KM_DIM_MAX];
+        pc__i128 *ts = calloc(dim * PC__KM_EXACT_BUCKETS, sizeof *ts);
+        failed |= !ts;
+        for (size_t d = 0; d < dim; d++) {
+            tlo[d] = INFINITY;
+            thi[d] = -INFINITY;
+        }
+#pragma omp for schedule(static)
+        for (long ch = 0; ch < chunks; ch++) {
+            size_t b = (size_t)ch * 4096, e = b + 4096 < n ? b + 4096 : n, bad_dim;
+            if (ts) /* the values were checked (pc__begin) */
+                pc__km_scan_rows(points, b, e, row, tlo, thi, ts, &bad_dim);
+        }
+#pragma omp critical(pc__km_frame)
+        if (ts)
+            for (size_t d = 0; d < dim; d++) {
+                lo[d] = tlo[d] < lo[d] ? tlo[d] : lo[d];
+                hi[d] = thi[d] > hi[d] ? thi[d] : hi[d];
+                for (int q = 0; q < PC__KM_EXACT_BUCKETS; q++)
+                    sums[d * PC__KM_EXACT_BUCKETS + q] += ts[d * PC__KM_EXACT_BUCKETS + q];
+            }
+        free(ts);
+    }
+    pc_status st = failed ? pc__fail(PC_OUT_OF_MEMORY, "k-means: cannot allocate per-thread sums")
+                          : pc__km_frame_make(f, dim, n, lo, hi, sums);
+    free(sums);
+    return st;
 }
 
 pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result)
@@ -115,6 +184,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
 #endif
     const float *x;
     float *owned = NULL;
+    pc__km_frame frame = {0};
     pc_result *r = pc__result_new(n, dim);
     float *centres = pc__alloc(k, dim * sizeof *centres, "centres");
     int32_t *labels = pc__alloc(n, sizeof *labels, "labels");
@@ -123,57 +193,41 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         goto fail;
     }
     r->backend = backend;
-    /* Like scikit-learn, cluster a centred copy: the nearest-centre test |c|^2 - 2 x.c in float loses
-     * precision with the size of the coordinates, not of the distances. The copy is also scaled by
-     * 2^e (pc__scale_exponent), so that squares of distances neither overflow nor underflow float32
-     * whatever the data's units: exact, the labels are those of the data in ordinary units. */
-    double mean[4096];
-    if (dim > 4096) {
-        st = pc__fail(PC_INVALID_ARGUMENT, "k-means handles up to 4096 dimensions, got %zu", dim);
+    /* Like scikit-learn, cluster a centred copy, scaled by 2^e: the frame the stream runs in too
+     * (internal_km.h, ARCHITECTURE.md "Numbers in any units"); exact, the labels are those of the data in
+     * ordinary units. */
+    if (dim > PC__KM_DIM_MAX) {
+        st = pc__fail(PC_INVALID_ARGUMENT, "k-means handles up to %d dimensions, got %zu", PC__KM_DIM_MAX, dim);
         goto fail;
     }
-    int e;
-    {
-        owned = pc__alloc(n, dim * sizeof *owned, "centred copy of the points");
-        if (!owned) {
-            st = PC_OUT_OF_MEMORY;
-            goto fail;
-        }
-        float row[4096], lo[4096], hi[4096];
-        for (size_t d = 0; d < dim; d++)
-            mean[d] = 0;
-        for (size_t i = 0; i < n; i++) {
-            pc__points_row_f32(points, i, row);
-            for (size_t d = 0; d < dim; d++) {
-                mean[d] += row[d];
-                lo[d] = i == 0 || row[d] < lo[d] ? row[d] : lo[d];
-                hi[d] = i == 0 || row[d] > hi[d] ? row[d] : hi[d];
-            }
-        }
-        double spread = 0; /* the largest distance of a coordinate from its mean */
-        for (size_t d = 0; d < dim; d++) {
-            mean[d] /= (double)n;
-            double below = mean[d] - lo[d], above = hi[d] - mean[d];
-            spread = below > spread ? below : spread;
-            spread = above > spread ? above : spread;
-        }
-        e = pc__scale_exponent(spread);
-        for (size_t i = 0; i < n; i++) {
-            pc__points_row_f32(points, i, row);
-            for (size_t d = 0; d < dim; d++)
-                owned[i * dim + d] = (float)ldexp(row[d] - mean[d], e);
-        }
-        x = owned;
+    if ((st = frame_of(points, threads, &frame)) != PC_OK)
+        goto fail;
+    const double *mean = frame.mean;
+    int e = frame.e;
+    owned = pc__alloc(n, dim * sizeof *owned, "centred copy of the points");
+    if (!owned) {
+        st = PC_OUT_OF_MEMORY;
+        goto fail;
     }
-    pc__km_options o = {params->max_iter, absolute_tolerance(x, n, dim, params->tol), threads, params->progress,
-                        params->progress_user};
+    {
+        long chunks = (long)((n + 4095) / 4096);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (long ch = 0; ch < chunks; ch++) {
+            size_t b = (size_t)ch * 4096, end = b + 4096 < n ? b + 4096 : n;
+            pc__km_centred_rows(points, b, end, mean, frame.unit, owned + b * dim);
+        }
+    }
+    x = owned;
+    pc__km_options o = {params->max_iter, 0, threads, params->progress, params->progress_user, frame.shift};
+    if ((st = absolute_tolerance(x, n, dim, frame.shift, threads, params->tol, &o.tol_abs)) != PC_OK)
+        goto fail;
     int runs = params->init == PC_INIT_GIVEN ? 1 : params->n_init;
     double t_init = 0, t_lloyd = 0, t_gpu = 0;
     r->inertia = INFINITY;
     for (int run = 0; run < runs; run++) {
         double t0 = pc__now();
         if (params->init == PC_INIT_GIVEN) {
-            if ((st = given_centres(params->initial_centers, k, dim, mean, e, centres)) != PC_OK)
+            if ((st = pc__km_given_centres(params->initial_centers, k, dim, mean, e, centres)) != PC_OK)
                 goto fail;
         } else if ((st = pc__km_init(x, n, dim, k, params->init, params->seed + 0x9E3779B97F4A7C15ull * (uint64_t)run,
                                    threads, centres)) != PC_OK)
@@ -187,7 +241,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
             if (st == PC_UNSUPPORTED && params->backend == PC_BACKEND_AUTO) { /* beyond the GPU kernel */
                 backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
                 if (params->init == PC_INIT_GIVEN)
-                    given_centres(params->initial_centers, k, dim, mean, e, centres); /* checked above */
+                    pc__km_given_centres(params->initial_centers, k, dim, mean, e, centres); /* checked above */
                 st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
             }
         } else
@@ -229,12 +283,14 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     free(centres);
     free(labels);
     free(owned);
+    pc__km_frame_free(&frame);
     *result = r;
     return PC_OK;
 fail:
     free(centres);
     free(labels);
     free(owned);
+    pc__km_frame_free(&frame);
     pc_result_free(r);
     return st;
 }

@@ -5,6 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+double pc__km_update(const double *sums, const int64_t *counts, size_t k, size_t dim, const float *old,
+                     float *centres)
+{
+    double shift = 0;
+    for (size_t j = 0; j < k; j++)
+        for (size_t d = 0; d < dim; d++) {
+            float v = counts[j] > 0 ? (float)(sums[j * dim + d] / (double)counts[j]) : old[j * dim + d];
+            double t = (double)v - old[j * dim + d];
+            shift += t * t;
+            centres[j * dim + d] = v;
+        }
+    return shift;
+}
+
 pc_status pc__km_lloyd(const pc__km_engine *e, const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
                        float *centres, int *iterations, double *inertia)
 {
@@ -26,7 +40,7 @@ pc_status pc__km_lloyd(const pc__km_engine *e, const float *x, size_t n, size_t 
         int empty = 0;
         for (size_t j = 0; j < k; j++)
             empty |= counts[j] == 0;
-        if (empty) { /* rare: the rule needs every point's distance to its centre */
+        if (empty && !e->relocates) { /* rare: the rule needs every point's distance to its centre */
             if (!labels && !(labels = pc__alloc(n, sizeof *labels, "labels"))) {
                 st = PC_OUT_OF_MEMORY;
                 goto done;
@@ -35,14 +49,7 @@ pc_status pc__km_lloyd(const pc__km_engine *e, const float *x, size_t n, size_t 
                 (st = pc__km_relocate_empty(x, n, dim, k, old, labels, sums, counts)) != PC_OK)
                 goto done;
         }
-        double shift = 0;
-        for (size_t j = 0; j < k; j++)
-            for (size_t d = 0; d < dim; d++) {
-                float v = counts[j] > 0 ? (float)(sums[j * dim + d] / (double)counts[j]) : old[j * dim + d];
-                double t = (double)v - old[j * dim + d];
-                shift += t * t;
-                centres[j * dim + d] = v;
-            }
+        double shift = pc__km_update(sums, counts, k, dim, old, centres);
         it++;
         if (it > 1 && changed == 0) {
             strict = 1;
