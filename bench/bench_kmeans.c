@@ -6,12 +6,16 @@
  *       pc_kmeans_cuda_variant's order, 0 = fast; all by default)
  *   bench_kmeans cpu [--n 1000000] [--dim 3] [--k 100] [--iterations 20]
  *   bench_kmeans seed   seed 002's experiments (2D: 100 points; 4,000 with k = 5 and 10; 100k; k = 100)
+ *   bench_kmeans stream [--n 10000000] [--dim 3] [--k 100] [--iterations 20] [--block 1000000]
+ *       pc_kmeans against the k-means stream (OpenMP) from the same given centres (random points),
+ *       blocks of --block rows: seconds per iteration of each, and whether the centres are equal
  */
 #include "parclust.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static float *blobs(size_t n, size_t dim, size_t k)
 {
@@ -62,10 +66,80 @@ static pc_result *run(const float *x, size_t n, size_t dim, size_t k, int iterat
     return r;
 }
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* pc_kmeans and the stream from the same centres, no early stop: time per iteration of each (the
+ * stream's: its passes and steps; its scan apart), and the centres compared bit for bit. */
+static int stream_bench(size_t n, size_t dim, size_t k, int iterations, size_t block)
+{
+    float *x = blobs(n, dim, 50), *given = malloc(k * dim * sizeof *given);
+    for (size_t c = 0; c < k; c++)
+        memcpy(given + c * dim, x + (c * 7919 % n) * dim, dim * sizeof *given);
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = k;
+    p.init = PC_INIT_GIVEN;
+    p.initial_centers = given;
+    p.max_iter = iterations;
+    p.tol = 0;
+    p.backend = PC_BACKEND_OPENMP;
+    pc_points all = pc_points_f32(x, n, dim);
+    pc_result *r = NULL, *rs = NULL;
+    double t0 = now();
+    if (pc_kmeans(&all, &p, &r) != PC_OK) {
+        fprintf(stderr, "k-means: %s\n", pc_last_error());
+        return 1;
+    }
+    double t_kmeans = now() - t0;
+    pc_kmeans_stream *s = NULL;
+    int done = 0;
+    double t1 = now(), t_scan = 0;
+    pc_status st = pc_kmeans_stream_create(&p, dim, 0, &s);
+    for (size_t b = 0; st == PC_OK && b < n; b += block) {
+        pc_points v = pc_points_f32(x + b * dim, b + block < n ? block : n - b, dim);
+        st = pc_kmeans_stream_scan(s, &v, b);
+    }
+    if (st == PC_OK)
+        st = pc_kmeans_stream_start(s);
+    t_scan = now() - t1;
+    while (st == PC_OK && !done) {
+        for (size_t b = 0; st == PC_OK && b < n; b += block) {
+            pc_points v = pc_points_f32(x + b * dim, b + block < n ? block : n - b, dim);
+            st = pc_kmeans_stream_add(s, &v);
+        }
+        if (st == PC_OK)
+            st = pc_kmeans_stream_step(s, &done);
+    }
+    double t_stream = now() - t1 - t_scan;
+    if (st == PC_OK)
+        st = pc_kmeans_stream_result(s, &rs);
+    if (st != PC_OK) {
+        fprintf(stderr, "k-means stream: %s\n", pc_last_error());
+        return 1;
+    }
+    int same = memcmp(pc_result_centers(r), pc_result_centers(rs), k * dim * sizeof(float)) == 0;
+    printf("| N x D, k | threads | pc_kmeans: whole call (s) | its Lloyd, per iteration (ms) | stream: scan + start (s) "
+           "| its passes, per iteration (ms) | iterations | centres equal |\n|---|---|---|---|---|---|---|---|\n");
+    printf("| %zu x %zu, k = %zu | %d | %.3f | %.1f | %.3f | %.1f | %d | %s |\n", n, dim, k, pc_openmp_max_threads(),
+           t_kmeans, 1e3 * stage(r, "lloyd") / pc_result_iterations(r), t_scan, 1e3 * t_stream / pc_result_iterations(rs),
+           pc_result_iterations(rs), same ? "yes" : "NO");
+    pc_result_free(r);
+    pc_result_free(rs);
+    pc_kmeans_stream_free(s);
+    free(given);
+    free(x);
+    return same ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "cpu";
-    size_t n = 1000000, dim = 3, k = 100;
+    size_t n = 1000000, dim = 3, k = 100, block = 1000000;
     int iterations = strcmp(what, "gpu") == 0 ? 10 : 20, only = -1, variant = -1;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--n") == 0) n = strtoull(argv[i + 1], NULL, 10);
@@ -74,6 +148,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--iterations") == 0) iterations = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--size") == 0) only = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--variant") == 0) variant = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--block") == 0) block = strtoull(argv[i + 1], NULL, 10);
     }
     if (strcmp(what, "seed") == 0) {
         const size_t runs[][2] = {{100, 5}, {4000, 5}, {4000, 10}, {100000, 5}, {100000, 100}};
@@ -131,6 +206,8 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (strcmp(what, "stream") == 0)
+        return stream_bench(n, dim, k, iterations, block);
     float *x = blobs(n, dim, 50);
     printf("| N x D, k | backend | Lloyd (s) for %d iterations | init (s) | inertia |\n|---|---|---|---|---|\n",
            iterations);

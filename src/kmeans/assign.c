@@ -56,16 +56,6 @@ void pc__km_centres_free(pc__km_centres *c)
     c->ct = c->cc = NULL;
 }
 
-double pc__km_dist2(const float *a, const float *b, size_t dim)
-{
-    double s = 0;
-    for (size_t d = 0; d < dim; d++) {
-        double t = (double)a[d] - b[d];
-        s += t * t;
-    }
-    return s;
-}
-
 /* P points (P = 4 or 1) against all centres, two vectors of centres at a time. */
 PC__INLINE void assign_tile(const float *x, size_t dim, const pc__km_centres *c, int32_t *labels, int P)
 {

@@ -29,8 +29,18 @@ void pc__km_assign(const float *x, size_t begin, size_t end, const pc__km_centre
  * block order (an OpenMP reduction adds in whatever order threads finish). */
 #define PC__KM_SUM_BLOCKS 256
 
-/* Squared Euclidean distance in double. */
-double pc__km_dist2(const float *a, const float *b, size_t dim);
+/* Squared Euclidean distance in double. Inline in every file, compiled with the same (default)
+ * floating-point flags where it ranks points for the empty-cluster rule (cpu.c, stream_pass.c): the
+ * stream's ranking is then pc_kmeans's. */
+static inline double pc__km_dist2(const float *a, const float *b, size_t dim)
+{
+    double s = 0;
+    for (size_t d = 0; d < dim; d++) {
+        double t = (double)a[d] - b[d];
+        s += t * t;
+    }
+    return s;
+}
 
 /* Initial centres (k x dim) from `seed`. threads: OpenMP threads for the distance passes (1 = none). */
 pc_status pc__km_init(const float *x, size_t n, size_t dim, size_t k, pc_kmeans_init init, uint64_t seed,
