@@ -499,6 +499,33 @@ static void test_sample_init_quality(uint64_t seed)
     free(truth);
 }
 
+/* scikit-learn's empty-cluster rule lists the empty clusters before any point moves: here clusters 0
+ * and 2 are empty, the farthest point (50) is cluster 1's only point, and its move leaves cluster 1
+ * empty without giving it a point (the next farthest, 2, goes to cluster 2). */
+static void test_emptied_cluster(void)
+{
+    float x[] = {0, 1, 50, 2}, init[] = {1000, 40, 2000, 0.5f}, expect[] = {50, 40, 2, 0.5f};
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = 4;
+    p.init = PC_INIT_GIVEN;
+    p.initial_centers = init;
+    p.max_iter = 1;
+    p.backend = PC_BACKEND_SEQUENTIAL;
+    pc_points v = pc_points_f32(x, 4, 1);
+    pc_result *ref = NULL;
+    CHECK_STATUS(pc_kmeans(&v, &p, &ref), PC_OK);
+    int32_t labels[4];
+    pc_result *r = stream_run(x, PC_F32, 4, 1, &p, 0, 1, 1, labels);
+    for (int c = 0; ref && r && c < 4; c++) {
+        CHECK_NEAR(pc_result_centers(ref)[c], expect[c], 1e-5);
+        CHECK(pc_result_centers(r)[c] == pc_result_centers(ref)[c]);
+    }
+    CHECK(ref && memcmp(labels, pc_result_labels(ref), sizeof labels) == 0);
+    pc_result_free(ref);
+    pc_result_free(r);
+}
+
 static int error_has(const char *text)
 {
     int ok = strstr(pc_last_error(), text) != NULL;
@@ -602,6 +629,7 @@ int main(void)
     test_same_init(seed);
     test_merge_halves(seed);
     test_pass_order_free(seed);
+    test_emptied_cluster();
     test_sample(seed);
     test_sample_init_quality(seed);
     test_bad_calls();

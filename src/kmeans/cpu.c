@@ -77,10 +77,18 @@ pc_status pc__km_relocate_empty(const float *x, size_t n, size_t dim, size_t k, 
     pc__km_far far;
     if (farthest(x, n, dim, empty, old, labels, &far) != PC_OK)
         return PC_OUT_OF_MEMORY;
+    /* The clusters empty before any point moves (marked -1), as scikit-learn and
+     * pc__km_relocate_fixed list them. */
+    for (size_t c = 0; c < k; c++)
+        counts[c] = counts[c] == 0 ? -1 : counts[c];
     size_t next = 0;
-    for (size_t c = 0; c < k && next < far.count; c++) {
-        if (counts[c] != 0)
+    for (size_t c = 0; c < k; c++) {
+        if (counts[c] != -1)
             continue;
+        if (next == far.count) {
+            counts[c] = 0;
+            continue;
+        }
         size_t s = far.heap[next++];
         const float *p = far.x + s * dim;
         int32_t from = far.label[s];

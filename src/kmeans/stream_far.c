@@ -131,13 +131,21 @@ void pc__km_far_sort(pc__km_far *f)
 void pc__km_relocate_fixed(const pc__km_far *sorted, size_t k, size_t dim, float scale, int64_t *sums,
                            int64_t *counts)
 {
+    /* The clusters empty before any point moves, as scikit-learn lists them (marked -1): a cluster
+     * that a move empties stays so, and the choice does not depend on how many points the list holds. */
+    for (size_t c = 0; c < k; c++)
+        counts[c] = counts[c] == 0 ? -1 : counts[c];
     size_t next = 0;
-    for (size_t c = 0; c < k && next < sorted->count; c++) {
-        if (counts[c] != 0)
+    for (size_t c = 0; c < k; c++) {
+        if (counts[c] != -1)
             continue;
+        if (next == sorted->count) { /* cannot happen: the list holds min(k - 1, n) >= empty points */
+            counts[c] = 0;
+            continue;
+        }
         size_t s = sorted->heap[next++];
         const float *x = sorted->x + s * dim;
-        size_t from = (size_t)sorted->label[s];
+        size_t from = (size_t)sorted->label[s]; /* a cluster that had points: never marked */
         for (size_t d = 0; d < dim; d++) {
             int64_t q = pc__km_fixed(x[d], scale);
             sums[from * dim + d] -= q;
