@@ -504,9 +504,10 @@ pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *bloc
 /* Lloyd's k-means over points that arrive in blocks (row windows of a raster larger than memory, or
  * the parts held by several processes), in one pass over the blocks per iteration. From the same
  * initial centres (PC_INIT_GIVEN) the labels, centres and iterations are those of pc_kmeans on all the
- * points at once, bit for bit, whatever the blocks' number, sizes and order, the threads, and which
- * stream added which block: every sum over points is a sum of integers (the scan's exact sums of the
- * float32 values; per-cluster sums in 64-bit fixed point, as pc_kmeans's own), the same in any order.
+ * points at once on the CPU, bit for bit, whatever the blocks' number, sizes and order, the threads,
+ * and which stream added which block: every sum over points is a sum of integers (the scan's exact
+ * sums of the float32 values; per-cluster sums in 64-bit fixed point, as pc_kmeans's own), the same in
+ * any order.
  * The initialisations (k-means++, random, k-means||) run on a uniform sample drawn during the scan,
  * which depends only on the points' indices: the same on any blocking, and, when it holds every point,
  * the points themselves, so that the initial centres are then pc_kmeans's too.
