@@ -466,8 +466,14 @@ pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int
  *   4. pc_hca_stream_label over any blocks, from any threads at once (it does not change the stream).
  * Totals may exceed pc_hca's limit of 2^31 - 1 points; labels and counts are per block. The memory
  * taken is the histogram's: m^dim int64 counts when that fits params->memory_budget, else 16 bytes
- * per non-empty cell; blocks are read in place and never kept. The backend runs the counting and the
- * labelling of each block (sequential or OpenMP; CUDA: PC_UNSUPPORTED for now, AUTO takes OpenMP). */
+ * per non-empty cell; blocks are read in place and never kept. The backend runs the box, the counting
+ * and the labelling of each block: sequential, OpenMP, or CUDA. With CUDA a block goes to the GPU (in
+ * pieces when it exceeds params->device_memory) and is counted there in int32 counts that are added to
+ * the host's histogram before they could overflow and whenever it is read (pc_hca_stream_histogram,
+ * merge, finish), so that histograms stay plain host arrays; the GPU holds its counts, a buffer for
+ * pieces and, from the first label call on, the cell-to-cluster map. AUTO sends blocks of 2^20 rows or
+ * more to the GPU where a device is present (pc_hca's rule, per block), smaller ones to OpenMP. The
+ * finish (components, dendrogram, cut) runs on the CPU from the histogram whatever the backend. */
 typedef struct pc_hca_stream pc_hca_stream;
 
 /* dim: values per point (1 to 8), every block's; dtype may differ from block to block. */
@@ -496,7 +502,8 @@ pc_status pc_hca_stream_finish(pc_hca_stream *stream, pc_result **result);
 /* After finish: labels[block->n] receive each point's cluster (or -1, as pc_hca). sums: NULL, or
  * k x (dim + 1) doubles to which each labelled point's values and a count of 1 are added (the
  * caller zeroes them once; sums of several blocks, threads or machines add up to the clusters'
- * centres: sum / count). Thread-safe: the stream is only read. */
+ * centres: sum / count). Thread-safe: the stream is only read (labelling on the GPU is serialised by a
+ * mutex: threads take turns on the device). */
 pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *block, int32_t *labels, double *sums);
 
 /* ---------------------------------------------------------------- k-means, streamed */

@@ -13,8 +13,8 @@
 namespace {
 
 constexpr size_t MIN_PIECE_ROWS = 4096;
-constexpr size_t STAGE_BYTES = (size_t)8 << 20; // each of the two pinned staging buffers
-constexpr size_t STAGED_MIN = (size_t)8 << 20;  // smaller copies go the driver's way
+constexpr size_t STAGE_BYTES = PC__HCA_STAGE_BYTES; // each of the two pinned staging buffers
+constexpr size_t STAGED_MIN = PC__HCA_STAGE_BYTES;  // smaller copies go the driver's way
 constexpr size_t DEVICE_RESERVE = (size_t)512 << 20; // cells, edges and sort scratch
 
 size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
@@ -82,6 +82,25 @@ template <class Consume> pc_status staged_to_host(pc__hca_gpu &s, const unsigned
     return PC_OK;
 }
 
+// count host rows, stride bytes apart, packed into s.data.
+pc_status load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, size_t rowbytes, size_t count)
+{
+    // A 2D copy from pageable memory goes row by row (20x slower measured): packed rows go at once.
+    if (stride == rowbytes && count * stride >= STAGED_MIN) {
+        pc_status st = staged_to_device(s, s.data.ptr, src, count * stride);
+        if (st != PC_OK)
+            return st;
+    } else if (stride == rowbytes) {
+        PC_CUDA_TRY(cudaMemcpyAsync(s.data.ptr, src, count * stride, cudaMemcpyHostToDevice, s.stream),
+                    "HCA: copying the points to the GPU");
+    } else {
+        PC_CUDA_TRY(cudaMemcpy2DAsync(s.data.ptr, rowbytes, src, stride, rowbytes, count, cudaMemcpyHostToDevice,
+                                      s.stream),
+                    "HCA: copying the points to the GPU");
+    }
+    return pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA: copying the points to the GPU");
+}
+
 // The rows [off, off + count) as the kernels read them: in place for device input, else copied into
 // the plan's buffer (unless they are there already: a resident input is copied once per run).
 struct row_source {
@@ -103,20 +122,9 @@ struct row_source {
         if (loaded_count == count && loaded_off == off)
             return PC_OK;
         double t0 = pc__now();
-        // A 2D copy from pageable memory goes row by row (20x slower measured): packed rows go at once.
-        if (stride == s.rowbytes && count * stride >= STAGED_MIN) {
-            pc_status st = staged_to_device(s, s.data.ptr, src, count * stride);
-            if (st != PC_OK)
-                return st;
-        } else if (stride == s.rowbytes) {
-            PC_CUDA_TRY(cudaMemcpyAsync(s.data.ptr, src, count * stride, cudaMemcpyHostToDevice, s.stream),
-                        "HCA: copying the points to the GPU");
-        } else {
-            PC_CUDA_TRY(cudaMemcpy2DAsync(s.data.ptr, s.rowbytes, src, stride, s.rowbytes, count,
-                                          cudaMemcpyHostToDevice, s.stream),
-                        "HCA: copying the points to the GPU");
-        }
-        PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA: copying the points to the GPU");
+        pc_status st = load_rows(s, src, stride, s.rowbytes, count);
+        if (st != PC_OK)
+            return st;
         copy_seconds += pc__now() - t0;
         loaded_off = off;
         loaded_count = count;
@@ -327,6 +335,7 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
         // A denormal range overflows the factor: sums of 0, centres at lo, off by less than the range.
         double f = j < s.dim && s.bin.hi[j] > s.bin.lo[j] ? ldexp(1.0, 30) / (s.bin.hi[j] - s.bin.lo[j]) : 0;
         scale.factor[j] = isfinite(f) ? f : 0;
+        scale.origin[j] = j < s.dim ? s.bin.lo[j] : 0;
     }
     *copy_back_seconds = 0;
     for (size_t off = 0; off < n; off += s.piece_rows) {
@@ -365,25 +374,55 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
     return st;
 }
 
-// The plan's device made current for a call, the caller's restored after it.
-struct device_scope {
-    int previous = -1;
-    explicit device_scope(int device)
-    {
-        if (cudaGetDevice(&previous) != cudaSuccess || previous == device)
-            previous = -1;
-        if (previous >= 0)
-            cudaSetDevice(device);
-        cudaGetLastError();
-    }
-    ~device_scope()
-    {
-        if (previous >= 0)
-            cudaSetDevice(previous);
-    }
-};
-
 } // namespace
+
+bool pc__hca_have_staging(pc__hca_gpu &s) { return have_staging(s); }
+
+pc_status pc__hca_load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, size_t rowbytes, size_t count)
+{
+    return load_rows(s, src, stride, rowbytes, count);
+}
+
+pc_status pc__hca_labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host)
+{
+    return labels_to_host(s, count, k, host);
+}
+
+pc_status pc__hca_gpu_open(pc__hca_gpu &s)
+{
+    int device = 0;
+    pc_status st = pc__cuda_status(cudaGetDevice(&device), "HCA: choosing the GPU");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, device),
+                             "HCA: querying the GPU");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaDeviceGetAttribute(&s.shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                             "HCA: querying the GPU");
+    if (st == PC_OK)
+        // A blocking stream: work the caller queued on the legacy default stream (filling device input)
+        // is finished before the kernels read it.
+        st = pc__cuda_status(cudaStreamCreate(&s.stream), "HCA: creating a stream");
+    s.device = device;
+    return st;
+}
+
+void pc__hca_gpu_close(pc__hca_gpu &s)
+{
+    if (s.stream) {
+        cudaStreamSynchronize(s.stream);
+        cudaStreamDestroy(s.stream);
+        s.stream = nullptr;
+    }
+    for (int b = 0; b < 2; b++) {
+        if (s.staging[b])
+            cudaFreeHost(s.staging[b]);
+        if (s.staged[b])
+            cudaEventDestroy(s.staged[b]);
+        s.staging[b] = nullptr;
+        s.staged[b] = nullptr;
+    }
+    cudaGetLastError();
+}
 
 pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype, pc__hca_gpu **out)
 {
@@ -412,20 +451,8 @@ pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_
         st = pc__fail(PC_INVALID_ARGUMENT, "m^d = %d^%zu cells do not fit in 64-bit indices", params->m, dim);
     s->total = total;
     s->dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= params->memory_budget;
-    int device = 0;
     if (st == PC_OK)
-        st = pc__cuda_status(cudaGetDevice(&device), "HCA: choosing the GPU");
-    if (st == PC_OK)
-        st = pc__cuda_status(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, device),
-                             "HCA: querying the GPU");
-    if (st == PC_OK)
-        st = pc__cuda_status(cudaDeviceGetAttribute(&s->shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                             "HCA: querying the GPU");
-    if (st == PC_OK)
-        // A blocking stream: work the caller queued on the legacy default stream (filling device input)
-        // is finished before the plan's kernels read it.
-        st = pc__cuda_status(cudaStreamCreate(&s->stream), "HCA: creating a stream");
-    s->device = device;
+        st = pc__hca_gpu_open(*s);
     size_t free_bytes = 0, total_bytes = 0;
     if (st == PC_OK)
         st = pc__cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "HCA: querying GPU memory");
@@ -481,17 +508,8 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
 {
     if (!s)
         return;
-    device_scope on(s->device);
-    if (s->stream) {
-        cudaStreamSynchronize(s->stream);
-        cudaStreamDestroy(s->stream);
-    }
-    for (int b = 0; b < 2; b++) {
-        if (s->staging[b])
-            cudaFreeHost(s->staging[b]);
-        if (s->staged[b])
-            cudaEventDestroy(s->staged[b]);
-    }
+    pc__hca_device_scope on(s->device);
+    pc__hca_gpu_close(*s);
     delete s;
     cudaGetLastError();
 }
@@ -499,7 +517,7 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
 pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_input, int32_t *device_labels,
                           const pc_hca_params *params, int64_t min_size, pc_result *r)
 {
-    device_scope on(s->device);
+    pc__hca_device_scope on(s->device);
     size_t n = points->n, stride = points->stride ? points->stride : s->rowbytes;
     if (device_input) {
         if (stride < s->rowbytes)

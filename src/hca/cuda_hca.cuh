@@ -81,9 +81,12 @@ struct pc__hca_point_pass {
     size_t shared_optin; // shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin)
 };
 
-// Float inputs are summed exactly (and so in any order alike) as integers: (x - lo) x factor, rounded,
-// with factor = 2^30 / (hi - lo), which keeps 2^31 rows within 64 bits.
+// Float inputs are summed exactly (and so in any order alike) as integers: (x - origin) x factor,
+// rounded, with origin and factor = 2^30 / (hi - origin) from a box that holds the rows (a plan: the
+// grid's; a stream: the piece's own, as labelled blocks may lie outside the grid's box), which keeps
+// 2^31 rows within 64 bits.
 struct pc__hca_scale {
+    double origin[PC__HCA_MAX_DIM];
     double factor[PC__HCA_MAX_DIM];
 };
 
@@ -95,7 +98,9 @@ pc_status pc__hca_cuda_bounds(const pc__hca_rows &rows, unsigned long long *lo_b
 pc_status pc__hca_cuda_histogram(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                                  uint64_t total_cells, const pc__hca_point_pass &pass);
 // labels[i] = cluster of the row's cell; sums (k x (dim + 1), integers: band values, or for floats
-// fixed-point offsets from lo scaled by `scale`, then the count) accumulated with atomics.
+// fixed-point offsets scaled by `scale`, then the count) accumulated with atomics. cluster_of_cell:
+// the cluster of every cell, or NULL where the grid maps keys to clusters itself (a stream's map). A
+// key of no cell (a stream labels points that were never counted) gets -1.
 pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                              const int32_t *cluster_of_cell, int32_t *labels, size_t k, unsigned long long *sums,
                              const pc__hca_scale &scale, const pc__hca_point_pass &pass);
@@ -135,6 +140,43 @@ struct pc__hca_gpu {
     // copying one while the bus moves the other; made on first use.
     unsigned char *staging[2];
     cudaEvent_t staged[2];
+};
+
+// Each of the two pinned staging buffers; copies of fewer bytes go the driver's way.
+#define PC__HCA_STAGE_BYTES ((size_t)8 << 20)
+
+// What cuda.cu's plan and cuda_stream.cu's stream share (cuda.cu).
+// The stream, device, SM count and shared memory limit of the current GPU into s.
+pc_status pc__hca_gpu_open(pc__hca_gpu &s);
+// Waits for and destroys the stream, the staging buffers and their events (the device buffers free
+// themselves with s).
+void pc__hca_gpu_close(pc__hca_gpu &s);
+// 1 when the pinned staging buffers are there (made on first use); 0 when pinned memory cannot be had.
+bool pc__hca_have_staging(pc__hca_gpu &s);
+// count host rows of rowbytes bytes, `stride` bytes apart, packed into s.data (the stream's order: a
+// kernel queued before still reads its piece first); returns once they are there.
+pc_status pc__hca_load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, size_t rowbytes, size_t count);
+// The labels of a piece (s.labels, count rows) to host; with k < 255 as bytes through s.data.
+pc_status pc__hca_labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host);
+
+// A state's device made current for a call, the caller's restored after it.
+struct pc__hca_device_scope {
+    int previous = -1;
+    explicit pc__hca_device_scope(int device)
+    {
+        if (cudaGetDevice(&previous) != cudaSuccess || previous == device)
+            previous = -1;
+        if (previous >= 0)
+            cudaSetDevice(device);
+        cudaGetLastError();
+    }
+    ~pc__hca_device_scope()
+    {
+        if (previous >= 0)
+            cudaSetDevice(previous);
+    }
+    pc__hca_device_scope(const pc__hca_device_scope &) = delete;
+    pc__hca_device_scope &operator=(const pc__hca_device_scope &) = delete;
 };
 
 // Grows a buffer to at least n elements (a quarter more, so slowly growing inputs do not reallocate

@@ -255,9 +255,10 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
 #pragma unroll
         for (int u = 0; u < GROUPS; u++) {
             size_t i = first + 32 * u + lane;
-            clusters[u] = i < end ? cluster_of_cell[pc__hca_find_cell(
-                                        grid, row_key<T, DIM>(rows.data + i * rows.stride, bin, table, rows.dim))]
-                                  : -1;
+            int32_t cell =
+                i < end ? pc__hca_find_cell(grid, row_key<T, DIM>(rows.data + i * rows.stride, bin, table, rows.dim))
+                        : -1;
+            clusters[u] = cell < 0 || !cluster_of_cell ? cell : cluster_of_cell[cell];
         }
 #pragma unroll 1
         for (int u = 0; u < GROUPS; u++) {
@@ -285,7 +286,7 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
                         atomicAdd(&s[j], (unsigned long long)sum);
                 } else {
                     unsigned long long q =
-                        valid ? (unsigned long long)llrint(((double)v[j] - bin.lo[j]) * scale.factor[j]) : 0ull;
+                        valid ? (unsigned long long)llrint(((double)v[j] - scale.origin[j]) * scale.factor[j]) : 0ull;
                     q = run_sum<unsigned long long>(q, lane, stop, heads == 1u);
                     if (head && cluster >= 0)
                         atomicAdd(&s[j], q);

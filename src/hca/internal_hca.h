@@ -110,4 +110,44 @@ void pc__hca_gpu_free(pc__hca_gpu *gpu);
 pc_status pc__hca_gpu_run(pc__hca_gpu *gpu, const pc_points *points, int device_input, int32_t *device_labels,
                           const pc_hca_params *params, int64_t min_size, pc_result *r);
 
+/* The CUDA backend under pc_hca_stream (src/hca/cuda_stream.cu; cuda_off.c without CUDA): the box, the
+ * counting and the labelling of host blocks on the GPU, in pieces where a block exceeds the device's
+ * piece buffer. The device counts in int32 and hands its counts to the host's int64 histogram (a
+ * "fold") before the points counted since the last fold could overflow them, and whenever asked. Every
+ * call takes the state's mutex: labelling from several threads takes turns on the GPU. */
+typedef struct pc__hca_stream_gpu pc__hca_stream_gpu;
+/* Where a fold puts the device's counts: reserve(ctx, cells) first (at most that many distinct cells
+ * follow; the sink makes room, so that add cannot fail), then add(ctx, first, keys, counts, n) per
+ * chunk: the counts of cells keys[0..n) or, with keys NULL, of cells first .. first + n - 1 (zeros
+ * included). */
+typedef struct {
+    pc_status (*reserve)(void *ctx, size_t cells);
+    void (*add)(void *ctx, uint64_t first, const uint64_t *keys, const int32_t *counts, size_t n);
+    void *ctx;
+} pc__hca_fold_sink;
+/* The state for rows of dim values on the current device, sized to params->device_memory (0: what is
+ * free, less a reserve). dense_allowed: the device may count into a dense array of m^dim counters
+ * (the host's histogram is dense too); else, or where that does not fit, a hash of the cells. */
+pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int dense_allowed, pc__hca_stream_gpu **gpu);
+void pc__hca_stream_gpu_free(pc__hca_stream_gpu *gpu); /* NULL-safe */
+/* Widens lo[dim], hi[dim] to the block's values; refuses (PC_INVALID_ARGUMENT, lo and hi unchanged) a
+ * block with a non-finite value. The block's shape is checked by the caller. */
+pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *gpu, const pc_points *block, double *lo, double *hi);
+/* The box is fixed: the cell rule (the CPU's tables for integer types) goes to the device. */
+pc_status pc__hca_stream_gpu_start(pc__hca_stream_gpu *gpu, const double *lo, const double *hi);
+/* Counts the block's points (folding into sink when needed). A block with a non-finite value is refused
+ * before any of it is counted. */
+pc_status pc__hca_stream_gpu_add(pc__hca_stream_gpu *gpu, const pc_points *block, const pc__hca_fold_sink *sink);
+/* Hands every device count to sink and zeroes them (nothing to do when none is pending). */
+pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *gpu, const pc__hca_fold_sink *sink);
+/* After the finish: labels[block->n] and, unless NULL, sums (k x (dim + 1), added to). The map (the
+ * cells' keys, increasing, and their clusters) goes to the device at the first call and must stay the
+ * same. A block with a non-finite value is refused before any label is written. */
+pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *gpu, const pc_points *block, size_t cells, const uint64_t *keys,
+                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, double *sums);
+/* Tests: folds at least every `rows` points, and pieces of at most `rows` rows. */
+void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *gpu, uint64_t rows);
+/* Tests: the same on a stream's GPU state (PC_INVALID_ARGUMENT when the stream has none). */
+pc_status pc__hca_stream_fold_every(pc_hca_stream *stream, uint64_t rows);
+
 #endif

@@ -2,7 +2,15 @@
  * components, dendrogram and cut need the non-empty cells and their densities only (ALGORITHMS.md
  * section 3 steps 2-5), so counting blocks into one histogram and clustering it gives what pc_hca
  * gives on all the points at once, given the same box. Counts are integers: sums of histograms do not
- * depend on the order of the blocks, the threads, or the machines that counted them. */
+ * depend on the order of the blocks, the threads, or the machines that counted them.
+ *
+ * Backends: the box, the counting and the labelling of a block run on one thread, on all cores, or on
+ * the GPU (cuda_stream.cu: the device counts in int32 and folds its counts into this file's int64
+ * histogram before they could overflow and whenever the histogram is read, so that everything from the
+ * histogram on is the same code for every backend). The finish runs on the CPU from the histogram
+ * whatever the backend: it is small (the non-empty cells), and pc_hca's GPU path hands its dendrogram
+ * and cut to the host too. AUTO counts and labels blocks of GPU_MIN_ROWS rows or more on the GPU where a
+ * device is present (pc_hca's rule, applied per block), smaller ones with OpenMP. */
 #include "internal_hca.h"
 
 #include <math.h>
@@ -14,6 +22,8 @@
 
 /* Below this many rows a block is counted on one thread (a parallel region costs more). */
 #define SMALL_BLOCK 65536
+/* AUTO: blocks of this many rows or more go to the GPU (pc_hca's AUTO rule: from a megapixel on). */
+#define GPU_MIN_ROWS ((size_t)1 << 20)
 #define EMPTY_KEY UINT64_MAX /* keys are below m^dim <= 2^63 */
 
 enum phase { NO_BOX, BOUNDING, BOX_SET, COUNTING, FINISHED };
@@ -41,12 +51,19 @@ struct pc_hca_stream {
     /* After finish: the cluster of every dense slot, or of every cell (sparse). */
     int32_t *cluster_of_slot, *cluster_of_cell;
     size_t k;
+    /* The GPU: every block with PC_BACKEND_CUDA (made at create), large blocks with AUTO (made at the
+     * first large block; gpu_refused once that failed for want of a usable device: the CPU from then on). */
+    pc_backend asked;
+    pc__hca_stream_gpu *gpu;
+    int gpu_refused;
+    uint64_t gpu_blocks; /* blocks bounded or counted on the GPU */
 };
 
 void pc_hca_stream_free(pc_hca_stream *s)
 {
     if (!s)
         return;
+    pc__hca_stream_gpu_free(s->gpu);
     pc__hca_grid_free(&s->g);
     free(s->count);
     free(s->hkey);
@@ -69,17 +86,22 @@ pc_status pc_hca_stream_create(const pc_hca_params *params, size_t dim, pc_hca_s
     pc_status st = pc__hca_check_params(params, dim);
     if (st != PC_OK)
         return st;
-    if (params->backend == PC_BACKEND_CUDA)
-        return pc__fail(PC_UNSUPPORTED, "HCA streams run on the CPU (sequential or OpenMP); the CUDA backend takes "
-                        "whole inputs (pc_hca, pc_hca_plan), in pieces when they exceed the card");
     pc_backend backend;
-    if ((st = pc__choose_backend(params->backend == PC_BACKEND_AUTO ? PC_BACKEND_OPENMP : params->backend, 0,
-                                 &backend)) != PC_OK)
+    /* CUDA: refused here without a build or a device (pc__choose_backend says which). */
+    if (params->backend == PC_BACKEND_CUDA && (st = pc__choose_backend(PC_BACKEND_CUDA, 0, &backend)) != PC_OK)
+        return st;
+    /* The CPU's share (every block, AUTO's small blocks, the finish on every backend): all cores where
+     * OpenMP was built, unless one thread was asked for. */
+    backend = params->backend == PC_BACKEND_SEQUENTIAL || params->backend == PC_BACKEND_OPENMP
+                  ? params->backend
+                  : pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    if ((st = pc__choose_backend(backend, 0, &backend)) != PC_OK)
         return st;
     pc_hca_stream *s = pc__calloc(1, sizeof *s, "HCA stream");
     if (!s)
         return PC_OUT_OF_MEMORY;
     s->params = *params;
+    s->asked = params->backend;
     s->dim = dim;
     s->threads = 1;
 #ifdef _OPENMP
@@ -101,11 +123,58 @@ pc_status pc_hca_stream_create(const pc_hca_params *params, size_t dim, pc_hca_s
     size_t budget = params->memory_budget;
     s->dense = s->total <= budget / sizeof(int64_t);
     s->slices = s->dense && s->threads > 1 && s->total <= budget / sizeof(int64_t) / (size_t)s->threads ? s->threads : 1;
+    if (s->asked == PC_BACKEND_CUDA) {
+        s->slices = 1; /* the host adds only the GPU's folds and histograms to it */
+        if ((st = pc__hca_stream_gpu_new(params, dim, s->dense, &s->gpu)) != PC_OK) {
+            pc_hca_stream_free(s);
+            return st;
+        }
+    }
     *stream = s;
     return PC_OK;
 }
 
-static pc_status check_block(const pc_hca_stream *s, const pc_points *block, const char *call)
+pc_status pc__hca_stream_fold_every(pc_hca_stream *s, uint64_t rows)
+{
+    if (!s || !s->gpu)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc__hca_stream_fold_every: the stream has no GPU state");
+    pc__hca_stream_gpu_fold_every(s->gpu, rows);
+    return PC_OK;
+}
+
+/* 1 when the block goes to the GPU: every block with CUDA; with AUTO, blocks of GPU_MIN_ROWS rows or
+ * more while a device can be had (its state is made at the first of them, with the box's tables when
+ * counting has begun). Device trouble then leaves AUTO on the CPU, as pc_hca_plan_create does. */
+static pc_status use_gpu(pc_hca_stream *s, const pc_points *block, int *on_gpu)
+{
+    *on_gpu = 0;
+    if (s->asked == PC_BACKEND_CUDA) {
+        *on_gpu = 1;
+        return PC_OK;
+    }
+    if (s->asked != PC_BACKEND_AUTO || block->n < GPU_MIN_ROWS || s->gpu_refused)
+        return PC_OK;
+    if (!s->gpu) {
+        pc_status st = pc_cuda_device_count() > 0 ? pc__hca_stream_gpu_new(&s->params, s->dim, s->dense, &s->gpu)
+                                                  : PC_NO_DEVICE;
+        if (st == PC_OK && s->phase == COUNTING)
+            st = pc__hca_stream_gpu_start(s->gpu, s->g.lo, s->g.hi);
+        if (st != PC_OK) {
+            pc__hca_stream_gpu_free(s->gpu);
+            s->gpu = NULL;
+            if (st != PC_DEVICE_OUT_OF_MEMORY && st != PC_DEVICE_ERROR && st != PC_NO_DEVICE)
+                return st;
+            pc__clear_error();
+            s->gpu_refused = 1;
+            return PC_OK;
+        }
+    }
+    *on_gpu = 1;
+    return PC_OK;
+}
+
+/* The block's shape; its values too, unless values_later (the GPU checks them as it reads them). */
+static pc_status check_block(const pc_hca_stream *s, const pc_points *block, const char *call, int values_later)
 {
     if (!s)
         return pc__fail(PC_INVALID_ARGUMENT, "%s: stream is NULL", call);
@@ -115,7 +184,7 @@ static pc_status check_block(const pc_hca_stream *s, const pc_points *block, con
     if (block->dim != s->dim)
         return pc__fail(PC_INVALID_ARGUMENT, "%s: the stream takes rows of %zu values, the block has %zu", call, s->dim,
                         block->dim);
-    return pc_points_check(block);
+    return values_later ? pc__points_check_shape(block) : pc_points_check(block);
 }
 
 pc_status pc_hca_stream_set_box(pc_hca_stream *s, const double *lo, const double *hi)
@@ -139,12 +208,24 @@ pc_status pc_hca_stream_set_box(pc_hca_stream *s, const double *lo, const double
 
 pc_status pc_hca_stream_bound(pc_hca_stream *s, const pc_points *block)
 {
-    pc_status st = check_block(s, block, "pc_hca_stream_bound");
+    pc_status st = check_block(s, block, "pc_hca_stream_bound", 1);
     if (st != PC_OK)
         return st;
     if (s->phase > BOUNDING)
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_bound: the box is %s",
                         s->phase == BOX_SET ? "set already" : "fixed once points are added");
+    int on_gpu;
+    if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
+        return st;
+    if (on_gpu) {
+        if ((st = pc__hca_stream_gpu_bound(s->gpu, block, s->g.lo, s->g.hi)) != PC_OK)
+            return st;
+        s->gpu_blocks++;
+        s->phase = BOUNDING;
+        return PC_OK;
+    }
+    if ((st = pc_points_check(block)) != PC_OK)
+        return st;
     size_t bytes = pc__hca_row_bytes(block), dim = s->dim;
     const unsigned char *base = block->data;
     double *glo = s->g.lo, *ghi = s->g.hi;
@@ -194,8 +275,11 @@ static pc_status start_counting(pc_hca_stream *s, const char *call)
         return pc__fail(PC_INVALID_ARGUMENT, "%s: the stream is finished", call);
     if (s->phase == COUNTING)
         return PC_OK;
-    s->table_u8 = pc__alloc(256 * s->dim, sizeof *s->table_u8, "HCA key tables");
-    s->table_u16 = pc__alloc(65536 * s->dim, sizeof *s->table_u16, "HCA key tables");
+    /* (what an earlier failed attempt allocated is kept, not allocated again) */
+    if (!s->table_u8)
+        s->table_u8 = pc__alloc(256 * s->dim, sizeof *s->table_u8, "HCA key tables");
+    if (!s->table_u16)
+        s->table_u16 = pc__alloc(65536 * s->dim, sizeof *s->table_u16, "HCA key tables");
     if (!s->table_u8 || !s->table_u16)
         return PC_OUT_OF_MEMORY;
     for (size_t j = 0; j < s->dim; j++)
@@ -205,17 +289,31 @@ static pc_status start_counting(pc_hca_stream *s, const char *call)
             if (v < 256)
                 s->table_u8[j * 256 + v] = off;
         }
-    if (s->dense) {
+    if (s->dense && !s->count) {
         s->count = pc__calloc((size_t)s->total * (size_t)s->slices, sizeof *s->count, "HCA histogram");
         if (!s->count)
             return PC_OUT_OF_MEMORY;
-    } else {
+    } else if (!s->dense && !s->hkey) {
         s->hcap = 1024;
         s->hkey = pc__alloc(s->hcap, sizeof *s->hkey, "HCA histogram");
         s->hcount = pc__alloc(s->hcap, sizeof *s->hcount, "HCA histogram");
-        if (!s->hkey || !s->hcount)
+        if (!s->hkey || !s->hcount) {
+            free(s->hkey);
+            free(s->hcount);
+            s->hkey = NULL;
+            s->hcount = NULL;
             return PC_OUT_OF_MEMORY;
+        }
         memset(s->hkey, 0xff, s->hcap * sizeof *s->hkey);
+    }
+    pc_status st;
+    if (s->gpu && (st = pc__hca_stream_gpu_start(s->gpu, s->g.lo, s->g.hi)) != PC_OK) {
+        if (s->asked == PC_BACKEND_CUDA || (st != PC_DEVICE_OUT_OF_MEMORY && st != PC_DEVICE_ERROR))
+            return st;
+        pc__hca_stream_gpu_free(s->gpu); /* AUTO: the CPU from here on */
+        s->gpu = NULL;
+        s->gpu_refused = 1;
+        pc__clear_error();
     }
     s->phase = COUNTING;
     return PC_OK;
@@ -252,14 +350,15 @@ static size_t hash_slot(const pc_hca_stream *s, uint64_t key)
     return at;
 }
 
-/* Adds `count` points to the cell `key` of the sparse histogram, growing it at half load. */
-static pc_status sparse_add(pc_hca_stream *s, uint64_t key, int64_t count)
+/* Room in the sparse histogram for `cells` cells at half load at most. */
+static pc_status sparse_reserve(pc_hca_stream *s, size_t cells)
 {
-    if (2 * (s->hused + 1) > s->hcap) {
+    if (2 * cells > s->hcap) {
         size_t old_cap = s->hcap;
         uint64_t *old_key = s->hkey;
         int64_t *old_count = s->hcount;
-        s->hcap *= 2;
+        while (2 * cells > s->hcap)
+            s->hcap *= 2;
         s->hkey = pc__alloc(s->hcap, sizeof *s->hkey, "HCA histogram");
         s->hcount = pc__alloc(s->hcap, sizeof *s->hcount, "HCA histogram");
         if (!s->hkey || !s->hcount) {
@@ -280,6 +379,15 @@ static pc_status sparse_add(pc_hca_stream *s, uint64_t key, int64_t count)
         free(old_key);
         free(old_count);
     }
+    return PC_OK;
+}
+
+/* Adds `count` points to the cell `key` of the sparse histogram, growing it at half load. */
+static pc_status sparse_add(pc_hca_stream *s, uint64_t key, int64_t count)
+{
+    pc_status st = sparse_reserve(s, s->hused + 1);
+    if (st != PC_OK)
+        return st;
     size_t at = hash_slot(s, key);
     if (s->hkey[at] == EMPTY_KEY) {
         s->hkey[at] = key;
@@ -335,13 +443,53 @@ static void count_dense(pc_hca_stream *s, const pc_points *block)
     }
 }
 
+/* The GPU's folds: its int32 counts added to the int64 histogram. */
+static pc_status sink_reserve(void *ctx, size_t cells)
+{
+    pc_hca_stream *s = ctx;
+    return s->dense ? PC_OK : sparse_reserve(s, s->hused + cells);
+}
+
+static void sink_add(void *ctx, uint64_t first, const uint64_t *keys, const int32_t *counts, size_t n)
+{
+    pc_hca_stream *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = keys ? keys[i] : first + i;
+        if (counts[i] == 0)
+            continue;
+        if (s->dense)
+            s->count[key] += counts[i];
+        else
+            (void)sparse_add(s, key, counts[i]); /* cannot fail: sink_reserve made room */
+    }
+}
+
+/* Whatever the GPU counted since its last fold, into the histogram. */
+static pc_status fold_gpu(pc_hca_stream *s)
+{
+    if (!s->gpu || s->phase != COUNTING)
+        return PC_OK;
+    pc__hca_fold_sink sink = {sink_reserve, sink_add, s};
+    return pc__hca_stream_gpu_fold(s->gpu, &sink);
+}
+
 pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
 {
-    pc_status st = check_block(s, block, "pc_hca_stream_add");
+    pc_status st = check_block(s, block, "pc_hca_stream_add", 1);
     if (st != PC_OK || (st = start_counting(s, "pc_hca_stream_add")) != PC_OK)
         return st;
+    int on_gpu;
+    if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
+        return st;
     double t0 = pc__now();
-    if (s->dense)
+    if (on_gpu) {
+        pc__hca_fold_sink sink = {sink_reserve, sink_add, s};
+        if ((st = pc__hca_stream_gpu_add(s->gpu, block, &sink)) != PC_OK)
+            return st;
+        s->gpu_blocks++;
+    } else if ((st = pc_points_check(block)) != PC_OK)
+        return st;
+    else if (s->dense)
         count_dense(s, block);
     else {
         size_t bytes = pc__hca_row_bytes(block);
@@ -385,6 +533,9 @@ static pc_status sorted_cells(pc_hca_stream *s, cell_count **out, size_t *cells)
     *cells = 0;
     if (s->phase != COUNTING)
         return PC_OK;
+    pc_status st = fold_gpu(s);
+    if (st != PC_OK)
+        return st;
     size_t used = 0;
     if (s->dense) {
         fold_slices(s);
@@ -560,7 +711,10 @@ pc_status pc_hca_stream_finish(pc_hca_stream *s, pc_result **result)
     pc_result *r = pc__result_new((size_t)s->points, s->dim);
     if (!r)
         return PC_OUT_OF_MEMORY;
-    r->backend = s->threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    /* CUDA where the GPU took blocks (or was asked for: AUTO's small blocks stay on the CPU). */
+    r->backend = s->asked == PC_BACKEND_CUDA || s->gpu_blocks ? PC_BACKEND_CUDA
+                 : s->threads > 1                          ? PC_BACKEND_OPENMP
+                                                           : PC_BACKEND_SEQUENTIAL;
     double t0 = pc__now();
     pc_status st = grid_from_histogram(s);
     s->phase = FINISHED; /* the histogram has become the grid: no way back */
@@ -623,13 +777,23 @@ static inline int32_t cluster_of_key(const pc_hca_stream *s, uint64_t key)
 
 pc_status pc_hca_stream_label(const pc_hca_stream *s, const pc_points *block, int32_t *labels, double *sums)
 {
-    pc_status st = check_block(s, block, "pc_hca_stream_label");
+    pc_status st = check_block(s, block, "pc_hca_stream_label", 1);
     if (st != PC_OK)
         return st;
     if (!labels)
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label: labels must not be NULL");
     if (s->phase != FINISHED)
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label: finish the stream first");
+    /* The GPU state exists only if it counted (AUTO) or was asked for; it serialises its callers. */
+    if (s->gpu && (s->asked == PC_BACKEND_CUDA || block->n >= GPU_MIN_ROWS)) {
+        st = pc__hca_stream_gpu_label(s->gpu, block, s->g.cells, s->g.key, s->cluster_of_cell, s->k, labels, sums);
+        /* AUTO does not fail for want of a busy or full GPU: the CPU labels the block. */
+        if (st == PC_OK || s->asked == PC_BACKEND_CUDA || (st != PC_DEVICE_OUT_OF_MEMORY && st != PC_DEVICE_ERROR))
+            return st;
+        pc__clear_error();
+    }
+    if ((st = pc_points_check(block)) != PC_OK)
+        return st;
     size_t bytes = pc__hca_row_bytes(block), dim = s->dim, k = s->k;
     const unsigned char *base = block->data;
     int threads = block->n < SMALL_BLOCK ? 1 : s->threads;

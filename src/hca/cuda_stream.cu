@@ -1,0 +1,591 @@
+// The CUDA backend under pc_hca_stream (src/hca/stream.c): the box, the counting and the labelling of
+// host blocks on the GPU, with the plan's kernels (cuda_points.cu) and copies (cuda.cu). The truth of
+// the histogram is the host's, in int64: the device counts in int32 (m^d counters, or a hash of the
+// non-empty cells) and hands its counts to the host, a "fold", before the points counted since the last
+// fold could overflow a counter or fill the hash, and whenever the host reads the histogram. So the
+// histogram, merges and exported histograms stay plain host arrays, and totals may pass 2^31 points.
+// Blocks larger than the piece buffer go through it in pieces. The cells come out as the CPU's: floats
+// by the same double arithmetic, integer bands through tables of the CPU's own cell rule. The finish
+// (components, dendrogram, cut) is the host's, from the histogram; the cell-to-cluster map is put on the
+// device once, by the first label call after it. Every call holds the state's mutex: labelling from
+// several threads takes turns on the GPU (one stream, one piece buffer, one staging area).
+#include "cuda_hca.cuh"
+
+#include <math.h>
+#include <mutex>
+#include <new>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+constexpr size_t MIN_PIECE_ROWS = 4096;
+// Rows of a piece at most: copies and launches of 2^25 rows are far past their fixed costs, and the
+// buffers stay a small part of a large card (the plan, which knows its n, takes what it needs).
+constexpr size_t PIECE_CAP = (size_t)1 << 25;
+constexpr size_t DEVICE_RESERVE = (size_t)512 << 20;
+constexpr uint64_t HASH_MIN = 1024;
+constexpr int THREADS = 256;
+constexpr size_t NON_FINITE = 2 * PC__HCA_MAX_DIM; // scalars: lo bits, hi bits, this count, the gathered count
+constexpr size_t GATHERED = 2 * PC__HCA_MAX_DIM + 1;
+
+size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
+
+unsigned blocks_for(uint64_t n, int sms)
+{
+    uint64_t blocks = (n + THREADS - 1) / THREADS, most = 8 * (uint64_t)(sms > 0 ? sms : 1);
+    return (unsigned)(blocks < 1 ? 1 : blocks < most ? blocks : most);
+}
+
+// The used slots of the counts' hash, packed in no particular order (the host adds them up).
+__global__ void gather_kernel(const uint64_t *hash_key, const int32_t *hash_val, uint64_t capacity, uint64_t *keys,
+                              int32_t *counts, unsigned long long *used)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < capacity; i += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t key = hash_key[i];
+        if (key != PC__HCA_EMPTY_KEY) {
+            unsigned long long at = atomicAdd(used, 1ull);
+            keys[at] = key;
+            counts[at] = hash_val[i];
+        }
+    }
+}
+
+// The map of a dense grid: slot[key] = cluster (every slot was set to -1 before).
+__global__ void map_dense_kernel(int32_t *slot, const uint64_t *keys, const int32_t *clusters, size_t cells)
+{
+    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < cells; c += (size_t)gridDim.x * blockDim.x)
+        slot[keys[c]] = clusters[c];
+}
+
+// The map of a sparse grid: the (distinct) keys put into the emptied hash with their clusters.
+__global__ void map_hash_kernel(uint64_t *hash_key, int32_t *hash_val, uint64_t mask, const uint64_t *keys,
+                                const int32_t *clusters, size_t cells)
+{
+    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < cells; c += (size_t)gridDim.x * blockDim.x) {
+        uint64_t key = keys[c], s = pc__hca_mix(key) & mask;
+        while (atomicCAS((unsigned long long *)&hash_key[s], PC__HCA_EMPTY_KEY, key) != PC__HCA_EMPTY_KEY)
+            s = (s + 1) & mask;
+        hash_val[s] = clusters[c];
+    }
+}
+
+} // namespace
+
+struct pc__hca_stream_gpu {
+    // The stream, the staging buffers and the device buffers: data and labels hold a piece; slot (dense)
+    // or hash_key/hash_val (sparse) the counts, then the map; key/density the gathered sparse counts,
+    // then the map's upload; scalars the bounds, the non-finite count and the gathered count.
+    pc__hca_gpu g;
+    size_t piece_rows;  // rows of g.labels
+    size_t piece_bytes; // bytes of g.data: piece_rows rows of float32 (float64 rows go half as many)
+    uint64_t fold_rows; // a fold comes first when the pending points would exceed this
+    uint64_t pending;   // points counted on the device since the last fold
+    pc__hca_binning bin_float, bin_u8, bin_u16;
+    bool started, mapped;
+    std::mutex lock;
+};
+
+namespace {
+
+pc__hca_point_pass pass_of(const pc__hca_stream_gpu &s) { return {s.g.sms, s.g.stream, (size_t)s.g.shared_optin}; }
+
+const pc__hca_binning &binning(const pc__hca_stream_gpu &s, pc_dtype t)
+{
+    return t == PC_U8 ? s.bin_u8 : t == PC_U16 ? s.bin_u16 : s.bin_float;
+}
+
+// Rows of the block that one piece holds.
+size_t piece_of(const pc__hca_stream_gpu &s, const pc_points *b)
+{
+    size_t rows = s.piece_bytes / (b->dim * element_size(b->dtype));
+    rows = rows < s.piece_rows ? rows : s.piece_rows;
+    return rows ? rows : 1;
+}
+
+// The block's rows [off, off + count) packed into the piece buffer.
+pc_status load(pc__hca_stream_gpu &s, const pc_points *b, size_t off, size_t count, pc__hca_rows *rows)
+{
+    size_t rowbytes = b->dim * element_size(b->dtype), stride = b->stride ? b->stride : rowbytes;
+    *rows = {s.g.data.ptr, count, rowbytes, (int)b->dim, b->dtype};
+    return pc__hca_load_rows(s.g, (const unsigned char *)b->data + off * stride, stride, rowbytes, count);
+}
+
+pc_status reset_bounds(pc__hca_stream_gpu &s)
+{
+    unsigned long long *w = s.g.scalars.ptr;
+    PC_CUDA_TRY(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s.g.stream), "HCA stream: bounds");
+    PC_CUDA_TRY(cudaMemsetAsync(w + PC__HCA_MAX_DIM, 0, (PC__HCA_MAX_DIM + 1) * sizeof *w, s.g.stream),
+                "HCA stream: bounds");
+    return PC_OK;
+}
+
+pc_status add_bounds(pc__hca_stream_gpu &s, const pc__hca_rows &rows)
+{
+    unsigned long long *w = s.g.scalars.ptr;
+    return pc__hca_cuda_bounds(rows, w, w + PC__HCA_MAX_DIM, w + NON_FINITE, pass_of(s));
+}
+
+// The bounds' words (order-preserving bits of the minima and maxima, then the non-finite count).
+pc_status read_bounds(pc__hca_stream_gpu &s, unsigned long long *host)
+{
+    PC_CUDA_TRY(cudaMemcpyAsync(host, s.g.scalars.ptr, (NON_FINITE + 1) * sizeof *host, cudaMemcpyDeviceToHost,
+                                s.g.stream),
+                "HCA stream: bounds");
+    return pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HCA stream: bounds");
+}
+
+double from_bits(unsigned long long ordered)
+{
+    unsigned long long u = pc__hca_unorder_bits(ordered);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+pc_status refuse(const char *call, unsigned long long bad)
+{
+    return pc__fail(PC_INVALID_ARGUMENT,
+                    "%s: %llu non-finite value(s) (NaN or infinity, or float64 beyond float range) in the block", call,
+                    bad);
+}
+
+// Values are checked before a block changes anything: a block of one piece on the GPU as it is read (the
+// bounds kernel counts what is not finite), one of several pieces on the host first (pieces already
+// counted or labelled could not be taken back). Integers are always finite.
+bool checked_on_host(const pc_points *b, size_t per) { return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n > per; }
+bool checked_on_device(const pc_points *b, size_t per) { return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n <= per; }
+
+pc_status fold_dense(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *chunk)
+{
+    pc__hca_gpu &g = s.g;
+    uint64_t most = s.pending < g.total ? s.pending : g.total;
+    pc_status st = sink->reserve(sink->ctx, (size_t)most);
+    if (st != PC_OK)
+        return st;
+    const uint64_t per = PC__HCA_STAGE_BYTES / sizeof(int32_t);
+    for (uint64_t first = 0; first < g.total; first += per) {
+        size_t n = (size_t)(g.total - first < per ? g.total - first : per);
+        PC_CUDA_TRY(cudaMemcpyAsync(chunk, g.slot.ptr + first, n * sizeof(int32_t), cudaMemcpyDeviceToHost, g.stream),
+                    "HCA stream: counts to the host");
+        PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: counts to the host");
+        sink->add(sink->ctx, first, nullptr, (const int32_t *)chunk, n);
+    }
+    PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0, g.total * sizeof(int32_t), g.stream), "HCA stream: counts");
+    return PC_OK;
+}
+
+pc_status fold_sparse(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
+                      unsigned char *count_chunk)
+{
+    pc__hca_gpu &g = s.g;
+    unsigned long long *used_d = g.scalars.ptr + GATHERED, used = 0;
+    PC_CUDA_TRY(cudaMemsetAsync(used_d, 0, sizeof *used_d, g.stream), "HCA stream: gathering the counts");
+    gather_kernel<<<blocks_for(g.hash_mask + 1, g.sms), THREADS, 0, g.stream>>>(g.hash_key.ptr, g.hash_val.ptr,
+                                                                              g.hash_mask + 1, g.key.ptr,
+                                                                              g.density.ptr, used_d);
+    PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
+    PC_CUDA_TRY(cudaMemcpyAsync(&used, used_d, sizeof used, cudaMemcpyDeviceToHost, g.stream),
+                "HCA stream: gathering the counts");
+    PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: gathering the counts");
+    // Should the host have no room, the device keeps its counts: nothing is lost.
+    pc_status st = sink->reserve(sink->ctx, (size_t)used);
+    if (st != PC_OK)
+        return st;
+    const size_t per = PC__HCA_STAGE_BYTES / sizeof(uint64_t);
+    for (size_t first = 0; first < used; first += per) {
+        size_t n = used - first < per ? (size_t)(used - first) : per;
+        PC_CUDA_TRY(cudaMemcpyAsync(key_chunk, g.key.ptr + first, n * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                    g.stream),
+                    "HCA stream: counts to the host");
+        PC_CUDA_TRY(cudaMemcpyAsync(count_chunk, g.density.ptr + first, n * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                    g.stream),
+                    "HCA stream: counts to the host");
+        PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: counts to the host");
+        sink->add(sink->ctx, 0, (const uint64_t *)key_chunk, (const int32_t *)count_chunk, n);
+    }
+    PC_CUDA_TRY(cudaMemsetAsync(g.hash_key.ptr, 0xff, (g.hash_mask + 1) * sizeof(uint64_t), g.stream),
+                "HCA stream: counts");
+    PC_CUDA_TRY(cudaMemsetAsync(g.hash_val.ptr, 0, (g.hash_mask + 1) * sizeof(int32_t), g.stream), "HCA stream: counts");
+    return PC_OK;
+}
+
+pc_status fold(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink)
+{
+    if (s.pending == 0)
+        return PC_OK;
+    // Host chunks: the pinned staging buffers (idle between calls), or ordinary memory without them.
+    unsigned char *a, *b, *owned = nullptr;
+    if (pc__hca_have_staging(s.g)) {
+        a = s.g.staging[0];
+        b = s.g.staging[1];
+    } else {
+        owned = (unsigned char *)pc__alloc(2, PC__HCA_STAGE_BYTES, "HCA stream: fold buffers");
+        if (!owned)
+            return PC_OUT_OF_MEMORY;
+        a = owned;
+        b = owned + PC__HCA_STAGE_BYTES;
+    }
+    pc_status st = s.g.dense ? fold_dense(s, sink, a) : fold_sparse(s, sink, a, b);
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HCA stream: counts");
+    free(owned);
+    if (st == PC_OK)
+        s.pending = 0;
+    return st;
+}
+
+// The cell-to-cluster map on the device, in the counts' place (none come after the finish): the dense
+// array maps every key (-1 where no cell is), the hash every non-empty cell's key.
+pc_status put_map(pc__hca_stream_gpu &s, size_t cells, const uint64_t *keys, const int32_t *clusters)
+{
+    pc__hca_gpu &g = s.g;
+    pc_status st;
+    if ((st = pc__hca_grow(g.key, cells, "HCA stream: cell map")) != PC_OK ||
+        (st = pc__hca_grow(g.density, cells, "HCA stream: cell map")) != PC_OK)
+        return st;
+    if (cells) {
+        PC_CUDA_TRY(cudaMemcpyAsync(g.key.ptr, keys, cells * sizeof *keys, cudaMemcpyHostToDevice, g.stream),
+                    "HCA stream: cell map");
+        PC_CUDA_TRY(cudaMemcpyAsync(g.density.ptr, clusters, cells * sizeof *clusters, cudaMemcpyHostToDevice, g.stream),
+                    "HCA stream: cell map");
+    }
+    if (g.dense) {
+        PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0xff, g.total * sizeof(int32_t), g.stream), "HCA stream: cell map");
+        if (cells)
+            map_dense_kernel<<<blocks_for(cells, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, g.key.ptr, g.density.ptr,
+                                                                                cells);
+    } else {
+        uint64_t capacity = HASH_MIN;
+        while (capacity < 2 * (uint64_t)cells)
+            capacity *= 2;
+        if (capacity > g.hash_mask + 1) {
+            g.hash_key.release();
+            g.hash_val.release();
+            if ((st = g.hash_key.alloc((size_t)capacity, "HCA stream: cell map")) != PC_OK ||
+                (st = g.hash_val.alloc((size_t)capacity, "HCA stream: cell map")) != PC_OK)
+                return st;
+            g.hash_mask = capacity - 1;
+        }
+        PC_CUDA_TRY(cudaMemsetAsync(g.hash_key.ptr, 0xff, (g.hash_mask + 1) * sizeof(uint64_t), g.stream),
+                    "HCA stream: cell map");
+        if (cells)
+            map_hash_kernel<<<blocks_for(cells, g.sms), THREADS, 0, g.stream>>>(g.hash_key.ptr, g.hash_val.ptr,
+                                                                               g.hash_mask, g.key.ptr, g.density.ptr,
+                                                                               cells);
+    }
+    PC_CUDA_LAUNCHED("HCA stream: cell map");
+    PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: cell map");
+    g.key.release();
+    g.density.release();
+    return PC_OK;
+}
+
+} // namespace
+
+pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int dense_allowed, pc__hca_stream_gpu **out)
+{
+    *out = nullptr;
+    pc__hca_stream_gpu *s = new (std::nothrow) pc__hca_stream_gpu();
+    if (!s)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA stream: cannot allocate the GPU state");
+    pc__hca_gpu &g = s->g;
+    g.dim = dim;
+    g.m = params->m;
+    g.total = 1;
+    for (size_t j = 0; j < dim; j++) // the caller has checked that m^dim fits 64-bit keys
+        g.total *= (uint64_t)params->m;
+    size_t free_bytes = 0, total_bytes = 0;
+    pc_status st = pc__hca_gpu_open(g);
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "HCA: querying GPU memory");
+    if (st != PC_OK) {
+        pc__hca_stream_gpu_free(s);
+        return st;
+    }
+    size_t budget = params->device_memory ? params->device_memory
+                                          : (free_bytes > DEVICE_RESERVE ? free_bytes - DEVICE_RESERVE : 0);
+    size_t table_bytes = dim * (256 + 65536) * sizeof(uint16_t);
+    // The counts: m^d counters where the host's histogram is dense and they take half the budget at
+    // most; else a hash with room for twice the cells one fold can bring (12 bytes a slot, and 12 for
+    // each gathered cell, half the slots at most).
+    g.dense = dense_allowed && g.total <= (uint64_t)INT32_MAX && g.total * sizeof(int32_t) <= budget / 2;
+    uint64_t capacity = 0;
+    size_t grid_bytes;
+    if (g.dense)
+        grid_bytes = (size_t)g.total * sizeof(int32_t);
+    else {
+        uint64_t most = g.total < PIECE_CAP ? g.total : PIECE_CAP;
+        capacity = HASH_MIN;
+        while (capacity < 2 * most)
+            capacity *= 2;
+        while (capacity > 2 * MIN_PIECE_ROWS && capacity * 18 > budget / 2)
+            capacity /= 2;
+        grid_bytes = (size_t)capacity * 18;
+    }
+    size_t per_row = dim * sizeof(float) + sizeof(int32_t), fixed = grid_bytes + table_bytes;
+    size_t rows = budget > fixed ? (budget - fixed) / per_row : 0;
+    rows = (rows < PIECE_CAP ? rows : PIECE_CAP) / 32 * 32;
+    if (rows < MIN_PIECE_ROWS) {
+        pc__hca_stream_gpu_free(s);
+        return pc__fail(PC_DEVICE_OUT_OF_MEMORY,
+                        "HCA stream on the GPU needs %zu MiB for its counts and a piece of %zu rows; %zu MiB may be "
+                        "used (%zu MiB free)",
+                        (fixed + MIN_PIECE_ROWS * per_row) >> 20, MIN_PIECE_ROWS, budget >> 20, free_bytes >> 20);
+    }
+    s->piece_rows = rows;
+    s->piece_bytes = rows * dim * sizeof(float);
+    // A dense counter and a hash slot hold at most the points pending; a hash over more cells than half
+    // its slots is emptied before it could fill.
+    s->fold_rows = INT32_MAX;
+    if (!g.dense && g.total > capacity / 2)
+        s->fold_rows = capacity / 2;
+    if (g.dense)
+        st = g.slot.alloc((size_t)g.total, "HCA stream: counts");
+    else {
+        g.hash_mask = capacity - 1;
+        st = g.hash_key.alloc((size_t)capacity, "HCA stream: counts");
+        if (st == PC_OK)
+            st = g.hash_val.alloc((size_t)capacity, "HCA stream: counts");
+        if (st == PC_OK)
+            st = g.key.alloc((size_t)capacity / 2, "HCA stream: gathered counts");
+        if (st == PC_OK)
+            st = g.density.alloc((size_t)capacity / 2, "HCA stream: gathered counts");
+    }
+    if (st == PC_OK)
+        st = g.table.alloc(table_bytes / sizeof(uint16_t), "HCA cell tables");
+    if (st == PC_OK)
+        st = g.scalars.alloc(GATHERED + 1, "HCA counters");
+    if (st == PC_OK)
+        st = g.data.alloc(s->piece_bytes, "HCA points");
+    if (st == PC_OK)
+        st = g.labels.alloc(s->piece_rows, "HCA labels");
+    if (st == PC_OK && g.dense)
+        st = pc__cuda_status(cudaMemsetAsync(g.slot.ptr, 0, g.total * sizeof(int32_t), g.stream), "HCA stream: counts");
+    if (st == PC_OK && !g.dense) {
+        st = pc__cuda_status(cudaMemsetAsync(g.hash_key.ptr, 0xff, capacity * sizeof(uint64_t), g.stream),
+                             "HCA stream: counts");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaMemsetAsync(g.hash_val.ptr, 0, capacity * sizeof(int32_t), g.stream),
+                                 "HCA stream: counts");
+    }
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(g.stream), "HCA stream: counts");
+    if (st != PC_OK) {
+        pc__hca_stream_gpu_free(s);
+        return st;
+    }
+    *out = s;
+    return PC_OK;
+}
+
+void pc__hca_stream_gpu_free(pc__hca_stream_gpu *s)
+{
+    if (!s)
+        return;
+    {
+        pc__hca_device_scope on(s->g.device);
+        pc__hca_gpu_close(s->g);
+        delete s;
+    }
+    cudaGetLastError();
+}
+
+void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *s, uint64_t rows)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    rows = rows ? rows : 1;
+    if (rows < s->fold_rows)
+        s->fold_rows = rows;
+    if (rows < s->piece_rows)
+        s->piece_rows = (size_t)rows;
+}
+
+pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *s, const pc_points *block, double *lo, double *hi)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    size_t per = piece_of(*s, block);
+    pc_status st = reset_bounds(*s);
+    for (size_t off = 0; st == PC_OK && off < block->n; off += per) {
+        pc__hca_rows rows;
+        size_t count = block->n - off < per ? block->n - off : per;
+        if ((st = load(*s, block, off, count, &rows)) == PC_OK)
+            st = add_bounds(*s, rows);
+    }
+    unsigned long long host[NON_FINITE + 1];
+    if (st != PC_OK || (st = read_bounds(*s, host)) != PC_OK)
+        return st;
+    if (host[NON_FINITE])
+        return refuse("pc_hca_stream_bound", host[NON_FINITE]);
+    for (size_t j = 0; j < s->g.dim; j++) {
+        lo[j] = fmin(lo[j], from_bits(host[j]));
+        hi[j] = fmax(hi[j], from_bits(host[PC__HCA_MAX_DIM + j]));
+    }
+    return PC_OK;
+}
+
+pc_status pc__hca_stream_gpu_start(pc__hca_stream_gpu *s, const double *lo, const double *hi)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    size_t dim = s->g.dim;
+    pc__hca_binning bin;
+    memset(&bin, 0, sizeof bin);
+    bin.dim = (int)dim;
+    bin.m = s->g.m;
+    uint64_t stride = 1;
+    for (size_t j = dim; j-- > 0;) {
+        bin.stride[j] = stride;
+        stride *= (uint64_t)s->g.m;
+    }
+    for (size_t j = 0; j < dim; j++) {
+        bin.lo[j] = lo[j];
+        bin.hi[j] = hi[j];
+    }
+    // Both tables, as a stream's blocks may come in either type: uint8 (dim x 256), then uint16.
+    uint16_t *table = (uint16_t *)pc__alloc(dim * (256 + 65536), sizeof(uint16_t), "HCA cell tables");
+    if (!table)
+        return PC_OUT_OF_MEMORY;
+    uint16_t *t8 = table, *t16 = table + dim * 256;
+    for (size_t j = 0; j < dim; j++)
+        for (size_t v = 0; v < 65536; v++) {
+            uint16_t c = (uint16_t)pc__hca_cell_coordinate((double)v, lo[j], hi[j], s->g.m);
+            t16[j * 65536 + v] = c;
+            if (v < 256)
+                t8[j * 256 + v] = c;
+        }
+    pc_status st = pc__cuda_status(cudaMemcpyAsync(s->g.table.ptr, table, dim * (256 + 65536) * sizeof(uint16_t),
+                                                   cudaMemcpyHostToDevice, s->g.stream),
+                                   "HCA cell tables");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HCA cell tables");
+    free(table);
+    if (st != PC_OK)
+        return st;
+    s->bin_float = bin;
+    s->bin_u8 = bin;
+    s->bin_u8.table = s->g.table.ptr;
+    s->bin_u16 = bin;
+    s->bin_u16.table = s->g.table.ptr + dim * 256;
+    s->started = true;
+    return PC_OK;
+}
+
+pc_status pc__hca_stream_gpu_add(pc__hca_stream_gpu *s, const pc_points *block, const pc__hca_fold_sink *sink)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    if (!s->started)
+        return pc__fail(PC_INTERNAL_ERROR, "HCA stream: counting on the GPU before the box is there");
+    size_t per = piece_of(*s, block);
+    per = per < s->fold_rows ? per : (size_t)s->fold_rows;
+    pc_status st;
+    if (checked_on_host(block, per) && (st = pc_points_check(block)) != PC_OK)
+        return st;
+    const pc__hca_binning &bin = binning(*s, block->dtype);
+    pc__hca_point_pass pass = pass_of(*s);
+    for (size_t off = 0; off < block->n; off += per) {
+        size_t count = block->n - off < per ? block->n - off : per;
+        if (s->pending + count > s->fold_rows && (st = fold(*s, sink)) != PC_OK)
+            return st;
+        pc__hca_rows rows;
+        if ((st = load(*s, block, off, count, &rows)) != PC_OK)
+            return st;
+        if (checked_on_device(block, per)) {
+            unsigned long long host[NON_FINITE + 1];
+            if ((st = reset_bounds(*s)) != PC_OK || (st = add_bounds(*s, rows)) != PC_OK ||
+                (st = read_bounds(*s, host)) != PC_OK)
+                return st;
+            if (host[NON_FINITE])
+                return refuse("pc_hca_stream_add", host[NON_FINITE]);
+        }
+        if ((st = pc__hca_cuda_histogram(rows, bin, pc__hca_view(s->g), s->g.total, pass)) != PC_OK)
+            return st;
+        s->pending += count;
+    }
+    return pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HCA stream: counting a block");
+}
+
+pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *s, const pc__hca_fold_sink *sink)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    return fold(*s, sink);
+}
+
+pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block, size_t cells, const uint64_t *keys,
+                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, double *sums)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    pc__hca_gpu &g = s->g;
+    pc_status st;
+    if (!s->mapped) {
+        if ((st = put_map(*s, cells, keys, cluster_of_cell)) != PC_OK)
+            return st;
+        s->mapped = true;
+    }
+    size_t dim = g.dim, words = k * (dim + 1), per = piece_of(*s, block);
+    if ((st = pc__hca_grow(g.sums, words ? words : 1, "HCA cluster sums")) != PC_OK)
+        return st;
+    if (checked_on_host(block, per) && (st = pc_points_check(block)) != PC_OK)
+        return st;
+    unsigned long long *raw = nullptr;
+    if (sums && !(raw = (unsigned long long *)pc__alloc(words ? words : 1, sizeof *raw, "HCA cluster sums")))
+        return PC_OUT_OF_MEMORY;
+    bool integer = block->dtype == PC_U8 || block->dtype == PC_U16;
+    const pc__hca_binning &bin = binning(*s, block->dtype);
+    pc__hca_point_pass pass = pass_of(*s);
+    for (size_t off = 0; st == PC_OK && off < block->n; off += per) {
+        size_t count = block->n - off < per ? block->n - off : per;
+        pc__hca_rows rows;
+        pc__hca_scale scale;
+        memset(&scale, 0, sizeof scale);
+        if ((st = load(*s, block, off, count, &rows)) != PC_OK)
+            break;
+        if (!integer) {
+            // The piece's own box is the fixed point's frame: labelled rows may lie outside the grid's.
+            unsigned long long host[NON_FINITE + 1];
+            if ((st = reset_bounds(*s)) != PC_OK || (st = add_bounds(*s, rows)) != PC_OK ||
+                (st = read_bounds(*s, host)) != PC_OK)
+                break;
+            if (host[NON_FINITE]) {
+                st = refuse("pc_hca_stream_label", host[NON_FINITE]);
+                break;
+            }
+            for (size_t j = 0; j < dim; j++) {
+                double lo = from_bits(host[j]), hi = from_bits(host[PC__HCA_MAX_DIM + j]);
+                // A denormal range overflows the factor: sums of 0, centres at lo, off by less than the range.
+                double f = hi > lo ? ldexp(1.0, 30) / (hi - lo) : 0;
+                scale.origin[j] = lo;
+                scale.factor[j] = isfinite(f) ? f : 0;
+            }
+        }
+        if ((st = pc__cuda_status(cudaMemsetAsync(g.sums.ptr, 0, (words ? words : 1) * sizeof(unsigned long long),
+                                                  g.stream),
+                                  "HCA cluster sums")) != PC_OK ||
+            (st = pc__hca_cuda_label(rows, bin, pc__hca_view(g), nullptr, g.labels.ptr, k, g.sums.ptr, scale, pass)) !=
+                PC_OK ||
+            (st = pc__cuda_status(cudaStreamSynchronize(g.stream), "HCA stream: label kernel")) != PC_OK ||
+            (st = pc__hca_labels_to_host(g, count, k, labels + off)) != PC_OK)
+            break;
+        if (!sums || words == 0)
+            continue;
+        if ((st = pc__cuda_status(cudaMemcpyAsync(raw, g.sums.ptr, words * sizeof *raw, cudaMemcpyDeviceToHost, g.stream),
+                                  "HCA cluster sums")) != PC_OK ||
+            (st = pc__cuda_status(cudaStreamSynchronize(g.stream), "HCA cluster sums")) != PC_OK)
+            break;
+        for (size_t c = 0; c < k; c++) {
+            double n = (double)raw[c * (dim + 1) + dim];
+            sums[c * (dim + 1) + dim] += n;
+            for (size_t j = 0; j < dim; j++) {
+                double q = (double)raw[c * (dim + 1) + j];
+                sums[c * (dim + 1) + j] +=
+                    integer ? q : scale.origin[j] * n + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
+            }
+        }
+    }
+    free(raw);
+    return st;
+}
