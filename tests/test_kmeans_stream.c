@@ -179,9 +179,11 @@ static void test_same_as_kmeans(uint64_t seed)
                     if (!r)
                         continue;
                     int same_labels = memcmp(labels, pc_result_labels(ref), n * sizeof *labels) == 0;
-                    int same_centres = memcmp(pc_result_centers(r), pc_result_centers(ref), k * dim * sizeof(float)) == 0;
+                    int same_centres =
+                        memcmp(pc_result_centers(r), pc_result_centers(ref), k * dim * sizeof(float)) == 0;
                     CHECK_MSG(same_labels && same_centres && pc_result_iterations(r) == pc_result_iterations(ref),
-                              "%s, case %d, %s, layout %d: labels %s, centres %s, iterations %d vs %d", names[ti], special,
+                              "%s, case %d, %s, layout %d: labels %s, centres %s, iterations %d vs %d", names[ti],
+                              special,
                               pc_backend_name(backends[bi]), layout, same_labels ? "equal" : "differ",
                               same_centres ? "equal" : "differ", pc_result_iterations(r), pc_result_iterations(ref));
                     int64_t total = 0;
@@ -192,8 +194,8 @@ static void test_same_as_kmeans(uint64_t seed)
                      * one, which the update and the final assignment can only lower, and near it. */
                     if (special == 0)
                         CHECK_MSG(pc_result_inertia(r) >= pc_result_inertia(ref) * (1 - 1e-6) &&
-                                  pc_result_inertia(r) <= pc_result_inertia(ref) * 1.01, "inertia %.9g, pc_kmeans's %.9g",
-                                  pc_result_inertia(r), pc_result_inertia(ref));
+                                  pc_result_inertia(r) <= pc_result_inertia(ref) * 1.01,
+                                  "inertia %.9g, pc_kmeans's %.9g", pc_result_inertia(r), pc_result_inertia(ref));
                     pc_result_free(r);
                 }
             if (ref && special == 1) { /* the relocation ran: no centre was left far away */

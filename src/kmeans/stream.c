@@ -320,7 +320,8 @@ pc_status pc_kmeans_stream_start(pc_kmeans_stream *s)
         if ((st = pc__km_init(sample, m, dim, k, s->params.init, s->params.seed, s->threads, s->centres)) != PC_OK)
             goto fail;
     }
-    if ((st = pc__km_centres_init(&s->layout, k, dim)) != PC_OK || (st = pc__km_pass_part_init(&s->pass, k, dim)) != PC_OK)
+    if ((st = pc__km_centres_init(&s->layout, k, dim)) != PC_OK ||
+        (st = pc__km_pass_part_init(&s->pass, k, dim)) != PC_OK)
         goto fail;
     for (int q = 0; q < s->threads; q++)
         if ((st = pc__km_pass_part_init(&s->team[q], k, dim)) != PC_OK)

@@ -262,10 +262,11 @@ pc_status pc__km_stream_label_block(const pc_kmeans_stream *s, const pc_points *
     if (bad.row != SIZE_MAX) {
         double v = raw_value(b, bad.row, bad.dim);
         if (!isfinite(v))
-            return pc__fail(PC_INVALID_ARGUMENT, "k-means stream label: block row %zu, dimension %zu is not finite (%g)",
-                            bad.row, bad.dim, v);
+            return pc__fail(PC_INVALID_ARGUMENT, "k-means stream label: block row %zu, dimension %zu is not finite "
+                            "(%g)", bad.row, bad.dim, v);
         return pc__fail(PC_INVALID_ARGUMENT, "k-means stream label: block row %zu, dimension %zu: %g is too far from "
-                        "the points scanned (over 1e12 times their spread) for float32 arithmetic", bad.row, bad.dim, v);
+                        "the points scanned (over 1e12 times their spread) for float32 arithmetic", bad.row, bad.dim,
+                        v);
     }
     return PC_OK;
 }

@@ -102,7 +102,8 @@ void pc__km_sample_merge(pc__km_sample *into, const pc__km_sample *from)
 {
     for (size_t i = 0; i < from->count; i++) {
         size_t slot = from->heap[i];
-        pc__km_sample_offer(into, from->key[slot], from->index[slot], from->rows ? from->rows + slot * from->dim : NULL);
+        const float *row = from->rows ? from->rows + slot * from->dim : NULL;
+        pc__km_sample_offer(into, from->key[slot], from->index[slot], row);
     }
 }
 
