@@ -230,6 +230,7 @@ pc_status pc__km_stream_label_block(const pc_kmeans_stream *s, const pc_points *
 {
     size_t n = b->n, dim = s->dim;
     int threads = s->threads;
+    (void)threads;
     const pc__km_frame *f = &s->frame;
     fault bad = {SIZE_MAX, 0};
     int failed = 0;
