@@ -7,7 +7,8 @@ Usage: segment_limits_test.py PATH_TO_parclust WORKDIR HAVE_GDAL(0|1)
 Huge images are made cheaply: a .npy header followed by a sparse file of the full size, and GeoTIFFs
 created with SPARSE_OK (no tile written: 1-2 MB on disk for 10^10 pixels). Reading one of them
 takes minutes and gigabytes, so a refusal in under 2 s, with nothing printed of the read ("segment:
-FILE, W x H pixels ..."), shows the limit was checked from the header. Without GDAL only the .npy
+FILE, W x H pixels ..."), shows the limit was checked from the header; so does, for HCA and k-means,
+which stream what does not fit (--max-memory), a first line "streaming: ..." within 2 s. Without GDAL only the .npy
 cases run.
 """
 import os
@@ -53,6 +54,23 @@ def refused_early(desc, args, pattern, outputs=(), code=1, seconds=2.0):
     return lines[0] if lines else ""
 
 
+def streams_at_once(desc, args, pattern, outputs=(), seconds=2.0):
+    """A run too large for memory that streams: its first line, within `seconds`, says so and how
+    (matching `pattern`); the run is then stopped, having written nothing."""
+    import select
+    t0 = time.monotonic()
+    p = subprocess.Popen([P] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([p.stdout], [], [], seconds)
+    line = p.stdout.readline() if ready else ""
+    t = time.monotonic() - t0
+    p.kill()
+    p.communicate()
+    made = [o for o in outputs if os.path.exists(o)] + [f for f in os.listdir(W) if f.startswith(".pc-")]
+    check(re.search(pattern, line) is not None and t < seconds and not made, desc,
+          "%.2f s, first line %r, outputs made %s" % (t, line, made))
+    return line
+
+
 def write_npy_header(path, descr, shape, sparse=True):
     """A .npy of this shape whose data are a hole: the file has its full size, no block on disk."""
     with open(path, "wb") as f:
@@ -76,24 +94,35 @@ def labels_of(path):
 
 # ------------------------------------------------------------------ item 6: limits from the header (.npy)
 write_npy_header(w("huge.npy"), "|u1", (100000, 100000))
-refused_early("npy 100000 x 100000, HCA: refused at once, 'HCA handles up to 2147483647 points'",
-              ["segment", w("huge.npy"), "-k", 3, "-o", w("huge_l.npy")],
-              r"huge\.npy: HCA handles up to 2147483647 points.*10000000000 valid pixels", [w("huge_l.npy")])
+# 10^10 pixels: more than HCA holds in memory, and than half of this machine's memory (--max-memory's default).
+streams_at_once("npy 100000 x 100000, HCA: streamed, said at once, before any pixel is read",
+                ["segment", w("huge.npy"), "-k", 3, "-o", w("huge_l.npy")],
+                r"^streaming: .*more than (--max-memory's default [\d.]+ GiB|the [\d.]+ GiB of).*: HCA in 3 passes over "
+                r"\d+-row windows", [w("huge_l.npy")])
 refused_early("npy 100000 x 100000, mean shift: refused at once, its limit of 2147483647 pixels named",
               ["segment", w("huge.npy"), "--algorithm", "meanshift", "-o", w("huge_l.npy")],
               r"image mean shift handles up to 2147483647 pixels, the image has 100000 x 100000", [w("huge_l.npy")])
-# k-means has no pixel limit: 10^10 pixels need 10 GB + 32 bytes a pixel = 330 GB, beyond this machine.
-need = 10**10 * (1 + 4 + 28)
-if need > PHYS:
-    line = refused_early("npy 100000 x 100000, k-means: refused at once for memory, both sizes named",
-                         ["segment", w("huge.npy"), "--algorithm", "kmeans", "-k", 3, "-o", w("huge_l.npy")],
-                         r"huge\.npy: the run needs about [\d.]+ GiB of memory .*more than the [\d.]+ GiB of "
-                         r"(physical memory|address-space limit)", [w("huge_l.npy")])
-    m = re.search(r"needs about ([\d.]+) GiB.*more than the ([\d.]+) GiB", line)
+# k-means has no pixel limit: 10^10 pixels need 10 GB + 32 bytes a pixel = 330 GB: streamed too.
+streams_at_once("npy 100000 x 100000, k-means: streamed, said at once",
+                ["segment", w("huge.npy"), "--algorithm", "kmeans", "-k", 3, "-o", w("huge_l.npy")],
+                r"^streaming: the run would hold [\d.]+ GiB .*: k-means in 2 passes and one per iteration", [w("huge_l.npy")])
+# Mean shift does not stream: 40000 x 40000 (below its pixel limit) needs 1.6e9 x 24.125 bytes = 36 GiB, more than
+# --max-memory's default, half of the physical memory (or the address-space limit).
+write_npy_header(w("ms_big.npy"), "|u1", (40000, 40000))
+need = 40000 * 40000 * (1 + 1 / 8 + 15 + 8)
+limit = PHYS / 2
+if need > limit:
+    line = refused_early("npy 40000 x 40000, mean shift: refused at once for memory, both sizes named",
+                         ["segment", w("ms_big.npy"), "--algorithm", "meanshift", "-o", w("huge_l.npy")],
+                         r"ms_big\.npy: the run needs about [\d.]+ GiB of memory .*more than --max-memory's default "
+                         r"[\d.]+ GiB \((half of the physical memory|the address-space limit)\); mean shift does not "
+                         r"stream", [w("huge_l.npy")])
+    m = re.search(r"needs about ([\d.]+) GiB.*default ([\d.]+) GiB", line)
     check(m is not None and abs(float(m.group(1)) * 2**30 - need) < 0.05 * need and
-          abs(float(m.group(2)) * 2**30 - PHYS) < 0.01 * PHYS or "ulimit" in line,
-          "memory refusal: the run's size (%.0f GiB) and this machine's (%.1f GiB) are the ones said" %
-          (need / 2**30, PHYS / 2**30), line)
+          (abs(float(m.group(2)) * 2**30 - limit) < 0.01 * limit or "address-space" in line),
+          "memory refusal: the run's size (%.0f GiB) and the limit (%.1f GiB) are the ones said" %
+          (need / 2**30, limit / 2**30), line)
+os.remove(w("ms_big.npy"))
 write_npy_header(w("k_big.npy"), "|u1", (1000, 1000))
 refused_early("k-means -k beyond the image's pixels: refused from the header",
               ["segment", w("k_big.npy"), "--algorithm", "kmeans", "-k", 2000000, "-o", w("k_big_l.npy")],
@@ -197,24 +226,21 @@ if HAVE_GDAL:
     sparse_tif(w("huge.tif"), 100000, 100000, 1)
     check(os.path.getsize(w("huge.tif")) < 4 << 20, "sparse 100000 x 100000 GeoTIFF made (%d bytes on disk)" %
           os.path.getsize(w("huge.tif")))
-    refused_early("GeoTIFF 100000 x 100000, HCA: 'HCA handles up to 2147483647 points' at once, not after 77 s",
-                  ["segment", w("huge.tif"), "-k", 3, "-o", w("huge_l.tif")],
-                  r"huge\.tif: HCA handles up to 2147483647 points", [w("huge_l.tif")])
+    streams_at_once("GeoTIFF 100000 x 100000, HCA: streamed, said at once, not after 77 s of reading",
+                    ["segment", w("huge.tif"), "-k", 3, "-o", w("huge_l.tif")],
+                    r"^streaming: .*: HCA in 3 passes", [w("huge_l.tif")])
     refused_early("GeoTIFF 100000 x 100000, mean shift: its pixel limit at once",
                   ["segment", w("huge.tif"), "--algorithm", "meanshift", "-o", w("huge_l.tif")],
                   r"image mean shift handles up to 2147483647 pixels", [w("huge_l.tif")])
-    if need > PHYS:
-        refused_early("GeoTIFF 100000 x 100000, k-means: refused at once for memory, both sizes named",
-                      ["segment", w("huge.tif"), "--algorithm", "kmeans", "-k", 3, "-o", w("huge_l.tif")],
-                      r"needs about [\d.]+ GiB of memory .*more than the [\d.]+ GiB", [w("huge_l.tif")])
-    # With a nodata value the valid pixels are unknown until read; the memory of the pixels alone
-    # is known, and 4 bands of 10^10 float32 pixels (160 GB) are more than this machine.
+    streams_at_once("GeoTIFF 100000 x 100000, k-means: streamed, said at once",
+                    ["segment", w("huge.tif"), "--algorithm", "kmeans", "-k", 3, "-o", w("huge_l.tif")],
+                    r"^streaming: .*: k-means in 2 passes and one per iteration", [w("huge_l.tif")])
+    # With a nodata value the valid pixels are unknown until read: the choice to stream counts every pixel
+    # valid (a run read into memory and then found too large would have read 160 GB for nothing).
     sparse_tif(w("huge_f.tif"), 100000, 100000, 4, gdal.GDT_Float32, nodata=-9999)
-    if 160e9 > PHYS:
-        refused_early("GeoTIFF 100000 x 100000 x 4 Float32 with nodata, HCA: memory refused at once ('at least')",
-                      ["segment", w("huge_f.tif"), "-k", 3, "-o", w("huge_l.tif")],
-                      r"needs at least [\d.]+ GiB of memory \([\d.]+ GiB of pixels, 100000 x 100000 x 4 bands of "
-                      r"float32", [w("huge_l.tif")])
+    streams_at_once("GeoTIFF 100000 x 100000 x 4 Float32 with nodata, HCA: streamed, said at once",
+                    ["segment", w("huge_f.tif"), "-k", 3, "-o", w("huge_l.tif")],
+                    r"^streaming: the run would hold [\d.]+ GiB in memory \(the chosen bands [\d.]+ GiB", [w("huge_l.tif")])
     sparse_tif(w("nine.tif"), 10000, 10000, 9)
     refused_early("GeoTIFF 10000 x 10000 x 9 bands, HCA: the 8-band limit at once",
                   ["segment", w("nine.tif"), "-k", 3, "-o", w("nine_l.tif")],

@@ -71,6 +71,12 @@ int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path)
     return pcli_fail(err, errsize, "%s: %s", path, PCLI_NO_GDAL_MESSAGE);
 }
 
+void pcli__gdal_block_size(void *handle, size_t *bw, size_t *bh)
+{
+    (void)handle;
+    *bw = *bh = 1;
+}
+
 #else
 
 #include <cpl_conv.h>
@@ -724,14 +730,27 @@ int pcli__gdal_create(const char *path, const pcli_raster_spec *spec, void **han
 {
     if (spec->width > INT32_MAX || spec->height > INT32_MAX)
         return pcli_fail(err, errsize, "%s: image too large for GeoTIFF", path);
-    /* Generated scenes are written uncompressed, as imagery usually comes (and read back at disk speed). */
-    GDALDatasetH ds =
-        create_tiff(path, spec->width, spec->height, spec->bands, spec_type(spec->type), spec->type == 3, err, errsize);
-    if (!ds)
+    /* Generated scenes are written uncompressed, as imagery usually comes (and read back at disk speed);
+     * labels (spec->labels) with the creation options of pcli_labels_write. */
+    GDALDatasetH ds = NULL;
+    if (spec->labels) {
+        gdal_start();
+        GDALDriverH drv = GDALGetDriverByName("GTiff");
+        char **o = drv ? label_options(spec->labels) : NULL;
+        ds = drv ? GDALCreate(drv, path, (int)spec->width, (int)spec->height, (int)spec->bands, spec_type(spec->type), o)
+                 : NULL;
+        CSLDestroy(o);
+        if (!ds)
+            return pcli_fail(err, errsize, "%s: cannot create GeoTIFF: %s", path,
+                             drv ? gdal_error() : "GDAL has no GeoTIFF driver");
+    } else if (!(ds = create_tiff(path, spec->width, spec->height, spec->bands, spec_type(spec->type), spec->type == 3,
+                                  err, errsize)))
         return -1;
     if (spec->geotransform)
         GDALSetGeoTransform(ds, (double *)spec->geotransform);
-    if (spec->epsg) {
+    if (spec->projection)
+        GDALSetProjection(ds, spec->projection);
+    else if (spec->epsg) {
         OGRSpatialReferenceH srs = OSRNewSpatialReference(NULL);
         char *wkt = NULL;
         if (OSRImportFromEPSG(srs, spec->epsg) != OGRERR_NONE || OSRExportToWkt(srs, &wkt) != OGRERR_NONE) {
@@ -766,6 +785,31 @@ int pcli__gdal_write_rows(void *handle, const pcli_raster_spec *spec, size_t y0,
 int pcli__gdal_close(void *handle, char *err, size_t errsize, const char *path)
 {
     return close_checked(handle, path, err, errsize);
+}
+
+/* For the window reader (raster_window.c): the same set-up, errors, types and narrowing. */
+void pcli__gdal_start(void) { gdal_start(); }
+
+const char *pcli__gdal_error(void) { return gdal_error(); }
+
+int pcli__gdal_choose_type(void *ds, const int *order, size_t nb, pcli_image *im, int *int16, int *wide,
+                           const char *path, char *err, size_t errsize)
+{
+    return choose_type(ds, order, nb, im, int16, wide, path, err, errsize);
+}
+
+void pcli__gdal_narrow(const double *src, float *dst, size_t count, size_t nb, const pcli_nodata *nd,
+                       pcli_image *im)
+{
+    narrow(src, dst, count, nb, nd, im);
+}
+
+void pcli__gdal_block_size(void *handle, size_t *bw, size_t *bh)
+{
+    int x = 0, y = 0;
+    GDALGetBlockSize(GDALGetRasterBand(handle, 1), &x, &y);
+    *bw = x > 0 ? (size_t)x : 1;
+    *bh = y > 0 ? (size_t)y : 1;
 }
 
 #endif

@@ -50,6 +50,20 @@ size_t pcli__count_valid(const pcli_image *im, size_t from, size_t to);
  * that first touching 400 MB takes 200 page faults instead of 100,000. Freed with free(). */
 void *pcli__alloc_large(size_t bytes);
 
+/* What the window reader (raster_window.c) shares with the whole-image readers. pcli__npy_layout: a
+ * .npy image's data offset and band count (its header checked as pcli_image_read checks it). The GDAL
+ * ones exist in GDAL builds only: the one-time set-up with the error handler, the first error since
+ * (or a stand-in), the held type of the chosen bands and the narrowing of wide values, as
+ * pcli__gdal_read uses them (ds: a GDALDatasetH), and the block size of a raster writer's dataset. */
+int pcli__npy_layout(const char *path, size_t *data_start, size_t *file_bands, char *err, size_t errsize);
+void pcli__gdal_start(void);
+const char *pcli__gdal_error(void);
+int pcli__gdal_choose_type(void *ds, const int *order, size_t nb, pcli_image *im, int *int16, int *wide,
+                           const char *path, char *err, size_t errsize);
+void pcli__gdal_narrow(const double *src, float *dst, size_t count, size_t nb, const pcli_nodata *nd,
+                       pcli_image *im);
+void pcli__gdal_block_size(void *handle, size_t *bw, size_t *bh);
+
 #define PCLI_NO_GDAL_MESSAGE "this parclust was built without raster support (GDAL); .npy images still work"
 
 #endif

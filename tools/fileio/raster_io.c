@@ -624,6 +624,18 @@ done:
     return rc;
 }
 
+int pcli__npy_layout(const char *path, size_t *data_start, size_t *file_bands, char *err, size_t errsize)
+{
+    FILE *fp;
+    npy_header h;
+    if (npy_open(path, &fp, &h, err, errsize))
+        return -1;
+    *data_start = (size_t)h.data_start;
+    *file_bands = h.ndim == 3 ? h.shape[2] : 1;
+    fclose(fp);
+    return 0;
+}
+
 int pcli_image_read(const char *path, const pcli_read_options *opt, pcli_image *im, char *err, size_t errsize)
 {
     memset(im, 0, sizeof *im);
@@ -796,6 +808,8 @@ struct pcli_raster_writer {
     const char *path;
     FILE *npy;     /* .npy output */
     void *gdal;    /* GDAL dataset otherwise */
+    off_t data_start; /* .npy: where row 0 starts */
+    size_t next_row;  /* .npy: the row the file position is at */
 };
 
 static size_t spec_elem(const pcli_raster_spec *s) { return s->type == 0 ? 1 : s->type == 1 ? 2 : 4; }
@@ -813,7 +827,8 @@ int pcli_raster_create(const char *path, const pcli_raster_spec *spec, pcli_rast
     if (pcli_has_extension(path, ".npy")) {
         size_t shape[3] = {spec->height, spec->width, spec->bands};
         w->npy = fopen(path, "wb");
-        if (!w->npy || npy_write_header(w->npy, descr[spec->type], shape, spec->bands > 1 ? 3 : 2)) {
+        if (!w->npy || npy_write_header(w->npy, descr[spec->type], shape, spec->bands > 1 ? 3 : 2) ||
+            (w->data_start = ftello(w->npy)) < 0) {
             int e = errno;
             if (w->npy)
                 fclose(w->npy);
@@ -832,13 +847,25 @@ int pcli_raster_write_rows(pcli_raster_writer *w, size_t y0, size_t rows, const 
                            size_t errsize)
 {
     if (w->npy) {
-        size_t count = rows * w->spec.width * w->spec.bands;
+        size_t count = rows * w->spec.width * w->spec.bands, row = w->spec.width * w->spec.bands * spec_elem(&w->spec);
         errno = 0;
-        if (fwrite(data, spec_elem(&w->spec), count, w->npy) != count)
+        if ((y0 != w->next_row && fseeko(w->npy, w->data_start + (off_t)(y0 * row), SEEK_SET) != 0) ||
+            fwrite(data, spec_elem(&w->spec), count, w->npy) != count)
             return pcli_fail(err, errsize, "%s: write failed: %s", w->path, errno ? strerror(errno) : "I/O error");
+        w->next_row = y0 + rows;
         return 0;
     }
     return pcli__gdal_write_rows(w->gdal, &w->spec, y0, rows, data, err, errsize, w->path);
+}
+
+void pcli_raster_block(const pcli_raster_writer *w, size_t *block_width, size_t *block_height)
+{
+    if (w->npy) {
+        *block_width = w->spec.width;
+        *block_height = 1;
+    } else {
+        pcli__gdal_block_size(w->gdal, block_width, block_height);
+    }
 }
 
 int pcli_raster_close(pcli_raster_writer *w, char *err, size_t errsize)

@@ -123,8 +123,8 @@ int pcli_labels_check(const char *path, size_t width, size_t height, char *err, 
  * directory, an empty file. */
 int pcli_check_input_file(const char *path, char *err, size_t errsize);
 
-/* A raster written row block by row block (the scene generator): GeoTIFF through GDAL, or .npy
- * (H, W, B) / (H, W) when path ends in .npy. */
+/* A raster written row block by row block (the scene generator, streamed segmentations): GeoTIFF
+ * through GDAL, or .npy (H, W, B) / (H, W) when path ends in .npy. */
 typedef struct pcli_raster_writer pcli_raster_writer;
 typedef struct {
     size_t width, height, bands;
@@ -133,13 +133,20 @@ typedef struct {
     double nodata;
     const double *geotransform; /* 6 values or NULL */
     int epsg;                   /* projection by EPSG code, 0 = none */
+    const char *projection;     /* projection as WKT (over epsg), or NULL */
+    /* Labels (GeoTIFF): created with pcli_labels_write's creation options (the defaults and fmt's
+     * --co); NULL: uncompressed, as the scene generator writes. */
+    const pcli_label_format *labels;
 } pcli_raster_spec;
 int pcli_raster_create(const char *path, const pcli_raster_spec *spec, pcli_raster_writer **w, char *err,
                        size_t errsize);
 /* rows x width x bands values, pixel-interleaved, of the spec's type, for rows y0 .. y0 + rows - 1
- * (blocks come in order). */
+ * (blocks in any order; in order, a .npy is written without a seek). */
 int pcli_raster_write_rows(pcli_raster_writer *w, size_t y0, size_t rows, const void *data, char *err,
                            size_t errsize);
+/* The file's block (GeoTIFF: its tiles or strips; .npy: one row): writes of whole rows of blocks
+ * go to the file without waiting in GDAL's block cache for the rest of their blocks. */
+void pcli_raster_block(const pcli_raster_writer *w, size_t *block_width, size_t *block_height);
 int pcli_raster_close(pcli_raster_writer *w, char *err, size_t errsize); /* flushes; frees w */
 void pcli_raster_abort(pcli_raster_writer *w); /* frees w; the caller removes the file */
 

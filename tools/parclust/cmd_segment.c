@@ -7,6 +7,7 @@
 #include "preview.h"
 #include "progress.h"
 #include "raster_io.h"
+#include "segment_stream.h"
 
 #include <errno.h>
 #include <float.h>
@@ -44,12 +45,27 @@ static const char *const help =
     "  --truth LABELS         true labels (raster or .npy of the same size): prints matched accuracy,\n"
     "                         ARI and NMI over the valid pixels\n"
     "  --backend B, --threads T\n"
+    "  --max-memory SIZE      memory the run may hold, e.g. 512M, 2G, 8GiB (default: half of the physical\n"
+    "                         memory, or the address-space limit if lower). HCA and k-means runs that do\n"
+    "                         not fit are streamed: the image is read in windows of rows, again on every\n"
+    "                         pass (HCA: the box, the histogram, the labels; k-means: a scan, one per\n"
+    "                         iteration, the labels), never held whole; --truth is refused then. Mean\n"
+    "                         shift that does not fit is refused\n"
     "\n"
     "HCA (ALGORITHMS.md section 3): -m M (cells per dimension, default 32), -k/--clusters K or\n"
     "  --threshold T (default 0.5), --min-cluster-size N (default 0.1% of the pixels),\n"
     "  --noise                label the pixels of too-small clusters -1 (nodata) instead\n"
-    "k-means: -k K (required), --init kmeans++|random|kmeans-par, --n-init N, --max-iter N, --tol T,\n"
-    "  --seed S\n"
+    "  --box auto|scan|stats|type  streamed runs: where the grid's box comes from. scan: a first pass\n"
+    "                         over the valid pixels (3 passes; the in-memory run's box); stats: the bands'\n"
+    "                         exact GDAL statistics (2 passes; the same box when the bands' nodata pixels\n"
+    "                         coincide); type: the pixel type's range, 0-255 or 0-65535 (2 passes; other\n"
+    "                         cells, so labels that differ from the in-memory run's); auto (default):\n"
+    "                         stats where every chosen band has them, else scan\n"
+    "k-means: -k K (required), --init kmeans++|random|kmeans-par|FILE (FILE: K rows of the chosen bands'\n"
+    "  values, the initial centres), --n-init N, --max-iter N, --tol T, --seed S. Streamed: one pass per\n"
+    "  iteration, the same labels as in memory from the same --init FILE; kmeans++, random and kmeans-par\n"
+    "  start from a sample of max(100 k, 65536) valid pixels (fewer where a quarter of --max-memory\n"
+    "  holds fewer; in memory: all of them), so from other centres; --n-init 1\n"
     "mean shift in the joint spatial-range domain (ALGORITHMS.md section 4): --spatial-bandwidth HS\n"
     "  (pixels, default 8), --range-bandwidth HR (band units; default 16 for 8-bit bands, else 16/255\n"
     "  of the widest band's range), --min-region-size N (pixels,\n"
@@ -74,6 +90,13 @@ typedef struct {
     int range_given;         /* --range-bandwidth was given (else it follows the pixel type) */
     pcli_label_format labels_format; /* --ot, --co */
     const char *co[64];
+    const char *init_file;   /* k-means --init FILE */
+    double max_memory;       /* --max-memory, 0: not given */
+    seg_box box;             /* --box */
+    /* Set by check_limits when the run does not fit in memory and streams: what it would hold. */
+    int stream;
+    double stream_need, stream_pixels;
+    char limit_what[160];
 } seg_cli;
 
 static int parse_bands(const char *v, seg_cli *c)
@@ -149,10 +172,17 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
     } else if (cli_is(a, "--init")) {
         only(c, "--init", ALG_KMEANS);
         const char *v = cli_value(a);
-        if (!v || pc_kmeans_init_parse(v, &c->km.init) != PC_OK || c->km.init == PC_INIT_GIVEN) {
-            if (v)
-                cli_error(a->cmd, "--init must be kmeans++, random or kmeans-par, got '%s'", v);
+        if (!v) {
             *bad = 1;
+        } else if (pc_kmeans_init_parse(v, &c->km.init) != PC_OK || c->km.init == PC_INIT_GIVEN) {
+            /* A misspelt name would otherwise be reported as a file that cannot be opened. */
+            if (access(v, F_OK) != 0) {
+                cli_error(a->cmd, "--init '%s' is neither an initialisation (kmeans++, random, kmeans-par) nor an "
+                          "existing file of centres", v);
+                *bad = 1;
+            }
+            c->km.init = PC_INIT_GIVEN;
+            c->init_file = v;
         }
     } else if (cli_is(a, "--n-init")) {
         only(c, "--n-init", ALG_KMEANS);
@@ -182,6 +212,18 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
         }
         *(name[2] == 'e' ? &c->ms.eps : name[2] == 'r' ? &c->ms.range_bandwidth : &c->ms.spatial_bandwidth) = d;
         c->range_given |= name[2] == 'r';
+    } else if (cli_is(a, "--box")) {
+        only(c, "--box", ALG_HCA);
+        const char *v = cli_value(a);
+        static const char *const names[] = {"auto", "scan", "stats", "type"};
+        *bad = 1;
+        for (int i = 0; v && i < 4; i++)
+            if (strcmp(v, names[i]) == 0) {
+                c->box = (seg_box)i;
+                *bad = 0;
+            }
+        if (v && *bad)
+            cli_error(a->cmd, "--box must be auto, scan, stats or type, got '%s'", v);
     } else if (cli_is(a, "--min-region-size")) {
         only(c, "--min-region-size", ALG_MEANSHIFT);
         *bad = cli_int(a, 0, 2000000000, &l);
@@ -280,6 +322,14 @@ static int parse(int argc, char **argv, seg_cli *c)
         } else if (cli_is(&a, "--preview-size")) {
             if (cli_int(&a, 1, 16384, &l)) return -1;
             c->preview_size = (size_t)l;
+        } else if (cli_is(&a, "--max-memory")) {
+            const char *v = cli_value(&a);
+            if (!v) return -1;
+            if (seg_parse_size(v, &c->max_memory)) {
+                cli_error(a.cmd, "--max-memory: expected a size such as 512M, 2G or 8GiB (bytes, or K, M, G, T: powers "
+                          "of 1024), got '%s'", v);
+                return -1;
+            }
         } else if (cli_is(&a, "--truth")) {
             if (!(c->truth = cli_value(&a))) return -1;
         } else if (cli_is(&a, "--ot")) {
@@ -341,38 +391,74 @@ static const char *bytes_text(double b, char *buf, size_t size)
     return buf;
 }
 
-/* The memory this process may use: the physical memory, or the address-space limit if lower. */
-static double memory_limit(const char **what)
+/* The memory a run may hold: --max-memory, by default half of the physical memory; never more than the
+ * physical memory, nor the address-space limit. *what names the bound for the messages. */
+static double memory_limit(seg_cli *c, const char **what)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    double limit = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
-    *what = "physical memory";
+    double phys = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY, limit = phys;
+    const char *bound = "the physical memory";
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (double)rl.rlim_cur < limit) {
         limit = (double)rl.rlim_cur;
-        *what = "address-space limit (ulimit -v)";
+        bound = "the address-space limit (ulimit -v)";
     }
+    char text[32];
+    if (c->max_memory > 0 && c->max_memory <= limit) {
+        limit = c->max_memory;
+        snprintf(c->limit_what, sizeof c->limit_what, "--max-memory %s", bytes_text(limit, text, sizeof text));
+    } else if (c->max_memory > 0) {
+        snprintf(c->limit_what, sizeof c->limit_what, "the %s of %s (--max-memory asks for more)",
+                 bytes_text(limit, text, sizeof text), bound);
+    } else if (phys / 2 < limit) {
+        limit = phys / 2;
+        snprintf(c->limit_what, sizeof c->limit_what, "--max-memory's default %s (half of the physical memory)",
+                 bytes_text(limit, text, sizeof text));
+    } else {
+        snprintf(c->limit_what, sizeof c->limit_what, "--max-memory's default %s (%s)",
+                 bytes_text(limit, text, sizeof text), bound);
+    }
+    *what = c->limit_what;
     return limit;
+}
+
+/* What an in-memory run holds with `valid` valid pixels: README.md's peak. The pixels once, the
+ * validity bits, GDAL's capped cache and a read block, per valid pixel its int32 label (and one of
+ * --truth), k-means a float32 copy of the valid pixels and 28 bytes more a pixel, mean shift 14 + 8 x
+ * bands bytes a pixel and a mask byte. *pixels: the pixels' part. */
+static double memory_need(const seg_cli *c, const pcli_image *im, double valid, double *pixels)
+{
+    double npix = (double)im->width * (double)im->height, B = (double)im->bands;
+    *pixels = npix * B * (double)pcli_pixtype_size(im->type);
+    double other = npix / 8 + (im->is_npy ? 0 : 96.0 * 1024 * 1024) + (c->truth ? valid * 4 : 0);
+    if (c->algorithm == ALG_HCA)
+        other += valid * 4;
+    else if (c->algorithm == ALG_KMEANS) /* the copy; result, working and previous labels; 16 bytes of
+                                            k-means++ distances or of the empty-cluster search */
+        other += valid * (4 * B + 28);
+    else /* its labels are per pixel, in the 14 bytes; scoring picks the valid ones into a copy */
+        other += npix * (15 + 8 * B) + (c->truth ? valid * 4 : 0);
+    return *pixels + other;
 }
 
 /* What the run needs and whether the algorithm can take it, from what is known: at the header
  * (counted 0) the size, bands and type, the valid pixels being the whole image when no pixel can be
- * nodata and else unknown (none counted: the memory is then a lower bound); after the read (counted
- * 1) the valid pixels. The memory counts what README.md says a run holds at its peak: the pixels
- * once, the validity bits, GDAL's capped cache and a read block, per valid pixel its int32 label
- * (and one of --truth), k-means a float32 copy of the valid pixels and 28 bytes more a pixel, mean
- * shift 14 + 8 x bands bytes a pixel and a mask byte. Nothing streams yet: a run that cannot fit is
- * refused, not left to swap or to the out-of-memory killer. */
-static int check_limits(const seg_cli *c, const pcli_image *im, int counted, char *err, size_t errsize)
+ * nodata and else unknown; after the read (counted 1) the valid pixels. A run that does not fit in
+ * the memory limit (--max-memory) streams where its algorithm can (c->stream set, decided at the
+ * header on every pixel valid: an in-memory read that then did not fit would have been read for
+ * nothing); else it is refused, on the least it could need, not left to swap or to the out-of-memory
+ * killer. */
+static int check_limits(seg_cli *c, const pcli_image *im, int counted, char *err, size_t errsize)
 {
     size_t W = im->width, H = im->height, B = im->bands;
     double npix = (double)W * (double)H;
     double valid = counted ? (double)im->n_valid : im->may_have_nodata ? 0 : npix;
+    int streams = !counted && seg_stream_can(c->algorithm);
     if (c->algorithm == ALG_HCA && B > 8)
         return pcli_fail(err, errsize,
                          "%s: HCA clusters at most 8 bands (dimensions), %zu chosen: pick up to 8 with --bands, or "
                          "use --algorithm kmeans or meanshift", c->input, B);
-    if (c->algorithm == ALG_HCA && valid > (double)INT32_MAX)
+    if (c->algorithm == ALG_HCA && valid > (double)INT32_MAX && !streams)
         return pcli_fail(err, errsize, "%s: HCA handles up to %d points, the image has %.0f valid pixels%s", c->input,
                          INT32_MAX, valid, counted ? "" : " (every pixel: no nodata value)");
     if (c->algorithm == ALG_MEANSHIFT && npix > (double)INT32_MAX)
@@ -382,26 +468,24 @@ static int check_limits(const seg_cli *c, const pcli_image *im, int counted, cha
     if (c->algorithm == ALG_KMEANS && (double)c->km.k > most_valid)
         return pcli_fail(err, errsize, "%s: -k %zu is more than the %.0f %s", c->input, c->km.k, most_valid,
                          counted ? "valid pixels" : "pixels of the image");
-    double pixels = npix * (double)B * (double)pcli_pixtype_size(im->type);
-    double other = npix / 8 + (im->is_npy ? 0 : 96.0 * 1024 * 1024) + (c->truth ? valid * 4 : 0);
-    if (c->algorithm == ALG_HCA)
-        other += valid * 4;
-    else if (c->algorithm == ALG_KMEANS) /* the copy; result, working and previous labels; 16 bytes of
-                                            k-means++ distances or of the empty-cluster search */
-        other += valid * (4 * (double)B + 28);
-    else /* its labels are per pixel, in the 14 bytes; scoring picks the valid ones into a copy */
-        other += npix * (15 + 8 * (double)B) + (c->truth ? valid * 4 : 0);
     const char *what;
-    double limit = memory_limit(&what);
-    if (pixels + other > limit) {
-        char a[32], b[32], d[32], e[32];
+    double limit = memory_limit(c, &what), pixels, most = memory_need(c, im, npix, &pixels);
+    if (streams && (most > limit || (c->algorithm == ALG_HCA && npix > (double)INT32_MAX))) {
+        c->stream = 1;
+        c->stream_need = most;
+        c->stream_pixels = pixels;
+        return 0;
+    }
+    double need = memory_need(c, im, valid, &pixels);
+    if (need > limit) {
+        char a[32], b[32], d[32];
         const char *bound = counted || !im->may_have_nodata ? "about " : "at least ";
         return pcli_fail(err, errsize,
                          "%s: the run needs %s%s of memory (%s of pixels, %zu x %zu x %zu band%s of %s; %s of labels "
-                         "and working arrays), more than the %s of %s", c->input, bound,
-                         bytes_text(pixels + other, a, sizeof a), bytes_text(pixels, b, sizeof b), W, H, B,
-                         B == 1 ? "" : "s", pcli_pixtype_name(im->type), bytes_text(other, d, sizeof d),
-                         bytes_text(limit, e, sizeof e), what);
+                         "and working arrays), more than %s; %s does not stream: raise --max-memory if the machine "
+                         "has the memory", c->input, bound, bytes_text(need, a, sizeof a), bytes_text(pixels, b, sizeof b),
+                         W, H, B, B == 1 ? "" : "s", pcli_pixtype_name(im->type), bytes_text(need - pixels, d, sizeof d),
+                         what, c->algorithm == ALG_KMEANS ? "k-means" : c->algorithm == ALG_HCA ? "HCA" : "mean shift");
     }
     return 0;
 }
@@ -410,12 +494,17 @@ static int check_limits(const seg_cli *c, const pcli_image *im, int counted, cha
  * which must open and have the image's size (else the whole run would end at its last step). */
 static int check_header(const pcli_image *im, void *ctx, char *err, size_t errsize)
 {
-    const seg_cli *c = ctx;
+    seg_cli *c = ctx;
     if (check_limits(c, im, 0, err, errsize))
         return -1;
     char terr[448];
     if (c->truth && pcli_labels_check(c->truth, im->width, im->height, terr, sizeof terr))
         return pcli_fail(err, errsize, "--truth %s", terr);
+    if (c->stream) { /* the read stops here: seg_stream_run reads the image in windows */
+        if (errsize)
+            err[0] = '\0';
+        return -1;
+    }
     return 0;
 }
 
@@ -434,8 +523,16 @@ static pc_status cluster(seg_cli *c, pcli_image *im, pc_result **r, int *compact
                                                : pc_points_f32(im->pixels, n, im->bands);
     if (c->algorithm == ALG_HCA)
         return pc_hca(&pts, &c->hca, r);
-    if (c->algorithm == ALG_KMEANS)
-        return pc_kmeans(&pts, &c->km, r); /* -k against the valid pixels: check_limits */
+    if (c->algorithm == ALG_KMEANS) { /* -k against the valid pixels: check_limits */
+        float *init = NULL;
+        if (c->init_file && !(init = seg_read_init(c->init_file, c->km.k, im->bands, im->offset)))
+            return PC_CANCELLED; /* printed */
+        c->km.initial_centers = init;
+        pc_status st = pc_kmeans(&pts, &c->km, r);
+        c->km.initial_centers = NULL;
+        free(init);
+        return st;
+    }
     uint8_t *mask = malloc(n);
     if (!mask)
         return PC_OUT_OF_MEMORY;
@@ -499,10 +596,9 @@ static int write_outputs(const seg_cli *c, cli_outputs *out, const pcli_image *i
     return cli_outputs_finish(out, failed, path, err);
 }
 
-static void print_clusters(const pcli_image *im, const pc_result *r, const float *centres)
+void seg_print_clusters(const pcli_image *im, size_t k, const int64_t *sizes, const float *centres)
 {
-    size_t k = pc_result_cluster_count(r), B = im->bands, shown = k < 20 ? k : 20;
-    const int64_t *sizes = pc_result_sizes(r);
+    size_t B = im->bands, shown = k < 20 ? k : 20;
     for (size_t i = 0; i < shown; i++) {
         printf("  cluster %zu: %lld pixels (%.2f%%), mean (", i, (long long)sizes[i],
                100.0 * (double)sizes[i] / (double)im->n_valid);
@@ -512,6 +608,32 @@ static void print_clusters(const pcli_image *im, const pc_result *r, const float
     }
     if (k > shown)
         printf("  ... %zu more clusters\n", k - shown);
+}
+
+/* The run in windows of rows (segment_stream.c), with what the command line and the header gave. */
+static int stream(seg_cli *c, cli_outputs *out)
+{
+    seg_stream_args a;
+    memset(&a, 0, sizeof a);
+    a.input = c->input;
+    a.output = c->output;
+    a.preview = c->preview;
+    a.truth = c->truth;
+    a.algorithm = c->algorithm;
+    a.palette = c->palette;
+    a.preview_size = c->preview_size;
+    a.read = &c->read;
+    a.hca = c->hca;
+    a.km = c->km;
+    a.labels_format = &c->labels_format;
+    a.init_file = c->init_file;
+    a.box = c->box;
+    const char *what;
+    a.limit = memory_limit(c, &what);
+    a.limit_what = what;
+    a.need = c->stream_need;
+    a.pixels = c->stream_pixels;
+    return seg_stream_run(&a, out);
 }
 
 int cmd_segment(int argc, char **argv)
@@ -535,6 +657,7 @@ int cmd_segment(int argc, char **argv)
     cli_outputs_init(&out, "segment");
     cli_outputs_input(&out, "the input image", c.input);
     cli_outputs_input(&out, "the --truth raster", c.truth);
+    cli_outputs_input(&out, "the --init file", c.init_file);
     cli_outputs_add(&out, "--output", c.output);
     cli_outputs_add(&out, "--preview", c.preview);
     if (cli_outputs_check(&out))
@@ -555,6 +678,8 @@ int cmd_segment(int argc, char **argv)
     c.read.check_ctx = &c;
     c.read.threads = c.hca.threads;
     if (pcli_image_read(c.input, &c.read, &im, err, sizeof err)) {
+        if (c.stream && !err[0]) /* the header said the run does not fit: windows of rows (segment_stream.c) */
+            return stream(&c, &out);
         cli_error("segment", "%s", err);
         return CLI_FAILED;
     }
@@ -619,7 +744,7 @@ int cmd_segment(int argc, char **argv)
         centres[i] = (float)(pc_result_centers(r)[i] - im.offset);
     static const char *const names[] = {"", "hca", "kmeans", "", "meanshift"};
     printf("%s: %zu clusters (%s backend)\n", names[c.algorithm], k, pc_backend_name(pc_result_backend(r)));
-    print_clusters(&im, r, centres);
+    seg_print_clusters(&im, k, pc_result_sizes(r), centres);
     /* --ot too narrow for what the run found: said before anything is written. */
     pcli_label_type t = pcli_label_type_for(c.labels_format.type, k);
     if (!cli_has_extension(c.output, ".npy") && k > pcli_label_type_max_clusters(t)) {

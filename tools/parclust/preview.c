@@ -47,8 +47,7 @@ static size_t count_valid(const pcli_image *im, size_t from, size_t to)
     return count;
 }
 
-/* The picture's size: the image's, scaled down to fit max_side (0: no limit). */
-static double picture_size(size_t W, size_t H, size_t max_side, size_t *pw, size_t *ph)
+double pcli_preview_size(size_t W, size_t H, size_t max_side, size_t *pw, size_t *ph)
 {
     size_t side = W > H ? W : H;
     double scale = max_side && side > max_side ? (double)side / (double)max_side : 1;
@@ -60,7 +59,7 @@ static double picture_size(size_t W, size_t H, size_t max_side, size_t *pw, size
 double pcli_preview_min_bytes(size_t width, size_t height, size_t max_side)
 {
     size_t pw, ph;
-    picture_size(width, height, max_side, &pw, &ph);
+    pcli_preview_size(width, height, max_side, &pw, &ph);
     return (double)(1 + 3 * pw) * (double)ph; /* stored deflate: every row's bytes as they are */
 }
 
@@ -68,7 +67,7 @@ int pcli_preview_write(const char *path, const pcli_image *im, const int32_t *la
                        const float *centers, size_t k, int palette, size_t max_side, char *err, size_t errsize)
 {
     size_t W = im->width, H = im->height, pw, ph;
-    double scale = picture_size(W, H, max_side, &pw, &ph);
+    double scale = pcli_preview_size(W, H, max_side, &pw, &ph);
     uint8_t *colours = malloc((k + 1) * 3), *row = malloc(pw * 3);
     int32_t *labrow = malloc(W * sizeof *labrow);
     pcli_png *png = NULL;

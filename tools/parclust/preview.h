@@ -16,6 +16,11 @@
 int pcli_preview_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
                        const float *centers, size_t k, int palette, size_t max_side, char *err, size_t errsize);
 
+/* The picture's size for an image of W x H: the image's, scaled down to fit max_side (0: no limit);
+ * returns the scale. Picture pixel (px, py) shows image pixel ((px + 0.5) x scale, (py + 0.5) x scale),
+ * clamped to the image. */
+double pcli_preview_size(size_t W, size_t H, size_t max_side, size_t *pw, size_t *ph);
+
 /* The least pcli_preview_write writes for an image of width x height: checked against the free
  * space before the work. */
 double pcli_preview_min_bytes(size_t width, size_t height, size_t max_side);

@@ -312,8 +312,8 @@ int cmd_generate_scene(int argc, char **argv)
     rc = CLI_FAILED;
     char err[512];
     const double gt[6] = {500000, 10, 0, 4650000, 0, -10}; /* UTM 33N, 10 m pixels, north up */
-    pcli_raster_spec img = {s.width, s.height, s.bands, s.dtype, 1, s.dtype == 2 ? -9999 : 0, gt, 32633};
-    pcli_raster_spec lab = {s.width, s.height, 1, 3, 1, -1, gt, 32633};
+    pcli_raster_spec img = {s.width, s.height, s.bands, s.dtype, 1, s.dtype == 2 ? -9999 : 0, gt, 32633, NULL, NULL};
+    pcli_raster_spec lab = {s.width, s.height, 1, 3, 1, -1, gt, 32633, NULL, NULL};
     pcli_raster_writer *wi = NULL, *wl = NULL;
     const char *path = NULL;
     void *block = malloc(step * s.width * s.bands * es);
