@@ -6,6 +6,11 @@
  *
  *   bench_meanshift_image [--size 1024x1024] [--hs 8] [--hr 16] [--min 20] [--repeats 3]
  *                         [--max-iter 20] [--threads 1,2] [--raw FILE] [--modes FILE]
+ *                         [--memory 16M,4M] [--halo ROWS]
+ *
+ * --memory: then pc_meanshift_image_rows on the same image under each memory limit (OpenMP, the last
+ * thread count of --threads; the scratch in a temporary file), its stages, strips, sweeps, climbs
+ * taken up and region graph, and whether its labels are the in-memory ones (the run fails if not).
  */
 #include "parclust.h"
 
@@ -18,6 +23,48 @@
 #include "bench_util.h"
 
 static double uniform(uint64_t *s) { return (double)(next(s) >> 11) * 0x1.0p-53; }
+
+/* The image by rows, from memory (the caller's I/O for pc_meanshift_image_rows). */
+typedef struct {
+    const uint8_t *img;
+    int32_t *labels;
+    size_t w;
+} rows_source;
+
+static pc_status rows_read(void *user, size_t row0, size_t rows, void *pixels, uint8_t *valid)
+{
+    const rows_source *src = user;
+    (void)valid;
+    memcpy(pixels, src->img + row0 * src->w * 3, rows * src->w * 3);
+    return PC_OK;
+}
+
+static pc_status rows_write(void *user, size_t row0, size_t rows, const int32_t *labels)
+{
+    const rows_source *src = user;
+    memcpy(src->labels + row0 * src->w, labels, rows * src->w * sizeof *labels);
+    return PC_OK;
+}
+
+static double stage_of(const pc_result *r, const char *name)
+{
+    for (size_t g = 0; g < pc_result_stage_count(r); g++) {
+        const char *n;
+        double t;
+        if (pc_result_stage(r, g, &n, &t) == PC_OK && !strcmp(n, name))
+            return t;
+    }
+    return 0;
+}
+
+/* "16M", "512K", "2G" or bytes. */
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double unit = *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1;
+    return v > 0 ? (size_t)(v * unit) : 0;
+}
 
 /* 300 Voronoi cells of random colours, a shading ramp of +-20% across the image, noise sigma 5. */
 static uint8_t *scene(size_t w, size_t h, uint64_t seed, int32_t *truth)
@@ -62,7 +109,8 @@ int main(int argc, char **argv)
     double hs = 8, hr = 16;
     long long min_size = 20;
     int repeats = 3, max_iter = 0;
-    const char *threads_list = "1,2", *raw = NULL, *modes_out = NULL;
+    const char *threads_list = "1,2", *raw = NULL, *modes_out = NULL, *memory_list = NULL;
+    size_t halo = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--size") && sscanf(argv[i + 1], "%zux%zu", &w, &h) == 2)
             continue;
@@ -82,6 +130,10 @@ int main(int argc, char **argv)
             raw = argv[i + 1];
         else if (!strcmp(argv[i], "--modes"))
             modes_out = argv[i + 1];
+        else if (!strcmp(argv[i], "--memory"))
+            memory_list = argv[i + 1];
+        else if (!strcmp(argv[i], "--halo"))
+            halo = (size_t)atol(argv[i + 1]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -110,6 +162,7 @@ int main(int argc, char **argv)
     char list[256];
     snprintf(list, sizeof list, "seq,%s", threads_list);
     int32_t *ref = NULL;
+    int last_threads = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         pc_meanshift_image_params p;
         pc_meanshift_image_params_init(&p);
@@ -120,6 +173,7 @@ int main(int argc, char **argv)
             p.max_iter = max_iter;
         p.backend = strcmp(tok, "seq") ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
         p.threads = strcmp(tok, "seq") ? atoi(tok) : 0;
+        last_threads = p.threads;
         double times[50], stage[50][4];
         pc_result *r = NULL;
         for (int k = 0; k < repeats; k++) {
@@ -162,6 +216,52 @@ int main(int argc, char **argv)
             return 1;
         }
         pc_result_free(r);
+    }
+    if (memory_list && ref) {
+        printf("\n| memory limit | strips x rows | halo | time (s) | read | filter | fuse | scratch | prune | write | sweeps "
+               "| climbs taken up | strip regions | regions | graph (KiB) | labels |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        char mlist[256];
+        snprintf(mlist, sizeof mlist, "%s", memory_list);
+        rows_source src = {img, malloc(w * h * sizeof(int32_t)), w};
+        for (char *tok = strtok(mlist, ","); tok && src.labels; tok = strtok(NULL, ",")) {
+            pc_meanshift_image_params p;
+            pc_meanshift_image_params_init(&p);
+            p.spatial_bandwidth = hs;
+            p.range_bandwidth = hr;
+            p.min_region_size = min_size;
+            if (max_iter > 0)
+                p.max_iter = max_iter;
+            p.backend = PC_BACKEND_OPENMP;
+            p.threads = last_threads;
+            pc_image_rows io;
+            pc_image_rows_init(&io);
+            io.read = rows_read;
+            io.write = rows_write;
+            io.user = &src;
+            io.memory_limit = parse_size(tok);
+            io.halo_rows = halo;
+            pc_image_rows_report rep;
+            pc_result *r = NULL;
+            double t0 = now();
+            if (pc_meanshift_image_rows(w, h, 3, PC_U8, &io, &p, &r, &rep) != PC_OK) {
+                fprintf(stderr, "pc_meanshift_image_rows: %s\n", pc_last_error());
+                return 1;
+            }
+            double t = now() - t0;
+            int same = memcmp(ref, src.labels, w * h * sizeof *ref) == 0;
+            printf("| %s | %zu x %zu | %zu | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d | %zu | %zu | %zu | %.0f | %s |\n",
+                   tok, rep.strips, rep.strip_rows, rep.halo_rows, t, stage_of(r, "read"), stage_of(r, "filter"),
+                   stage_of(r, "fuse"), stage_of(r, "scratch"), stage_of(r, "prune"), stage_of(r, "write"), rep.sweeps,
+                   rep.climbs_resumed, rep.strip_regions, rep.regions, (double)rep.graph_bytes / 1024,
+                   same ? "same" : "DIFFERENT");
+            pc_result_free(r);
+            if (!same) {
+                fprintf(stderr, "labels by rows differ from the in-memory run\n");
+                return 1;
+            }
+        }
+        free(src.labels);
     }
     free(ref);
     free(img);

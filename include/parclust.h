@@ -254,14 +254,16 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
 /* ---------------------------------------------------------------- mean shift on images, by rows */
 
 /* pc_meanshift_image on an image read row window by row window (a raster larger than memory), in
- * bounded memory, with the same labels, k, sizes, centres and iterations as pc_meanshift_image on the
- * same pixels, whatever the strips' height (on an image that fits in memory too, that is: the same
- * float operations in the same order on the same pixels). The caller supplies the I/O:
+ * bounded memory. On an image that also fits in memory the labels, k, sizes, centres and iterations
+ * are pc_meanshift_image's, bit for bit, whatever the strips' height and halos, on either backend
+ * (the same float operations in the same order on the same pixels; src/meanshift/image_rows.c says
+ * why). The image may have more than 2^31 pixels (regions: fewer). The caller supplies the I/O:
  *   read   rows row0 .. row0 + rows - 1: rows x width pixels of `bands` values of `dtype`, pixel
  *          interleaved, row-major (as pc_points), into `pixels`; `valid` (rows x width bytes, all 1
  *          on entry) may be set to 0 for nodata pixels, whose values are then ignored. Called for
  *          each pass over the image, in increasing rows within a pass, never from two threads at once,
  *          and must give the same rows every time;
+ *   regions  optional: k, the regions' sizes and centres, once, before the first write;
  *   write  the final labels of rows row0 .. row0 + rows - 1 (as pc_meanshift_image's labels), once
  *          per row, in increasing rows, in the last pass;
  *   scratch_write, scratch_read: optional, both or neither: storage for width x height int32 values
@@ -283,21 +285,30 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
  * integers are exact in any order), each plus the (usually few) strips of further sweeps; the scratch
  * labels are read once more per pass after filtering, and the labels written once.
  *
- * Memory: the strips take at most half of memory_limit, the rest is meant for the region graph:
- * 16 + 8 x bands bytes per region of each strip (a region crossing s strips counts s times) while
- * filtering, then 76 + 16 x bands per fused region and 32 per pair of touching regions (one of
- * them smaller than min_region_size) while pruning, and 4 per region of a strip for the last pass,
- * plus 48 + 4 x bands per climb that left its strip's rows. The graph is not bounded: an image whose
- * regions are tiny (noise) may need more than memory_limit; report.graph_bytes says what it took. */
+ * Memory: the strips' buffers take at most half of memory_limit (report.buffer_bytes: the rows held,
+ * 4 x bands + 1 bytes a pixel, and the strip's raw rows, modes and regions, about 14 + 5 x bands
+ * more); the rest is meant for the region graph, which memory_limit does not bound: while filtering
+ * 16 bytes per region of each strip (a region crossing s strips counts s times; + 8 x bands for
+ * uint8/uint16 pixels, whose sums are kept), 16 per pair of touching regions one of which is smaller
+ * than min_region_size within its strip, 48 + 4 x bands per climb that left its strip's rows, and
+ * 32 + 8 x bands per fusion test that waits for one; while pruning about 80 + 16 x bands per fused
+ * region, 8 per region of a strip and 32 per pair of touching regions. An image of tiny regions
+ * (noise), or strips of very few rows, may need more than memory_limit; report.graph_bytes says what
+ * the graph took at most. pc_meanshift_image itself takes about 25 + 8 x bands bytes a pixel beyond
+ * the pixels (float planes, modes, labels, union-find): what a caller weighs to choose between them. */
 typedef pc_status (*pc_rows_read_fn)(void *user, size_t row0, size_t rows, void *pixels, uint8_t *valid);
 typedef pc_status (*pc_labels_write_fn)(void *user, size_t row0, size_t rows, const int32_t *labels);
 typedef pc_status (*pc_labels_read_fn)(void *user, size_t row0, size_t rows, int32_t *labels);
+/* The regions found (k, their sizes and centres, as the result will hold them), before the first
+ * label is written: e.g. to create the label file in the smallest type that holds k. */
+typedef pc_status (*pc_regions_fn)(void *user, size_t k, const int64_t *sizes, const float *centres);
 
 typedef struct {
     pc_rows_read_fn read;              /* required */
     pc_labels_write_fn write;          /* required */
     pc_labels_write_fn scratch_write;  /* optional (with scratch_read) */
     pc_labels_read_fn scratch_read;
+    pc_regions_fn regions;             /* optional */
     void *user;                        /* passed to every callback */
     const char *scratch_dir;           /* without scratch callbacks: where the temporary file goes */
     /* Bytes the run may take (strips and region graph; not the caller's buffers). 0 = no limit: one
@@ -305,7 +316,8 @@ typedef struct {
     size_t memory_limit;
     size_t strip_rows; /* rows filtered per strip; 0 = as many as memory_limit allows */
     /* Rows held either side of a strip; 0 = the default, twice the window's reach (hs rounded, or the
-     * image's height + width when hs is larger). At least the reach (smaller: PC_INVALID_ARGUMENT). */
+     * image's height + width when hs is larger), or the reach where that does not fit memory_limit.
+     * At least the reach (smaller: PC_INVALID_ARGUMENT). */
     size_t halo_rows;
 } pc_image_rows;
 
@@ -326,19 +338,18 @@ typedef struct {
     uint64_t scratch_bytes; /* written to scratch storage */
 } pc_image_rows_report;
 
-/* Segments a width x height image of `bands` values of `dtype` per pixel, read through io. The result
- * has k, sizes, centres, iterations and stages ("scan", "read", "filter", "fuse", "sums", "prune",
- * "write", in seconds; those a run needs), but no labels (they go to io->write) and no modes.
- * report: NULL, or what the run did. */
+/* Segments a width x height image of `bands` values of `dtype` per pixel, read through io, with
+ * params as pc_meanshift_image (params->progress: the fraction of the first sweep's rows filtered).
+ * The result has k, sizes, centres, iterations and stages ("scan" for float pixels, "read", "filter",
+ * "fuse", "scratch", "sums" for float pixels, "prune", "write"; seconds), but no labels (they go to
+ * io->write) and no modes. report: NULL, or what the run did (also, as far as it got, on failure). */
 pc_status pc_meanshift_image_rows(size_t width, size_t height, size_t bands, pc_dtype dtype, const pc_image_rows *io,
                                   const pc_meanshift_image_params *params, pc_result **result,
                                   pc_image_rows_report *report);
 
 /* The strips a run with these arguments would use (report's strip_rows, halo_rows, strips,
  * buffer_bytes and image_passes), without reading anything; PC_INVALID_ARGUMENT as the run would
- * (memory_limit too small, ...). io's callbacks are not needed. For a caller that decides between
- * pc_meanshift_image and this: pc_meanshift_image takes, beyond the pixels, about
- * 25 + 8 x bands bytes per pixel (float planes, modes, flags, labels, union-find). */
+ * (memory_limit too small, ...). io's callbacks are not needed. */
 pc_status pc_meanshift_image_rows_plan(size_t width, size_t height, size_t bands, pc_dtype dtype,
                                        const pc_image_rows *io, const pc_meanshift_image_params *params,
                                        pc_image_rows_report *report);

@@ -91,7 +91,7 @@ static pc__msi_image make_image(const float *v, const uint8_t *ok, size_t w, siz
         for (size_t b = 0; b < bands; b++)
             p[b * stride + i] = ok[i] ? v[i * bands + b] : NAN;
     *planes = p;
-    pc__msi_image im = {w, h, bands, p, stride, ok};
+    pc__msi_image im = {w, h, bands, p, stride, ok, 0, 0};
     return im;
 }
 

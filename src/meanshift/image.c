@@ -38,7 +38,7 @@ static pc_status check_view(const pc_points *px)
     return PC_OK;
 }
 
-static pc_status check_params(const pc_meanshift_image_params *p)
+pc_status pc__msi_check_params(const pc_meanshift_image_params *p)
 {
     if (!(p->spatial_bandwidth > 0) || !isfinite(p->spatial_bandwidth))
         return pc__fail(PC_INVALID_ARGUMENT, "spatial bandwidth must be a finite number > 0 (pixels), got %g",
@@ -131,7 +131,7 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
         return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
     pc__clear_error();
     pc_status st;
-    if ((st = check_view(pixels)) != PC_OK || (st = check_params(params)) != PC_OK)
+    if ((st = check_view(pixels)) != PC_OK || (st = pc__msi_check_params(params)) != PC_OK)
         return st;
     if (width == 0 || height == 0 || width > SIZE_MAX / height || width * height != pixels->n)
         return pc__fail(PC_INVALID_ARGUMENT, "a %zu x %zu image needs %zu x %zu pixels, got %zu", width, height,
@@ -181,7 +181,7 @@ pc_status pc_meanshift_image(const pc_points *pixels, size_t width, size_t heigh
                       height);
         goto fail;
     }
-    pc__msi_image im = {width, height, bands, planes, stride, ok};
+    pc__msi_image im = {width, height, bands, planes, stride, ok, 0, 0};
     double t1 = pc__now();
     pc__result_add_stage(r, "prepare", t1 - t0);
 
