@@ -121,7 +121,7 @@ struct run {
     int passes;             /* passes made */
     pass_time times[8];
     int ntimes;
-    char plan[320];         /* how the run goes, for the "streaming:" line */
+    char plan[512];         /* how the run goes, for the "streaming:" line */
     /* HCA */
     pc_hca_stream *hca;
     double budget;          /* the HCA stream's memory_budget */
@@ -558,7 +558,7 @@ static int run_hca(run *s, cli_outputs *out, const char **path)
     if (pc_hca_stream_create(&params, s->B, &s->hca) != PC_OK)
         return library_error(s, "HCA stream");
     const char *how = "a first pass over the valid pixels";
-    char why[320] = "";
+    char why[256] = "";
     int scan = hca_known_box(s, &how, why, sizeof why);
     if (scan < 0)
         return pcli_fail(s->err, sizeof s->err, "%s", why);
