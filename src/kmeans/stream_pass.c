@@ -181,11 +181,17 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
             pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
             /* Values the scan did not see could overflow the fixed-point sums: the blocks added must be
              * those scanned (NaN fails the test too). */
-            for (size_t q = 0; q < m * dim && mine == SIZE_MAX; q++)
-                if (!(x[q] >= f->xlo[q % dim] && x[q] <= f->xhi[q % dim])) {
-                    mine = begin + q / dim;
-                    note_fault(&bad, mine, q % dim);
-                }
+            for (size_t i = 0; i < m && mine == SIZE_MAX; i++) {
+                int out = 0;
+                for (size_t d = 0; d < dim; d++)
+                    out |= !(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d]);
+                for (size_t d = 0; out && d < dim; d++)
+                    if (!(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d])) {
+                        mine = begin + i;
+                        note_fault(&bad, mine, d);
+                        break;
+                    }
+            }
             if (mine != SIZE_MAX)
                 continue;
             pc__km_assign(x, 0, m, &s->layout, labels);
@@ -248,10 +254,14 @@ pc_status pc__km_stream_label_block(const pc_kmeans_stream *s, const pc_points *
             pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
             /* Any points may be labelled, not only those scanned, but float32's |c|^2 - 2 x.c needs them
              * within 2^40 of the points' spread (as given centres). */
-            for (size_t q = 0; q < (end - begin) * dim && mine == SIZE_MAX; q++)
+            int out = 0;
+            for (size_t q = 0; q < (end - begin) * dim; q++)
+                out |= !(fabsf(x[q]) <= 0x1p40f);
+            for (size_t q = 0; out && q < (end - begin) * dim; q++)
                 if (!(fabsf(x[q]) <= 0x1p40f)) {
                     mine = begin + q / dim;
                     note_fault(&bad, mine, q % dim);
+                    break;
                 }
             if (mine == SIZE_MAX)
                 pc__km_assign(x, 0, end - begin, &s->layout, labels + begin);
