@@ -80,10 +80,10 @@ def leftovers(outputs):
 def labels_of(path):
     """Labels with nodata as -1 (.npy int32 as written; GeoTIFF: its nodata value mapped)."""
     if path.endswith(".npy"):
-        return np.load(path).astype(np.int64), None
+        return np.load(path).astype(np.int32), None
     ds = gdal.Open(path)  # kept alive: a band outliving its dataset crashes the bindings
     band = ds.GetRasterBand(1)
-    lab = band.ReadAsArray().astype(np.int64)
+    lab = band.ReadAsArray().astype(np.int32)
     lab[lab == band.GetNoDataValue()] = -1
     return lab, (gdal.GetDataTypeName(band.DataType), band.GetNoDataValue(), ds.GetGeoTransform(),
                  ds.GetProjection())
@@ -183,6 +183,41 @@ if HAVE_GDAL:
     check(rc == 1 and re.search(r"--box stats: .*scene\.tif: band 1 has no statistics", err) is not None and
           not leftovers([w("nostats.tif")]), "--box stats without statistics: refused before any pass", err)
 
+    # Other layouts: tiles, big-endian (GDAL reads them), strips of 48 rows (read straight from the
+    # file, windows across strips)
+    gdal.Translate(w("tiled.tif"), w("scene.tif"), creationOptions=["TILED=YES", "ENDIANNESS=BIG"])
+    gdal.Translate(w("strips48.tif"), w("scene.tif"), creationOptions=["BLOCKYSIZE=48"])
+    for name, cap in (("tiled", "24M"), ("strips48", "16M")):
+        rc, out, err, _, _ = run("segment", w(name + ".tif"), "-k", 6, "-o", w(name + "_l.tif"), "--max-memory", cap,
+                                 "--box", "scan")
+        check(rc == 0 and "streaming" in out, "%s.tif in %s: streamed" % (name, cap), out + err)
+        same_labels("%s.tif streamed: the in-memory run's labels" % name, w(name + "_l.tif"), ref)
+    # Int16 (held as uint16 + 32768) and Float32 (NaN as nodata) images: streamed as in memory
+    tile = np.load(w("tile.npy"))[:500, :600]
+    for name, img, gtype, nd in (("i16", tile.astype(np.int16) * 40 - 3000, gdal.GDT_Int16, -32768),
+                                 ("f32", tile.astype(np.float32) / 255, gdal.GDT_Float32, None)):
+        border = (tile == 0).any(axis=2)
+        img[border] = nd if nd is not None else np.nan
+        ds = gdal.GetDriverByName("GTiff").Create(w(name + ".tif"), 600, 500, 4, gtype)
+        for b in range(4):
+            ds.GetRasterBand(b + 1).WriteArray(img[:, :, b])
+            if nd is not None:
+                ds.GetRasterBand(b + 1).SetNoDataValue(nd)
+        ds = None
+        rc, out, err, _, _ = run("segment", w(name + ".tif"), "-k", 5, "-o", w(name + "_m.tif"))
+        rc2, out2, err2, _, _ = run("segment", w(name + ".tif"), "-k", 5, "-o", w(name + "_s.tif"), "--max-memory",
+                                    "32M")
+        check(rc == 0 and rc2 == 0 and "streaming" in out2 and "streaming" not in out,
+              "%s GeoTIFF: in memory, and streamed in 32 MiB" % name, err + err2)
+        if rc == 0 and rc2 == 0:
+            m = labels_of(w(name + "_m.tif"))[0]
+            same_labels("%s GeoTIFF streamed: the in-memory run's labels, -1 at nodata" % name, w(name + "_s.tif"), m)
+            check(np.array_equal(m < 0, border), "%s GeoTIFF: nodata where the border is" % name)
+        check(re.search(r"cluster 0: .*mean \(([-\d.e]+), ", out2) is not None and
+              re.search(r"cluster 0: .*mean \(([-\d.e]+), ", out2).group(1) ==
+              re.search(r"cluster 0: .*mean \(([-\d.e]+), ", out).group(1),
+              "%s GeoTIFF: the same means, in the file's units" % name, out + out2)
+
     # the type's range: 2 passes, other cells, the same nodata
     rc, out, err, _, _ = run("segment", src, "-k", 6, "-o", w("type.tif"), "--max-memory", "24M", "--box", "type")
     check(rc == 0 and re.search(r"HCA in 2 passes .*the type's range 0-255", out) is not None,
@@ -214,9 +249,7 @@ rc, out, err, km_peak, km_t = run("segment", w("scene.npy"), "--nodata", 0, "--a
                                   "--init", w("init.csv"), "-o", km_ref_out)
 check(rc == 0 and "streaming" not in out, "k-means --init FILE in memory", out + err)
 km_ref = labels_of(km_ref_out)[0] if rc == 0 else None
-for name, inp, cap in (("tif", src, "8M"), ("npy", w("scene.npy"), "8M")):
-    if name == "tif" and not HAVE_GDAL:
-        continue
+for name, inp, cap in ((("tif", src, "8M"),) if HAVE_GDAL else (("npy", w("scene.npy"), "8M"),)):
     o = w("km_%s.%s" % (name, "tif" if name == "tif" else "npy"))
     rc, out, err, peak, t = run("segment", inp, "--nodata", 0, "--algorithm", "kmeans", "-k", 6, "--init",
                                 w("init.csv"), "-o", o, "--max-memory", cap)

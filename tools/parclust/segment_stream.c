@@ -125,7 +125,8 @@ struct run {
     /* HCA */
     pc_hca_stream *hca;
     double budget;          /* the HCA stream's memory_budget */
-    double *sums;           /* k x (B + 1): the label pass's cluster sums and counts */
+    double *sums;           /* k x (B + 1): the label pass's cluster sums and counts (float32 pixels) */
+    uint64_t *isums;        /* the same, of integer pixels */
     /* k-means */
     pc_kmeans_stream *km;
     float *init;            /* --init's centres, held units */
@@ -159,9 +160,10 @@ static pc_points points_of(const run *s, const void *data, size_t n)
                                         : pc_points_f32(data, n, s->B);
 }
 
-/* One pass over the image: every window read, marked, compacted and handed to fn, in order or (every
- * other pass) last first. The pass's valid pixels, band ranges and float32 counts replace the
- * header's. Its time goes to the line `what` (a new one unless the last has that name). */
+/* One pass over the image: every window read, marked, compacted and handed to fn (NULL: read and
+ * marked only), in order or (every other pass) last first. The pass's valid pixels, band ranges and
+ * float32 counts replace the header's. Its time goes to the line `what` (a new one unless the last
+ * has that name). */
 static int pass(run *s, const char *what, window_fn fn)
 {
     char title[96];
@@ -184,10 +186,10 @@ static int pass(run *s, const char *what, window_fn fn)
             return -1;
         }
         valid += s->win.n_valid;
-        if (s->win.n_valid < rows * s->W) /* (a window read in place has no nodata: never compacted) */
+        if (fn && s->win.n_valid < rows * s->W) /* (a window read in place has no nodata: never compacted) */
             pcli_image_compact(&s->win);
         pc_points pts = points_of(s, s->win.pixels, s->win.n_valid);
-        if (fn(s, &s->win, y0, &pts)) {
+        if (fn && fn(s, &s->win, y0, &pts)) {
             cli_progress_end(&p);
             return -1;
         }
@@ -492,22 +494,37 @@ static int finish_labels(run *s, cli_outputs *out, const pc_result *r, const int
 
 /* ---------------------------------------------------------------- HCA */
 
-static int hca_bound(run *s, const pcli_image *win, size_t y0, const pc_points *pts)
-{
-    (void)win, (void)y0;
-    return pts->n && pc_hca_stream_bound(s->hca, pts) != PC_OK ? library_error(s, "HCA box") : 0;
-}
-
 static int hca_count(run *s, const pcli_image *win, size_t y0, const pc_points *pts)
 {
     (void)win, (void)y0;
     return pts->n && pc_hca_stream_add(s->hca, pts) != PC_OK ? library_error(s, "HCA histogram") : 0;
 }
 
+/* The clusters' sums and counts of integer pixels, exact in 64 bits (as the library's doubles of
+ * them are): here, on one core, in a quarter of the time the library's per-value doubles take. */
+#define ADD_SUMS(T)                                                                                            \
+    do {                                                                                                       \
+        const T *px = pts->data;                                                                               \
+        for (size_t i = 0; i < pts->n; i++, px += B) {                                                         \
+            int32_t c = s->labels[i];                                                                          \
+            if (c < 0)                                                                                         \
+                continue;                                                                                      \
+            uint64_t *sum = s->isums + (size_t)c * (B + 1);                                                    \
+            for (size_t b = 0; b < B; b++)                                                                     \
+                sum[b] += px[b];                                                                               \
+            sum[B]++;                                                                                          \
+        }                                                                                                      \
+    } while (0)
+
 static int hca_label(run *s, const pcli_image *win, size_t y0, const pc_points *pts)
 {
-    if (pts->n && pc_hca_stream_label(s->hca, pts, s->labels, s->sums) != PC_OK)
+    size_t B = s->B;
+    if (pts->n && pc_hca_stream_label(s->hca, pts, s->labels, s->isums ? NULL : s->sums) != PC_OK)
         return library_error(s, "HCA labels");
+    if (s->isums && s->im.type == PCLI_PIX_U8)
+        ADD_SUMS(uint8_t);
+    else if (s->isums)
+        ADD_SUMS(uint16_t);
     return emit_labels(s, win, y0);
 }
 
@@ -567,7 +584,20 @@ static int run_hca(run *s, cli_outputs *out, const char **path)
     snprintf(s->plan, sizeof s->plan, "HCA in %d passes over %zu-row windows, the box from %s%s%s%s", scan ? 3 : 2,
              s->rows, how, why[0] ? " (" : "", why, why[0] ? ")" : "");
     print_plan(s);
-    if (alloc_buffers(s, 0) || (scan && pass(s, "box", hca_bound)) || pass(s, "histogram", hca_count))
+    if (alloc_buffers(s, 0))
+        return -1;
+    if (scan) { /* the valid pixels' band ranges, as the reading marks them, are pc_hca's box */
+        double lo[PCLI_MAX_BANDS], hi[PCLI_MAX_BANDS];
+        if (pass(s, "box", NULL))
+            return -1;
+        for (size_t b = 0; b < s->B; b++) {
+            lo[b] = s->im.lo[b] + s->im.offset;
+            hi[b] = s->im.hi[b] + s->im.offset;
+        }
+        if (s->im.n_valid && pc_hca_stream_set_box(s->hca, lo, hi) != PC_OK)
+            return library_error(s, "HCA box");
+    }
+    if (pass(s, "histogram", hca_count))
         return -1;
     print_header(s);
     if (s->im.n_valid == 0)
@@ -582,13 +612,17 @@ static int run_hca(run *s, cli_outputs *out, const char **path)
     s->k = pc_result_cluster_count(r);
     int rc = -1;
     float *centres = malloc((s->k ? s->k : 1) * s->B * sizeof *centres);
-    if (!centres || !(s->sums = calloc((s->k ? s->k : 1) * (s->B + 1), sizeof *s->sums))) {
+    size_t nsums = (s->k ? s->k : 1) * (s->B + 1);
+    if (!centres || !(s->sums = calloc(nsums, sizeof *s->sums)) ||
+        (s->im.type != PCLI_PIX_F32 && !(s->isums = calloc(nsums, sizeof *s->isums)))) {
         pcli_fail(s->err, sizeof s->err, "out of memory");
         goto done;
     }
     double state = hca_labelling_bytes(s, params.m, (double)pc_result_cell_count(r)) + picture_bytes(s);
     if (start_labels(s, out, path) || plan_windows(s, state, 1) || alloc_buffers(s, 1) || pass(s, "labels", hca_label))
         goto done;
+    for (size_t q = 0; s->isums && q < nsums; q++)
+        s->sums[q] = (double)s->isums[q];
     for (size_t c = 0; c < s->k; c++) { /* as pc_hca's: sum / count in float32, in the file's units */
         double count = s->sums[c * (s->B + 1) + s->B];
         for (size_t j = 0; j < s->B; j++) {
@@ -775,6 +809,7 @@ int seg_stream_run(const seg_stream_args *a, cli_outputs *out)
 done:
     free_buffers(&s);
     free(s.sums);
+    free(s.isums);
     free(s.counts);
     free(s.init);
     free(s.picture);
