@@ -1,8 +1,9 @@
 /* Tests the commit of a command's outputs (tools/fileio/output_files.c) where the CLI cannot reach:
- * a rename that fails after others succeeded must put back every target as it was, with and without
- * hard links, and leave no staging or aside file. The renames and links of a commit go through the
- * pcli_outputs' fs_rename and fs_link, which init() below points at failing versions. Usage:
- * test_output_files DIR. */
+ * a rename that fails after others succeeded must put back every target as it was, with exchanges
+ * (RENAME_EXCHANGE), without them (as on FAT), with and without hard links, and leave no staging or
+ * aside file. The exchanges, renames and links of a commit go through the pcli_outputs' fs_exchange,
+ * fs_rename and fs_link, which init() below points at failing versions. Usage: test_output_files DIR. */
+#define _GNU_SOURCE /* renameat2 */
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
@@ -10,6 +11,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +22,12 @@ static char last_error[PCLI_OUTPUTS_ERR_SIZE];
 static const char *dir;
 static const char *fail_to;   /* the rename onto this target fails (EIO) */
 static int renames_failed;
-static int fail_put_back;     /* putting an old file back (from its .old name) fails too (EACCES) */
+static int fail_put_back;     /* putting an old file back (from its .old name, or exchanged back) fails too */
+static int exchanges_on;      /* 0: as a filesystem without RENAME_EXCHANGE (EINVAL) */
+static int exchanges;         /* exchanges made */
+static char exchanged[8][4096]; /* the targets exchanged since clear(): an exchange onto one again puts it back */
+static int n_exchanged;
+static const char *dir_at; /* this target is made a directory just before it is exchanged (after the check) */
 
 static int failing_rename(const char *from, const char *to)
 {
@@ -35,6 +43,33 @@ static int failing_rename(const char *from, const char *to)
     return rename(from, to);
 }
 
+static int test_exchange(const char *a, const char *b)
+{
+    int again = 0;
+    for (int i = 0; i < n_exchanged; i++)
+        again |= strcmp(exchanged[i], b) == 0;
+    if (!exchanges_on || (fail_to && strcmp(b, fail_to) == 0) || (again && fail_put_back)) {
+        errno = !exchanges_on ? EINVAL : again ? EACCES : EIO;
+        return -1;
+    }
+    if (dir_at && strcmp(b, dir_at) == 0 && !again) {
+        remove(b);
+        mkdir(b, 0777);
+    }
+#ifdef RENAME_EXCHANGE
+    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0)
+        return -1;
+#else
+    (void)a;
+    errno = ENOSYS;
+    return -1;
+#endif
+    if (!again && n_exchanged < 8)
+        snprintf(exchanged[n_exchanged++], sizeof exchanged[0], "%s", b);
+    exchanges++;
+    return 0;
+}
+
 static int no_link(const char *from, const char *to)
 {
     (void)from, (void)to;
@@ -44,10 +79,12 @@ static int no_link(const char *from, const char *to)
 
 static int (*link_call)(const char *from, const char *to) = link;
 
-/* pcli_outputs_init, with the commit's renames through failing_rename and its links through link_call. */
+/* pcli_outputs_init, with the commit's exchanges through test_exchange, its renames through
+ * failing_rename and its links through link_call. */
 static void init(pcli_outputs *o)
 {
     pcli_outputs_init(o);
+    o->fs_exchange = test_exchange;
     o->fs_rename = failing_rename;
     o->fs_link = link_call;
 }
@@ -116,6 +153,7 @@ static void clear(void)
             remove(path_of(e->d_name));
     if (d)
         closedir(d);
+    n_exchanged = 0;
 }
 
 /* Registers, checks and stages a, b, c, writing "new-X" into each staged file. */
@@ -137,9 +175,13 @@ static int stage_three(pcli_outputs *o, const char *a, const char *b, const char
     return 0;
 }
 
+static const char *mode; /* "exchanges" or "no exchanges": added to the failures' labels */
+
 /* a and b exist, c does not; the rename onto `failing` fails: nothing may change. */
-static void rollback_case(const char *label, const char *failing)
+static void rollback_case(const char *what, const char *failing)
 {
+    char label[128];
+    snprintf(label, sizeof label, "%s, %s", mode, what);
     clear();
     const char *a = path_of("a.csv"), *b = path_of("b.npy"), *c = path_of("c.png");
     put(a, "old-a");
@@ -160,25 +202,23 @@ static void rollback_case(const char *label, const char *failing)
                   strstr(last_error, strerror(EIO)), "%s: message '%s'", label, last_error);
 }
 
-int main(int argc, char **argv)
+/* Every case, with exchanges or without (exchanges_on). */
+static void cases(void)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_output_files DIR\n");
-        return 2;
-    }
-    dir = argv[1];
-    mkdir(dir, 0777);
-
-    /* All three in place, nothing else left. */
+    mode = exchanges_on ? "exchanges" : "no exchanges";
+    /* All three in place, nothing else left; a, which existed, exchanged where exchanges work. */
     clear();
     pcli_outputs outputs, *o = &outputs;
     put(path_of("a.csv"), "old-a");
+    put(path_of("b.npy"), "old-b");
     CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
     CHECK(strstr(o->out[1].staged, ".npy") != NULL); /* the writers read the format from the extension */
+    exchanges = 0;
     CHECK(CHECKED(pcli_outputs_commit) == 0);
+    CHECK_MSG(exchanges == (exchanges_on ? 2 : 0), "%s: %d exchanges", mode, exchanges);
     CHECK(strcmp(text_of(path_of("a.csv")), "new-a") == 0 && strcmp(text_of(path_of("b.npy")), "new-b") == 0 &&
           strcmp(text_of(path_of("c.png")), "new-c") == 0);
-    CHECK_MSG(entries() == 3, "%d files after a commit, expected 3", entries());
+    CHECK_MSG(entries() == 3, "%s: %d files after a commit, expected 3", mode, entries());
 
     /* A rename fails after one or two succeeded: those are put back (old file, or no file). */
     rollback_case("second rename fails", path_of("b.npy"));
@@ -191,7 +231,7 @@ int main(int argc, char **argv)
     put(path_of("a.csv"), "old-a");
     CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
     CHECK(CHECKED(pcli_outputs_commit) == 0 && strcmp(text_of(path_of("a.csv")), "new-a") == 0);
-    CHECK_MSG(entries() == 3, "no hard links: %d files after a commit, expected 3", entries());
+    CHECK_MSG(entries() == 3, "%s, no hard links: %d files after a commit, expected 3", mode, entries());
     link_call = link;
 
     /* The old a cannot be put back after b's rename failed: one line for a (where its old file is
@@ -207,8 +247,13 @@ int main(int argc, char **argv)
     const char *nl = strchr(last_error, '\n');
     CHECK_MSG(nl && !strchr(nl + 1, '\n') && strstr(last_error, "--a '") < nl &&
                   strstr(last_error, "could not be put back") < nl && strstr(last_error, "kept as") < nl &&
-                  strstr(nl, "--b '") && strstr(nl, "(see above)"), "put back failed: message '%s'", last_error);
+                  strstr(nl, "--b '") && strstr(nl, "(see above)"), "%s, put back failed: message '%s'", mode,
+              last_error);
     CHECK(strcmp(text_of(path_of("a.csv")), "new-a") == 0); /* a's new file stays, its old one is aside */
+    const char *kept = strstr(last_error, "kept as ");
+    char kept_path[4096];
+    snprintf(kept_path, sizeof kept_path, "%.*s", kept ? (int)(nl - kept - 8) : 0, kept ? kept + 8 : "");
+    CHECK_MSG(strcmp(text_of(kept_path), "old-a") == 0, "%s: '%s' holds %s", mode, kept_path, text_of(kept_path));
 
     /* A target that became a directory during the run: found before the first rename. */
     clear();
@@ -217,7 +262,21 @@ int main(int argc, char **argv)
     mkdir(path_of("b.npy"), 0777);
     CHECK(CHECKED(pcli_outputs_commit) == -1 && strstr(last_error, "b.npy") && strstr(last_error, strerror(EISDIR)));
     CHECK(strcmp(text_of(path_of("a.csv")), "old-a") == 0 && access(path_of("c.png"), F_OK) != 0);
-    CHECK_MSG(entries() == 2, "became a directory: %d files left, expected 2", entries());
+    CHECK_MSG(entries() == 2, "%s, became a directory: %d files left, expected 2", mode, entries());
+    if (exchanges_on) { /* a directory since the check, exchanged: put back, and the commit fails as a rename would */
+        clear();
+        put(path_of("a.csv"), "old-a");
+        put(path_of("b.npy"), "old-b");
+        CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+        dir_at = path_of("b.npy");
+        CHECK(CHECKED(pcli_outputs_commit) == -1 && strstr(last_error, "b.npy") &&
+              strstr(last_error, strerror(EISDIR)) && strstr(last_error, "no output was changed"));
+        dir_at = NULL;
+        struct stat st;
+        CHECK(stat(path_of("b.npy"), &st) == 0 && S_ISDIR(st.st_mode));
+        CHECK(strcmp(text_of(path_of("a.csv")), "old-a") == 0 && access(path_of("c.png"), F_OK) != 0);
+        CHECK_MSG(entries() == 2, "exchanged a directory: %d files left, expected 2", entries());
+    }
 
     /* A name of 255 bytes, the most a filesystem allows: the staging name is short whatever it is. */
     clear();
@@ -233,5 +292,21 @@ int main(int argc, char **argv)
         put(s, "long");
     CHECK(CHECKED(pcli_outputs_commit) == 0 && strcmp(text_of(path_of(name)), "long") == 0);
     clear();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_output_files DIR\n");
+        return 2;
+    }
+    dir = argv[1];
+    mkdir(dir, 0777);
+#ifdef RENAME_EXCHANGE
+    exchanges_on = 1;
+    cases();
+#endif
+    exchanges_on = 0;
+    cases();
     return check_report("output_files");
 }

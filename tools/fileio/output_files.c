@@ -1,6 +1,7 @@
 /* The files of one command (output_files.h): inputs no output may replace, outputs checked before any
  * work, staged under short names beside their targets and committed together or not at all. Errors
  * go back to the caller in err; nothing here prints. */
+#define _GNU_SOURCE /* renameat2 (glibc 2.28) */
 #define _POSIX_C_SOURCE 200809L
 
 #include "output_files.h"
@@ -17,9 +18,22 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+/* Swaps the files of two names in one step, or fails changing nothing. */
+static int exchange(const char *a, const char *b)
+{
+#ifdef RENAME_EXCHANGE
+    return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+#else
+    (void)a, (void)b;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 void pcli_outputs_init(pcli_outputs *o)
 {
     memset(o, 0, sizeof *o);
+    o->fs_exchange = exchange;
     o->fs_rename = rename;
     o->fs_link = link;
 }
@@ -283,6 +297,17 @@ static int roll_back(pcli_outputs *o, char *err, size_t errsize)
         pcli_file *f = &o->out[i];
         if (!f->placed)
             continue;
+        if (f->exchanged) { /* exchanged back: the new file goes to staged, which the discard removes */
+            if (o->fs_exchange(f->staged, f->path) != 0) {
+                add_line(err, errsize, "%s '%s': could not be put back: %s; the file it held is kept as %s", f->what,
+                         f->path, strerror(errno), f->staged);
+                f->exchanged = 0; /* forgotten, and placed: the discard leaves it */
+                rc = -1;
+                continue;
+            }
+            f->exchanged = f->placed = 0;
+            continue;
+        }
         if (f->aside ? o->fs_rename(f->aside, f->path) != 0 : unlink(f->path) != 0) {
             add_line(err, errsize, "%s '%s': could not be put back: %s%s%s", f->what, f->path, strerror(errno),
                      f->aside ? "; the file it held is kept as " : "", f->aside ? f->aside : "");
@@ -298,12 +323,16 @@ static int roll_back(pcli_outputs *o, char *err, size_t errsize)
     return rc;
 }
 
-/* What was kept aside goes: the links made, and the files moved (a name reserved but not used yet
- * is not there). One that could not be put back was forgotten by roll_back, and so stays. */
+/* What was kept aside goes: the old files exchanged to the staging names, the links made, and the
+ * files moved (a name reserved but not used yet is not there). One that could not be put back was
+ * forgotten by roll_back, and so stays. */
 static void drop_asides(pcli_outputs *o)
 {
     for (size_t i = 0; i < o->n_out; i++) {
         pcli_file *f = &o->out[i];
+        if (f->exchanged)
+            unlink(f->staged);
+        f->exchanged = 0;
         if (f->aside)
             unlink(f->aside);
         free(f->aside);
@@ -318,8 +347,12 @@ int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
     int e = 0;
     if (errsize)
         err[0] = '\0';
-    /* 1. Nothing is replaced yet: each target is checked again (the run may have taken long), and the
-     * file it holds gets a second name, so that step 2 can put it back. */
+    /* 1. Nothing is replaced yet: each target is checked again (the run may have taken long). One
+     * that exists is exchanged with its staged file, which keeps the old file under the staging name
+     * for step 3 to remove, or step 2 to put back. A rename that replaces a file would do as well but
+     * for ext4 (auto_da_alloc, its default), which then writes the new file out to disk inside the
+     * rename: 0.05-0.2 s for 400 MB of labels. Where the filesystem cannot exchange (FAT, some
+     * network filesystems; EINVAL), the file the target holds gets a second name here instead. */
     for (i = 0; i < o->n_out; i++) {
         pcli_file *f = &o->out[i];
         struct stat st;
@@ -335,6 +368,15 @@ int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
             e = errno;
             goto failed;
         }
+        if (o->fs_exchange(f->staged, f->path) == 0) {
+            f->exchanged = f->placed = 1;
+            /* A target made a directory since the check above is put back, as a rename onto it fails. */
+            if (lstat(f->staged, &st) == 0 && S_ISDIR(st.st_mode)) {
+                e = EISDIR;
+                goto failed;
+            }
+            continue;
+        } /* any failure changed nothing: the rename below reports its own */
         if (!(f->aside = reserve_name(f->path, ".old", 0))) {
             e = errno;
             goto failed;
@@ -354,7 +396,7 @@ int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
     /* 2. The renames; a failure puts back what the earlier ones replaced. */
     for (i = 0; i < o->n_out; i++) {
         pcli_file *f = &o->out[i];
-        if (!f->staged)
+        if (!f->staged || f->exchanged)
             continue;
         if (f->moved && o->fs_rename(f->path, f->aside) != 0) {
             e = errno;
@@ -375,6 +417,7 @@ int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
         }
         f->placed = 1;
     }
+    /* 3. Every output is in place: the old files go. */
     drop_asides(o);
     for (i = 0; i < o->n_out; i++) {
         free(o->out[i].staged);

@@ -41,14 +41,17 @@ typedef struct {
     char *staged;      /* where the writer writes, once staged */
     char *aside;       /* during a commit: the file the target held, kept until every output is in place */
     int moved, placed; /* aside is that file moved (no hard link could be made); staged renamed onto path */
+    int exchanged;     /* staged and path exchanged: the file the target held is at staged until the end */
 } pcli_file;
 
 typedef struct {
     pcli_file in[PCLI_MAX_FILES], out[PCLI_MAX_FILES];
     size_t n_in, n_out;
     int overflow; /* more files than slots: a programming error, reported by pcli_outputs_check */
-    /* The calls a commit makes to replace files: rename(2) and link(2), as pcli_outputs_init sets them.
-     * tests/test_output_files.c makes them fail, to see a commit put back what it had replaced. */
+    /* The calls a commit makes to replace files: renameat2's RENAME_EXCHANGE (Linux; elsewhere it fails
+     * with ENOSYS), rename(2) and link(2), as pcli_outputs_init sets them. tests/test_output_files.c
+     * makes them fail, to see a commit put back what it had replaced. */
+    int (*fs_exchange)(const char *a, const char *b);
     int (*fs_rename)(const char *from, const char *to);
     int (*fs_link)(const char *from, const char *to);
 } pcli_outputs;
@@ -69,9 +72,12 @@ int pcli_outputs_check_room(const pcli_outputs *o, char *err, size_t errsize);
 /* The name to write the registered output `target` to (created empty here, so it is this run's);
  * NULL (error in err) when it cannot be created. */
 const char *pcli_outputs_stage(pcli_outputs *o, const char *target, char *err, size_t errsize);
-/* Renames every staged output onto its target. Before the first rename each target is checked again
- * and the file it holds is kept aside (a hard link); a rename that fails then puts back every target
- * already replaced, so a failure changes none. 0, or -1 with the error in err (staged files removed). */
+/* Puts every staged output in place of its target. Before the first, each target is checked again.
+ * A target that exists is exchanged with its staged file (one atomic step, which keeps the old file
+ * under the staging name until the end), or where the filesystem cannot exchange, kept aside (a hard
+ * link, else moved) and replaced by a rename. One that fails puts back every target already replaced,
+ * so a failure changes none. The old files are removed once all are in place. 0, or -1 with the error
+ * in err (staged files removed). */
 int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize);
 void pcli_outputs_discard(pcli_outputs *o); /* removes whatever was staged */
 /* A writer's error (which names the staging file) with the staging name replaced by its target's,
