@@ -46,11 +46,11 @@ static const char *const help =
     "                         ARI and NMI over the valid pixels\n"
     "  --backend B, --threads T\n"
     "  --max-memory SIZE      memory the run may hold, e.g. 512M, 2G, 8GiB (default: half of the physical\n"
-    "                         memory, or the address-space limit if lower). HCA and k-means runs that do\n"
-    "                         not fit are streamed: the image is read in windows of rows, again on every\n"
-    "                         pass (HCA: the box, the histogram, the labels; k-means: a scan, one per\n"
-    "                         iteration, the labels), never held whole; --truth is refused then. Mean\n"
-    "                         shift that does not fit is refused\n"
+    "                         memory, or the address-space limit if lower). Runs that do not fit are\n"
+    "                         streamed: the image is read in windows of rows, again on every pass (HCA:\n"
+    "                         the box, the histogram, the labels; k-means: a scan, one per iteration, the\n"
+    "                         labels; mean shift: strips with halos, its region numbers in a scratch file\n"
+    "                         beside the output), never held whole; --truth is refused then\n"
     "\n"
     "HCA (ALGORITHMS.md section 3): -m M (cells per dimension, default 32), -k/--clusters K or\n"
     "  --threshold T (default 0.5), --min-cluster-size N (default 0.1% of the pixels),\n"
@@ -444,10 +444,10 @@ static double memory_need(const seg_cli *c, const pcli_image *im, double valid, 
 /* What the run needs and whether the algorithm can take it, from what is known: at the header
  * (counted 0) the size, bands and type, the valid pixels being the whole image when no pixel can be
  * nodata and else unknown; after the read (counted 1) the valid pixels. A run that does not fit in
- * the memory limit (--max-memory) streams where its algorithm can (c->stream set, decided at the
- * header on every pixel valid: an in-memory read that then did not fit would have been read for
- * nothing); else it is refused, on the least it could need, not left to swap or to the out-of-memory
- * killer. */
+ * the memory limit (--max-memory), or HCA and mean shift beyond 2^31 - 1 pixels, streams (c->stream
+ * set, decided at the header on every pixel valid: an in-memory read that then did not fit would have
+ * been read for nothing). After the read the limit is checked again on the valid pixels, which cannot
+ * then need more: a refusal there is a safeguard, never left to swap or the out-of-memory killer. */
 static int check_limits(seg_cli *c, const pcli_image *im, int counted, char *err, size_t errsize)
 {
     size_t W = im->width, H = im->height, B = im->bands;
@@ -461,7 +461,7 @@ static int check_limits(seg_cli *c, const pcli_image *im, int counted, char *err
     if (c->algorithm == ALG_HCA && valid > (double)INT32_MAX && !streams)
         return pcli_fail(err, errsize, "%s: HCA handles up to %d points, the image has %.0f valid pixels%s", c->input,
                          INT32_MAX, valid, counted ? "" : " (every pixel: no nodata value)");
-    if (c->algorithm == ALG_MEANSHIFT && npix > (double)INT32_MAX)
+    if (c->algorithm == ALG_MEANSHIFT && npix > (double)INT32_MAX && !streams)
         return pcli_fail(err, errsize, "%s: image mean shift handles up to %d pixels, the image has %zu x %zu = %.0f",
                          c->input, INT32_MAX, W, H, npix);
     double most_valid = counted ? valid : npix;
@@ -470,7 +470,7 @@ static int check_limits(seg_cli *c, const pcli_image *im, int counted, char *err
                          counted ? "valid pixels" : "pixels of the image");
     const char *what;
     double limit = memory_limit(c, &what), pixels, most = memory_need(c, im, npix, &pixels);
-    if (streams && (most > limit || (c->algorithm == ALG_HCA && npix > (double)INT32_MAX))) {
+    if (streams && (most > limit || (c->algorithm != ALG_KMEANS && npix > (double)INT32_MAX))) {
         c->stream = 1;
         c->stream_need = most;
         c->stream_pixels = pixels;
@@ -482,10 +482,9 @@ static int check_limits(seg_cli *c, const pcli_image *im, int counted, char *err
         const char *bound = counted || !im->may_have_nodata ? "about " : "at least ";
         return pcli_fail(err, errsize,
                          "%s: the run needs %s%s of memory (%s of pixels, %zu x %zu x %zu band%s of %s; %s of labels "
-                         "and working arrays), more than %s; %s does not stream: raise --max-memory if the machine "
-                         "has the memory", c->input, bound, bytes_text(need, a, sizeof a), bytes_text(pixels, b, sizeof b),
-                         W, H, B, B == 1 ? "" : "s", pcli_pixtype_name(im->type), bytes_text(need - pixels, d, sizeof d),
-                         what, c->algorithm == ALG_KMEANS ? "k-means" : c->algorithm == ALG_HCA ? "HCA" : "mean shift");
+                         "and working arrays), more than %s", c->input, bound, bytes_text(need, a, sizeof a),
+                         bytes_text(pixels, b, sizeof b), W, H, B, B == 1 ? "" : "s", pcli_pixtype_name(im->type),
+                         bytes_text(need - pixels, d, sizeof d), what);
     }
     return 0;
 }
@@ -625,6 +624,8 @@ static int stream(seg_cli *c, cli_outputs *out)
     a.read = &c->read;
     a.hca = c->hca;
     a.km = c->km;
+    a.ms = c->ms;
+    a.range_given = c->range_given;
     a.labels_format = &c->labels_format;
     a.init_file = c->init_file;
     a.box = c->box;

@@ -56,7 +56,7 @@ int seg_parse_size(const char *text, double *bytes)
     return 0;
 }
 
-int seg_stream_can(int algorithm) { return algorithm == SEG_HCA || algorithm == SEG_KMEANS; }
+int seg_stream_can(int algorithm) { (void)algorithm; return 1; }
 
 static const char *bytes_text(double b, char *buf, size_t size)
 {
@@ -132,6 +132,13 @@ struct run {
     float *init;            /* --init's centres, held units */
     uint64_t first;         /* the scan: valid pixels before this window (its first point's index) */
     int64_t *counts;        /* k: the label pass's cluster sizes */
+    /* mean shift: its callbacks' buffers (validity bits, labels of the output's type) and outputs */
+    size_t bits_cap, out_cap;
+    cli_outputs *outputs;
+    const char **path;
+    int64_t *sizes;
+    float *centres;
+    cli_progress progress;
     /* the label pass */
     size_t k;
     pcli_label_type ltype;
@@ -372,8 +379,8 @@ static void print_plan(const run *s)
                "than %s: %s\n", bytes_text(a->need, x, sizeof x), bytes_text(a->pixels, y, sizeof y),
                bytes_text(a->need - a->pixels, z, sizeof z), a->limit_what, s->plan);
     else
-        printf("streaming: the image has %.0f pixels, more than the %d HCA clusters in memory: %s\n",
-               (double)s->W * (double)s->H, INT32_MAX, s->plan);
+        printf("streaming: the image has %.0f pixels, more than the %d %s takes in memory: %s\n",
+               (double)s->W * (double)s->H, INT32_MAX, a->algorithm == SEG_HCA ? "HCA" : "mean shift", s->plan);
     fflush(stdout);
 }
 
@@ -459,8 +466,8 @@ static int finish_labels(run *s, cli_outputs *out, const pc_result *r, const int
     s->writer = NULL;
     if (pcli_raster_close(w, s->err, sizeof s->err))
         return -1;
-    printf("%s: %zu clusters (%s backend)\n", s->a->algorithm == SEG_HCA ? "hca" : "kmeans", s->k,
-           pc_backend_name(pc_result_backend(r)));
+    printf("%s: %zu clusters (%s backend)\n", s->a->algorithm == SEG_HCA ? "hca" : s->a->algorithm == SEG_KMEANS ?
+           "kmeans" : "meanshift", s->k, pc_backend_name(pc_result_backend(r)));
     seg_print_clusters(&s->im, s->k, sizes, centres);
     if (s->a->preview) {
         pcli_image pv; /* the picture's labels as an image of its own size, every pixel valid */
@@ -748,6 +755,170 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- mean shift */
+
+/* pc_meanshift_image_rows's callbacks: rows read as windows (nodata bytes from the validity bits),
+ * the regions (the output created for k), the labels written as rows. A failure keeps its message in
+ * s->err and stops the run (PC_IO_ERROR). */
+static pc_status ms_read(void *user, size_t row0, size_t rows, void *pixels, uint8_t *valid)
+{
+    run *s = user;
+    size_t n = rows * s->W;
+    if ((n + 7) / 8 > s->bits_cap) {
+        uint8_t *grown = realloc(s->valid, (n + 7) / 8);
+        if (!grown)
+            return pcli_fail(s->err, sizeof s->err, "out of memory for %zu rows' validity", rows), PC_IO_ERROR;
+        s->valid = grown;
+        s->bits_cap = (n + 7) / 8;
+    }
+    s->win.valid = s->valid;
+    if (pcli_window_read(s->rd, row0, rows, pixels, &s->win, s->err, sizeof s->err))
+        return PC_IO_ERROR;
+    if (s->win.pixels != pixels) /* a .npy window read in place */
+        memcpy(pixels, s->win.pixels, n * s->ps);
+    if (s->win.n_valid < n)
+        for (size_t i = 0; i < n; i++)
+            if (!pcli_image_is_valid(&s->win, i))
+                valid[i] = 0;
+    return PC_OK;
+}
+
+static pc_status ms_regions(void *user, size_t k, const int64_t *sizes, const float *centres)
+{
+    run *s = user;
+    s->k = k;
+    s->sizes = malloc((k ? k : 1) * sizeof *s->sizes);
+    s->centres = malloc((k ? k : 1) * s->B * sizeof *s->centres);
+    if (!s->sizes || !s->centres)
+        return pcli_fail(s->err, sizeof s->err, "out of memory"), PC_IO_ERROR;
+    memcpy(s->sizes, sizes, k * sizeof *sizes);
+    for (size_t i = 0; i < k * s->B; i++) /* in the file's units (int16 is held shifted) */
+        s->centres[i] = (float)(centres[i] - s->im.offset);
+    return start_labels(s, s->outputs, s->path) ? PC_IO_ERROR : PC_OK;
+}
+
+static pc_status ms_write(void *user, size_t row0, size_t rows, const int32_t *labels)
+{
+    run *s = user;
+    size_t n = rows * s->W, es = label_bytes(s->ltype);
+    if (n * es > s->out_cap) {
+        void *grown = realloc(s->out, n * es);
+        if (!grown)
+            return pcli_fail(s->err, sizeof s->err, "out of memory for %zu rows of labels", rows), PC_IO_ERROR;
+        s->out = grown;
+        s->out_cap = n * es;
+    }
+    int32_t nodata = (int32_t)pcli_label_type_nodata(s->ltype);
+    for (size_t i = 0; i < n; i++) {
+        int32_t v = labels[i] < 0 ? nodata : labels[i];
+        if (es == 1)
+            ((uint8_t *)s->out)[i] = (uint8_t)v;
+        else if (es == 2)
+            ((uint16_t *)s->out)[i] = (uint16_t)v;
+        else
+            ((int32_t *)s->out)[i] = v;
+    }
+    if (s->picture)
+        sample_picture(s, row0, rows);
+    return pcli_raster_write_rows(s->writer, row0, rows, s->out, s->err, sizeof s->err) ? PC_IO_ERROR : PC_OK;
+}
+
+static int run_meanshift(run *s, cli_outputs *out, const char **path)
+{
+    const seg_stream_args *a = s->a;
+    pc_meanshift_image_params params = a->ms;
+    pc_dtype dtype = s->im.type == PCLI_PIX_U8 ? PC_U8 : s->im.type == PCLI_PIX_U16 ? PC_U16 : PC_F32;
+    if (!a->range_given && s->im.type != PCLI_PIX_U8) {
+        /* 16 suits 8-bit bands; other types get the same share of their range, which a pass finds. */
+        if (plan_windows(s, picture_bytes(s), 0) || alloc_buffers(s, 0) || pass(s, "band ranges", NULL))
+            return -1;
+        free_buffers(s);
+        double span = 0;
+        for (size_t b = 0; b < s->B; b++)
+            span = s->im.hi[b] - s->im.lo[b] > span ? s->im.hi[b] - s->im.lo[b] : span;
+        if (span > 0)
+            params.range_bandwidth = 16.0 / 255.0 * span;
+        printf("mean shift: range bandwidth %g (16/255 of the widest band's range; --range-bandwidth to choose)\n",
+               params.range_bandwidth);
+    }
+    /* GDAL's cache holds a row of the output's tiles (the strips' rows seldom end on them) and of the
+     * input's blocks; the picture is held; the rest goes to the library, which keeps its strips within
+     * half of it and its region graph (not bounded by it) beside them; an eighth for the callbacks'
+     * validity bits and labels of the output's type. */
+    double cache = CACHE_FLOOR + (npy_out(s) ? 0 : (double)((s->W + 511) / 512 * 512) * 512 * 4) +
+                   (s->im.is_npy ? 0 : (double)pcli_window_block_row_bytes(s->rd));
+    double room = s->limit - cache - picture_bytes(s) - (double)pcli_window_own_bytes(s->rd);
+    pc_image_rows io;
+    pc_image_rows_init(&io);
+    io.read = ms_read;
+    io.write = ms_write;
+    io.regions = ms_regions;
+    io.user = s;
+    io.memory_limit = room > 0 ? (size_t)(room * 7 / 8) : 0;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", a->output);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = '\0'; /* "/x.tif": "/" */
+    else
+        snprintf(dir, sizeof dir, ".");
+    io.scratch_dir = dir; /* beside the output (a tmpfs /tmp would be memory) */
+    pc_image_rows_report plan;
+    if (room <= 0 || pc_meanshift_image_rows_plan(s->W, s->H, s->B, dtype, &io, &params, &plan) != PC_OK) {
+        char x[32];
+        return pcli_fail(s->err, sizeof s->err, "%s: --max-memory %s is too small for mean shift by strips: %s",
+                         a->input, bytes_text(s->limit, x, sizeof x), room > 0 ? pc_last_error() : "no room left");
+    }
+    if (!s->im.is_npy)
+        pcli_window_cache_cap((size_t)cache);
+    snprintf(s->plan, sizeof s->plan, "mean shift in %d pass%s over strips of %zu rows (%zu strips, %zu-row halos), "
+             "its region numbers in a scratch file in %.200s", plan.image_passes, plan.image_passes == 1 ? "" : "es",
+             plan.strip_rows, plan.strips, plan.halo_rows, dir);
+    print_plan(s);
+    s->outputs = out;
+    s->path = path;
+    cli_progress_start(&s->progress, "segment: mean shift");
+    params.progress = cli_progress_update;
+    params.progress_user = &s->progress;
+    memset(&s->win, 0, sizeof s->win);
+    for (size_t b = 0; b < PCLI_MAX_BANDS; b++) {
+        s->win.lo[b] = INFINITY;
+        s->win.hi[b] = -INFINITY;
+    }
+    pc_result *r = NULL;
+    pc_image_rows_report report;
+    double t0 = cli_seconds();
+    pc_status st = pc_meanshift_image_rows(s->W, s->H, s->B, dtype, &io, &params, &r, &report);
+    cli_progress_end(&s->progress);
+    if (st != PC_OK) {
+        if (!s->err[0])
+            library_error(s, "mean shift");
+        return -1;
+    }
+    double t = cli_seconds() - t0;
+    s->im.n_valid = 0;
+    for (size_t c = 0; c < s->k; c++)
+        s->im.n_valid += (size_t)s->sizes[c];
+    memcpy(s->im.lo, s->win.lo, sizeof s->im.lo);
+    memcpy(s->im.hi, s->win.hi, sizeof s->im.hi);
+    s->im.beyond_f32 = s->win.beyond_f32;
+    s->im.rounded_f32 = s->win.rounded_f32;
+    print_header(s);
+    int rc = -1;
+    if (finish_labels(s, out, r, s->sizes, s->centres, path))
+        goto done;
+    printf("  time mean shift %7.4f s  (%d pass%s, %zu rows read, %d sweep%s, %zu climb%s taken up across strips, "
+           "%zu regions before pruning, region graph %.1f MiB)\n", t, report.image_passes,
+           report.image_passes == 1 ? "" : "es", report.rows_read, report.sweeps, report.sweeps == 1 ? "" : "s",
+           report.climbs_resumed, report.climbs_resumed == 1 ? "" : "s", report.regions,
+           (double)report.graph_bytes / MIB);
+    cli_print_stages(r);
+    rc = 0;
+done:
+    pc_result_free(r);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- the run */
 
 int seg_stream_run(const seg_stream_args *a, cli_outputs *out)
@@ -755,10 +926,6 @@ int seg_stream_run(const seg_stream_args *a, cli_outputs *out)
     if (a->truth) {
         cli_error("segment", "--truth: scoring needs every valid pixel's label at once, which a streamed run (the image "
                   "does not fit in %s) never holds: leave --truth out, or raise --max-memory", a->limit_what);
-        return CLI_FAILED;
-    }
-    if (!seg_stream_can(a->algorithm)) {
-        cli_error("segment", "internal error: mean shift does not stream");
         return CLI_FAILED;
     }
     run s;
@@ -785,7 +952,9 @@ int seg_stream_run(const seg_stream_args *a, cli_outputs *out)
     if (cli_outputs_check_room(out))
         goto done;
     if (check_picture(&s) ||
-        (a->algorithm == SEG_HCA ? run_hca(&s, out, &path) : run_kmeans(&s, out, &path))) {
+        (a->algorithm == SEG_HCA      ? run_hca(&s, out, &path)
+         : a->algorithm == SEG_KMEANS ? run_kmeans(&s, out, &path)
+                                      : run_meanshift(&s, out, &path))) {
         if (s.writer) { /* closed before its staged file is removed */
             pcli_raster_abort(s.writer);
             s.writer = NULL;
@@ -813,6 +982,8 @@ done:
     free(s.counts);
     free(s.init);
     free(s.picture);
+    free(s.sizes);
+    free(s.centres);
     pc_hca_stream_free(s.hca);
     pc_kmeans_stream_free(s.km);
     pcli_window_close(s.rd);

@@ -23,6 +23,8 @@ typedef struct {
     const pcli_read_options *read;
     pc_hca_params hca;
     pc_kmeans_params km;
+    pc_meanshift_image_params ms;
+    int range_given;        /* mean shift: --range-bandwidth given (else from the bands' ranges) */
     const pcli_label_format *labels_format;
     const char *init_file;  /* k-means --init FILE, or NULL */
     seg_box box;
@@ -34,7 +36,7 @@ typedef struct {
 /* SIZE as --max-memory takes it: a number of bytes with an optional binary unit K, M, G or T (also
  * KB/KiB, ...; any case; 1.5G allowed). 0, or -1 when it is not one. */
 int seg_parse_size(const char *text, double *bytes);
-/* 1 when this build streams the algorithm (HCA; k-means once its stream API is in the library). */
+/* 1 when this build streams the algorithm (HCA, k-means, mean shift). */
 int seg_stream_can(int algorithm);
 /* The streamed run, its outputs staged in out and committed together (or none): CLI_OK or CLI_FAILED,
  * errors printed. */
