@@ -215,8 +215,9 @@ static void raw_open(pcli_window_reader *r, GDALDatasetH ds, int count, size_t b
 }
 
 /* Rows y0 .. y0 + rows - 1 of a file raw_open took: each strip's part read where GDAL says the strip
- * is (BLOCK_OFFSET, BLOCK_SIZE), runs of strips that follow one another in the file in one pread.
- * 1: a strip GDAL has no offset for (a sparse file), which GDAL itself then reads. */
+ * is (BLOCK_OFFSET, BLOCK_SIZE), runs of strips that follow one another in the file in one pread (dst
+ * NULL: only announced to the kernel, which reads them ahead). 1: a strip GDAL has no offset for (a
+ * sparse file), which GDAL itself then reads. */
 static int raw_read(pcli_window_reader *r, size_t y0, size_t rows, unsigned char *dst, char *err, size_t errsize)
 {
     GDALRasterBandH band = GDALGetRasterBand(r->ds, 1);
@@ -243,6 +244,10 @@ static int raw_read(pcli_window_reader *r, size_t y0, size_t rows, unsigned char
                 at = from;
             len += (r1 - r0) * row;
             y = strip * bh + r1;
+        }
+        if (!dst) {
+            (void)posix_fadvise(r->raw_fd, at, (off_t)len, POSIX_FADV_WILLNEED);
+            continue;
         }
         for (size_t done = 0; done < len;) {
             ssize_t got = pread(r->raw_fd, dst + (first - y0) * row + done, len - done, at + (off_t)done);
@@ -472,4 +477,20 @@ void pcli_window_labels(const pcli_image *win, const int32_t *labels, pcli_label
     size_t W = win->width, es = type == PCLI_LABELS_BYTE ? 1 : type == PCLI_LABELS_UINT16 ? 2 : 4, cursor = 0;
     for (size_t y = 0; y < win->height; y++)
         pcli__expand_span(win, y, 0, W, labels, 1, &cursor, type, (unsigned char *)out + y * W * es);
+}
+
+void pcli_window_prefetch(pcli_window_reader *r, size_t y0, size_t rows)
+{
+    if (rows == 0 || y0 + rows > r->height)
+        return;
+    if (r->fd >= 0) { /* .npy: the window's bytes */
+        size_t row = r->width * r->file_bands * pcli_pixtype_size(r->type);
+        (void)posix_fadvise(r->fd, (off_t)(r->data_start + y0 * row), (off_t)(rows * row), POSIX_FADV_WILLNEED);
+    }
+#ifdef PARCLUST_HAVE_GDAL
+    else if (r->raw_fd >= 0) {
+        char err[8];
+        (void)raw_read(r, y0, rows, NULL, err, sizeof err);
+    }
+#endif
 }

@@ -39,6 +39,11 @@ size_t pcli_window_own_bytes(const pcli_window_reader *r);
 int pcli_window_read(pcli_window_reader *r, size_t y0, size_t rows, void *buf, pcli_image *win, char *err,
                      size_t errsize);
 
+/* Tells the kernel rows y0 .. y0 + rows - 1 will be read next, so that their bytes are read from disk
+ * while the caller works on the window before (its own readahead follows only forward reading). Where
+ * the reader knows their place in the file: .npy, and the GeoTIFFs read straight from the file. */
+void pcli_window_prefetch(pcli_window_reader *r, size_t y0, size_t rows);
+
 /* The labels of a window's pixels in a label type (rows x width uint8, uint16 or int32 values in out):
  * compact labels (one per valid pixel, in order) as they are, the type's nodata value for -1 (HCA's
  * noise) and for invalid pixels, as pcli_labels_write writes them. */

@@ -192,6 +192,10 @@ static int pass(run *s, const char *what, window_fn fn)
             cli_progress_end(&p);
             return -1;
         }
+        if (i + 1 < windows) { /* the next window's bytes come from disk while this one is worked on */
+            size_t nw = backwards ? w - 1 : w + 1, ny = nw * R;
+            pcli_window_prefetch(s->rd, ny, s->H - ny < R ? s->H - ny : R);
+        }
         valid += s->win.n_valid;
         if (fn && s->win.n_valid < rows * s->W) /* (a window read in place has no nodata: never compacted) */
             pcli_image_compact(&s->win);
