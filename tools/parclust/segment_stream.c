@@ -703,8 +703,8 @@ static int run_kmeans(run *s, cli_outputs *out, const char **path)
             return pcli_fail(s->err, sizeof s->err, "%s: --max-memory is too small for k-means's sample of at least "
                              "-k %zu points", a->input, params.k);
         if (params.n_init != 1)
-            printf("kmeans: --n-init %d: a streamed run starts once (the image is not read again for other starts)\n",
-                   params.n_init);
+            fprintf(stderr, "parclust segment: warning: --n-init %d: a streamed run starts once (the image is not "
+                    "read again for other starts)\n", params.n_init);
         params.n_init = 1;
     }
     if (pc_kmeans_stream_create(&params, s->B, (size_t)sample, &s->km) != PC_OK)
