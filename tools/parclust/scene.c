@@ -74,21 +74,39 @@ static double lattice(const scene *s, int64_t i, int64_t j, int channel)
     return unit(mix64(s->seed ^ mix64((uint64_t)i * 0x1F1F1F1Full ^ mix64((uint64_t)j + (uint64_t)channel * 77)))) * 2 - 1;
 }
 
+/* The four lattice values around one cell, kept while consecutive pixels fall in that cell: the
+ * lattice is coarse (a fraction of a region), so along a row it changes every few hundred pixels, and
+ * hashing its corners was most of the generator's time. */
+typedef struct {
+    int64_t i, j;
+    int valid;
+    double a, b, c, d;
+} noise_cell;
+
 /* Smooth value noise in [-1, 1]: hashed lattice values, smoothstep-interpolated. */
-static double value_noise(const scene *s, double x, double y, int channel)
+static double value_noise(const scene *s, double x, double y, int channel, noise_cell *m)
 {
     double fx = floor(x), fy = floor(y), tx = x - fx, ty = y - fy;
     int64_t i = (int64_t)fx, j = (int64_t)fy;
     tx = tx * tx * (3 - 2 * tx);
     ty = ty * ty * (3 - 2 * ty);
-    double a = lattice(s, i, j, channel), b = lattice(s, i + 1, j, channel);
-    double c = lattice(s, i, j + 1, channel), d = lattice(s, i + 1, j + 1, channel);
-    return (a + (b - a) * tx) * (1 - ty) + (c + (d - c) * tx) * ty;
+    if (!m->valid || m->i != i || m->j != j) {
+        m->a = lattice(s, i, j, channel), m->b = lattice(s, i + 1, j, channel);
+        m->c = lattice(s, i, j + 1, channel), m->d = lattice(s, i + 1, j + 1, channel);
+        m->i = i, m->j = j, m->valid = 1;
+    }
+    return (m->a + (m->b - m->a) * tx) * (1 - ty) + (m->c + (m->d - m->c) * tx) * ty;
 }
 
-static double fbm(const scene *s, double x, double y, int channel)
+/* The noise cells of one row's five noise fields (two octaves of each warp axis, the brightness). */
+typedef struct {
+    noise_cell warp[4], bright;
+} row_noise;
+
+static double fbm(const scene *s, double x, double y, int channel, noise_cell *m)
 {
-    return 0.7 * value_noise(s, x, y, channel) + 0.3 * value_noise(s, 2.1 * x + 17.3, 2.1 * y + 5.1, channel + 1);
+    return 0.7 * value_noise(s, x, y, channel, &m[0]) +
+           0.3 * value_noise(s, 2.1 * x + 17.3, 2.1 * y + 5.1, channel + 1, &m[1]);
 }
 
 static int scene_init(scene *s)
@@ -145,10 +163,10 @@ static void scene_free(scene *s)
 }
 
 /* The class at pixel (x, y): the nearest seed to the warped position. */
-static int32_t class_at(const scene *s, double x, double y)
+static int32_t class_at(const scene *s, double x, double y, row_noise *m)
 {
     double L = 0.7 * s->region, A = 0.35 * s->region;
-    double wx = x + A * fbm(s, x / L, y / L, 0), wy = y + A * fbm(s, x / L + 91.7, y / L + 33.1, 4);
+    double wx = x + A * fbm(s, x / L, y / L, 0, &m->warp[0]), wy = y + A * fbm(s, x / L + 91.7, y / L + 33.1, 4, &m->warp[2]);
     long ci = (long)floor(wx / s->region) + 1, cj = (long)floor(wy / s->region) + 1;
     double best = INFINITY;
     int32_t cls = 0;
@@ -171,11 +189,13 @@ static void scene_row(const scene *s, size_t y, void *values, int32_t *truth)
     static const double scale[3] = {500, 10000, 1};
     static const double top[3] = {255, 65535, 0};
     size_t B = s->bands;
+    row_noise m;
+    memset(&m, 0, sizeof m);
     for (size_t x = 0; x < s->width; x++) {
         int edge = x < s->border || y < s->border || x + s->border >= s->width || y + s->border >= s->height;
-        int32_t c = edge ? -1 : class_at(s, (double)x, (double)y);
+        int32_t c = edge ? -1 : class_at(s, (double)x, (double)y, &m);
         truth[x] = c;
-        double bright = 1 + 0.03 * value_noise(s, (double)x / (0.5 * s->region), (double)y / (0.5 * s->region), 9);
+        double bright = 1 + 0.03 * value_noise(s, (double)x / (0.5 * s->region), (double)y / (0.5 * s->region), 9, &m.bright);
         for (size_t b = 0; b < B; b += 2) {
             /* Box-Muller: two normals per pair of uniforms. */
             double u1 = unit(rng = mix64(rng)), u2 = unit(rng = mix64(rng));
