@@ -426,6 +426,16 @@ typedef struct {
      * 0 (default) = what is free, less 512 MiB left for edges and sort scratch. Host inputs larger
      * than that are streamed through the GPU in pieces. */
     size_t device_memory;
+    /* HCA-MS (ALGORITHMS.md section 3b), after the cut: points of border cells (cells with a non-empty
+     * neighbour of another cluster) climb the density of the non-empty cells' means, weighted by their
+     * points, by Gaussian mean shift cut off at 3 h, and take the cluster of the cell they reach (of the
+     * nearest non-empty cell's mean where that cell is empty). The result says how many points were
+     * border points and how many changed cluster (pc_result_border_points). */
+    int refine_borders;      /* 1: refine. Default 0 (plain HCA) */
+    double refine_bandwidth; /* h in data units; < 0 (default) = one cell width (the largest side); 0 =
+                                no move (the labels are HCA's) */
+    double refine_eps;       /* a climb stops once a shift is below this; < 0 (default) = 1e-3 h */
+    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100 */
 } pc_hca_params;
 
 void pc_hca_params_init(pc_hca_params *params);
@@ -458,6 +468,50 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
  * labels copied into the result. Values are checked on the device (non-finite ones are refused). */
 pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
                                  pc_result **result);
+
+/* ---------------------------------------------------------------- HCA's grid rule, HECA, HCA-MS */
+
+/* m for n points of dim values when the user gives none (`-m auto`): the largest m up to 32 with
+ * n / m^dim >= 4 points per cell of the box, at least 4 (docs/heca.md argues the rule). Images of
+ * millions of pixels in 3 or 4 bands get 32, the paper's value. */
+int pc_hca_auto_m(uint64_t n, size_t dim);
+/* The m a run of HCA used (the auto rule's where the params asked for it); HECA: the reference grid's. */
+int pc_result_grid_m(const pc_result *result);
+/* HCA-MS: the points of border cells and how many of them changed cluster (0 without refinement). */
+int64_t pc_result_border_points(const pc_result *result);
+int64_t pc_result_changed_points(const pc_result *result);
+
+/* HECA (ALGORITHMS.md section 3a): an ensemble of HCA grids. Each member clusters the points with its
+ * own m (and, with shifts, its grid's origin moved by half a cell) over the box of all the points;
+ * prototypes are the non-empty cells of the reference grid with their means; adjacent prototypes are
+ * at the mean over the members of the height at which the members' components holding them join;
+ * single linkage over that graph gives the dendrogram, cut as HCA's (clusters or threshold, minimum
+ * cluster size). The dendrogram's leaves are the groups of prototypes that every member puts in one
+ * component (joined at height 0: the prototype dendrogram with its zero-height merges collapsed); they
+ * are the result's components (representative: the group's densest cell of the reference grid). With
+ * one member and no shift the result is pc_hca's (labels, dendrogram heights, components). */
+#define PC_HECA_MAX_MEMBERS 16
+typedef struct {
+    int m[PC_HECA_MAX_MEMBERS]; /* the members' cells per dimension (each 2 to 65536) */
+    size_t members;      /* 1 to PC_HECA_MAX_MEMBERS; 0 (default) = 5 members, m_max * 2^(-i/4) for i = 4..0
+                            rounded (16, 19, 23, 27, 32 for m_max = 32), m_max = pc_hca_auto_m(n, dim) */
+    int shifts;          /* 1: members 1, 3, ... have their grid origin shifted by half a cell (m + 1 cells
+                            of the same width over the box widened by half a cell). Default 0 */
+    int reference;       /* the member whose grid gives the prototypes; < 0 (default) = the finest
+                            (largest m, the first of equals) */
+    /* The cut (clusters, threshold, min_cluster_size, noise), memory_budget, backend, threads and
+     * device_memory as for HCA; m and the refine fields are not used. */
+    pc_hca_params hca;
+} pc_heca_params;
+
+void pc_heca_params_init(pc_heca_params *params);
+/* The result: labels, centres, sizes (numbered by size), the dendrogram and components over the
+ * prototype groups, the cell count of the reference grid, the members (pc_result_member_count, _m and
+ * _components) and per-stage timings. */
+pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_result **result);
+size_t pc_result_member_count(const pc_result *result);
+int pc_result_member_m(const pc_result *result, size_t member);
+size_t pc_result_member_components(const pc_result *result, size_t member);
 
 /* ---------------------------------------------------------------- HCA, streamed */
 
@@ -582,6 +636,13 @@ pc_status pc_kmeans_stream_partial(const pc_kmeans_stream *stream, void *buf, si
 /* into += a partial state from pc_kmeans_stream_partial of a stream created with the same params, in
  * the same phase (and iteration, from the same scan). Refused, changing nothing, when it does not fit. */
 pc_status pc_kmeans_stream_merge_partial(pc_kmeans_stream *into, const void *buf, size_t size);
+/* While iterating: where a partial state's bytes hold the pass's counts and sums, *count int64 values
+ * (the k counts, then the k x dim fixed-point sums) from byte *offset (a multiple of 8). Why public:
+ * they are integers that add exactly in any order, so processes can sum them with one reduction
+ * (MPI_SUM on int64, as parclust_mpi does) and exchange only the rest of their partial states (point
+ * count, inertia, farthest points), then merge each other's with those values replaced by zeros, and
+ * one of them by the reduced totals less their own: merge_partial adds them as given. */
+pc_status pc_kmeans_stream_partial_sums(const pc_kmeans_stream *stream, size_t *offset, size_t *count);
 
 /* ---------------------------------------------------------------- metrics */
 

@@ -46,6 +46,14 @@ struct pc_result {
     double *dendrogram;          /* HCA: (components - 1) x 4, SciPy linkage format */
     size_t components, cells;    /* HCA */
     int64_t *component_cells, *component_densities, *component_sizes; /* HCA: per component */
+    /* HCA / HECA / HCA-MS (src/hca/refine.c, src/heca/): the grid's m (HECA: the reference grid's), the
+     * members' m and component counts, the border points the refinement moved and those that changed
+     * cluster. Fixed arrays: nothing more for pc_result_free to free. */
+    int grid_m;
+    size_t members;
+    int member_m[16];
+    size_t member_components[16];
+    int64_t border_points, changed_points;
     int iterations;
     double inertia;   /* k-means */
     pc_backend backend;

@@ -325,6 +325,24 @@ done:
 pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t memory_budget, int threads,
                              int32_t *scratch)
 {
+    return pc__hca_grid_build_box(g, p, m, NULL, NULL, memory_budget, threads, scratch);
+}
+
+void pc__hca_bounding_box(const pc_points *p, int threads, double *lo, double *hi)
+{
+    pc__hca_grid g;
+    memset(&g, 0, sizeof g);
+    g.n = p->n;
+    g.dim = p->dim;
+    g.threads = threads;
+    bounding_box(&g, p, pc__hca_row_bytes(p));
+    memcpy(lo, g.lo, p->dim * sizeof *lo);
+    memcpy(hi, g.hi, p->dim * sizeof *hi);
+}
+
+pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, const double *lo, const double *hi,
+                                 size_t memory_budget, int threads, int32_t *scratch)
+{
     memset(g, 0, sizeof *g);
     g->n = p->n;
     g->dim = p->dim;
@@ -335,7 +353,12 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t 
     pc_status st = pc__hca_grid_strides(g, &total);
     if (st != PC_OK)
         return st;
-    bounding_box(g, p, stride);
+    if (lo) {
+        memcpy(g->lo, lo, p->dim * sizeof *lo);
+        memcpy(g->hi, hi, p->dim * sizeof *hi);
+    } else {
+        bounding_box(g, p, stride);
+    }
     /* Dense when the slot array fits the budget and linear indices fit the (signed) 32-bit scratch. */
     g->dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= memory_budget;
     st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget) : build_sparse(g, p, stride, scratch);

@@ -17,6 +17,9 @@ void pc_hca_params_init(pc_hca_params *p)
     p->min_cluster_size = -1;
     p->memory_budget = (size_t)512 << 20;
     p->backend = PC_BACKEND_AUTO;
+    p->refine_bandwidth = -1;
+    p->refine_eps = -1;
+    p->refine_max_iter = 100;
 }
 
 static pc_status check(const pc_points *points, const pc_hca_params *p)
@@ -37,14 +40,18 @@ pc_status pc__hca_check_params(const pc_hca_params *p, size_t dim)
         return pc__fail(PC_INVALID_ARGUMENT, "threshold must be in [0, 1], got %g", p->threshold);
     if (p->threads < 0)
         return pc__fail(PC_INVALID_ARGUMENT, "threads must be >= 0 (0 = OpenMP's default), got %d", p->threads);
+    if (p->refine_borders && (isnan(p->refine_bandwidth) || isinf(p->refine_bandwidth) || isnan(p->refine_eps) ||
+                              p->refine_max_iter < 1))
+        return pc__fail(PC_INVALID_ARGUMENT, "border refinement: bandwidth and eps must be finite numbers and "
+                        "max-iter >= 1, got %g, %g, %d", p->refine_bandwidth, p->refine_eps, p->refine_max_iter);
     return PC_OK;
 }
 
 /* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
  * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
  * grid's cell map is turned into a cluster map in place: its last use. */
-static pc_status label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                              int32_t *labels, double *sums)
+pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                               int32_t *labels, double *sums)
 {
     int failed = 0;
     size_t dim = g->dim, stride = pc__hca_row_bytes(points);
@@ -201,20 +208,35 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
                           cluster_of_cell, &k)) != PC_OK)
         goto done;
     double t4 = pc__now();
+    pc__hca_border border = {0, NULL, NULL};
+    if (params->refine_borders &&
+        (st = pc__hca_refine(&g, points, r->labels, cluster_of_cell, params, &border)) != PC_OK)
+        goto done;
+    double t4r = pc__now();
     sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
     if (!sums) {
         st = PC_OUT_OF_MEMORY;
+        free(border.index);
+        free(border.cluster);
         goto done;
     }
-    if ((st = label_points(&g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK ||
-        (st = pc__hca_finish(r, &g, &gr, sums, k)) != PC_OK)
+    if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK) {
+        free(border.index);
+        free(border.cluster);
+        goto done;
+    }
+    r->border_points = (int64_t)border.count;
+    r->changed_points = params->refine_borders ? pc__hca_refine_apply(&border, points, r->labels, sums) : 0;
+    if ((st = pc__hca_finish(r, &g, &gr, sums, k)) != PC_OK)
         goto done;
     double t5 = pc__now();
     pc__result_add_stage(r, "grid", t1 - t0);
     pc__result_add_stage(r, "components", t2 - t1);
     pc__result_add_stage(r, "dendrogram", t3 - t2);
     pc__result_add_stage(r, "cut", t4 - t3);
-    pc__result_add_stage(r, "label", t5 - t4);
+    if (params->refine_borders)
+        pc__result_add_stage(r, "refine", t4r - t4);
+    pc__result_add_stage(r, "label", t5 - t4r);
 done:
     free(cluster_of_cell);
     free(sums);
@@ -324,10 +346,26 @@ static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device
     if (!r)
         return PC_OUT_OF_MEMORY;
     r->backend = plan->backend;
+    r->grid_m = plan->params.m;
     int64_t min_size = pc__hca_min_size(&plan->params, points->n);
-    st = plan->backend == PC_BACKEND_CUDA
-             ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
-             : run_cpu(points, &plan->params, plan->threads, min_size, r);
+    if (plan->backend == PC_BACKEND_CUDA && plan->params.refine_borders) {
+        /* The border refinement runs on the CPU (its GPU kernels are not written yet): host inputs only. */
+        if (device_input) {
+            pc_result_free(r);
+            return pc__fail(PC_UNSUPPORTED, "HCA-MS (refine_borders) takes host points for now, not device memory");
+        }
+        if ((st = pc_points_check(points)) != PC_OK) {
+            pc_result_free(r);
+            return st;
+        }
+        int threads = pc_openmp_max_threads();
+        r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+        st = run_cpu(points, &plan->params, threads, min_size, r);
+    } else {
+        st = plan->backend == PC_BACKEND_CUDA
+                 ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
+                 : run_cpu(points, &plan->params, plan->threads, min_size, r);
+    }
     if (st != PC_OK) {
         pc_result_free(r);
         return st;

@@ -50,6 +50,32 @@ int pc__hca_cell_coordinate(double x, double lo, double hi, int m);
 pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *points, int m, size_t memory_budget, int threads,
                              int32_t *scratch);
 void pc__hca_grid_free(pc__hca_grid *g);
+/* HECA and HCA-MS (src/heca/, src/hca/refine.c): the grid over a given box (its members share one box,
+ * some shifted by half a cell), the box alone, the labelling of pc_hca, and the border refinement. */
+pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *points, int m, const double *lo, const double *hi,
+                                 size_t memory_budget, int threads, int32_t *scratch);
+void pc__hca_bounding_box(const pc_points *points, int threads, double *lo, double *hi);
+/* The non-empty cell of each point: scratch[i] as the grid build left it, mapped. */
+static inline int32_t pc__hca_cell_of(const pc__hca_grid *g, const int32_t *scratch, size_t i)
+{
+    return g->dense ? g->slot[(uint32_t)scratch[i]] : g->first_seen_to_cell[scratch[i]];
+}
+/* Every point's cluster from its cell's, the clusters' sums (k x (dim + 1)); turns the grid's cell map
+ * into a cluster map: its last use. */
+pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                               int32_t *labels, double *sums);
+/* HCA-MS (ALGORITHMS.md 3b): the border points of the cut and the clusters their climbs reach, found
+ * before the labelling (scratch: the grid's per-point cells); applied after it, sums kept right. */
+typedef struct {
+    size_t count;     /* border points */
+    int32_t *index;   /* count: the points */
+    int32_t *cluster; /* count: the cluster each reaches */
+} pc__hca_border;
+pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
+                         const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *border);
+/* Applies the border's clusters to labels, moving each changed point between the sums; returns the
+ * number of points that changed cluster. Frees the border's arrays. */
+int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, int32_t *labels, double *sums);
 /* stride[] from m and dim; *total = m^dim. Fails when m^dim does not fit 64-bit indices. */
 pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total);
 /* The index offsets of the 3^d - 1 neighbours of an interior cell (delta stays NULL without memory:

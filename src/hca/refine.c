@@ -1,0 +1,319 @@
+/* HCA-MS (ALGORITHMS.md section 3b): after HCA's cut, the points of border cells climb the density of
+ * the non-empty cells' means (weighted by their points) by Gaussian mean shift, and take the cluster of
+ * the cell they reach. Interior points keep their label, so the work grows with the border points times
+ * the cells within 3 h, never with all pairs of points. Also the auto rule for m and the result getters
+ * these additions bring. */
+#include "internal_hca.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pc_hca_auto_m(uint64_t n, size_t dim)
+{
+    /* The largest m <= 32 with n / m^dim >= 4 (docs/heca.md): a cell of the box then expects 4 points
+     * where the data fill the box, and more where they fill part of it, as clusters do. */
+    if (dim < 1)
+        dim = 1;
+    int m = 32;
+    while (m > 4 && (double)n / pow((double)m, (double)dim) < 4.0)
+        m--;
+    return m;
+}
+
+int pc_result_grid_m(const pc_result *r) { return r ? r->grid_m : 0; }
+int64_t pc_result_border_points(const pc_result *r) { return r ? r->border_points : 0; }
+int64_t pc_result_changed_points(const pc_result *r) { return r ? r->changed_points : 0; }
+
+typedef struct {
+    const pc__hca_grid *g;
+    const double *mean;   /* cells x dim */
+    const int32_t *cluster_of_cell;
+    double width[PC__HCA_MAX_DIM];
+    double h, eps, cutoff2;
+    int max_iter;
+} climb;
+
+/* The cell holding position x (the box clamps, as step 1 does). */
+static uint64_t key_of(const pc__hca_grid *g, const double *x)
+{
+    uint64_t key = 0;
+    for (size_t j = 0; j < g->dim; j++)
+        key += (uint64_t)pc__hca_cell_coordinate(x[j], g->lo[j], g->hi[j], g->m) * g->stride[j];
+    return key;
+}
+
+/* The cell coordinates covering [x - r, x + r] in every dimension. */
+static void cell_range(const climb *c, const double *x, double r, int *from, int *to)
+{
+    const pc__hca_grid *g = c->g;
+    for (size_t j = 0; j < g->dim; j++) {
+        if (!(g->hi[j] > g->lo[j])) {
+            from[j] = to[j] = 0;
+            continue;
+        }
+        from[j] = pc__hca_cell_coordinate(x[j] - r, g->lo[j], g->hi[j], g->m);
+        to[j] = pc__hca_cell_coordinate(x[j] + r, g->lo[j], g->hi[j], g->m);
+    }
+}
+
+/* One mean shift step from x over the cell means within the cut-off: 0 when no mean is that close. */
+static int shift(const climb *c, const double *x, double *next)
+{
+    const pc__hca_grid *g = c->g;
+    size_t dim = g->dim;
+    int from[PC__HCA_MAX_DIM], to[PC__HCA_MAX_DIM], at[PC__HCA_MAX_DIM];
+    cell_range(c, x, 3 * c->h, from, to);
+    double num[PC__HCA_MAX_DIM] = {0}, den = 0, inv = -1.0 / (2 * c->h * c->h);
+    memcpy(at, from, dim * sizeof *at);
+    for (;;) {
+        uint64_t key = 0;
+        for (size_t j = 0; j < dim; j++)
+            key += (uint64_t)at[j] * g->stride[j];
+        long cell = pc__hca_find(g, key);
+        if (cell >= 0) {
+            const double *mu = c->mean + (size_t)cell * dim;
+            double d2 = 0;
+            for (size_t j = 0; j < dim; j++)
+                d2 += (mu[j] - x[j]) * (mu[j] - x[j]);
+            if (d2 <= c->cutoff2) {
+                double w = (double)g->density[cell] * exp(d2 * inv);
+                for (size_t j = 0; j < dim; j++)
+                    num[j] += w * mu[j];
+                den += w;
+            }
+        }
+        size_t j = dim;
+        while (j-- > 0) {
+            if (at[j] < to[j]) {
+                at[j]++;
+                break;
+            }
+            at[j] = from[j];
+        }
+        if (j == (size_t)-1)
+            break;
+    }
+    if (!(den > 0))
+        return 0;
+    for (size_t j = 0; j < dim; j++)
+        next[j] = num[j] / den;
+    return 1;
+}
+
+/* The non-empty cell whose mean is nearest x (rare: only where a climb ends in an empty cell). The cube
+ * of cells around x grows until the nearest mean found is closer than any cell outside it can be. */
+static long nearest_cell(const climb *c, const double *x)
+{
+    const pc__hca_grid *g = c->g;
+    size_t dim = g->dim;
+    double wmin = INFINITY;
+    for (size_t j = 0; j < dim; j++)
+        if (c->width[j] > 0 && c->width[j] < wmin)
+            wmin = c->width[j];
+    for (int radius = 1;; radius *= 2) {
+        int from[PC__HCA_MAX_DIM], to[PC__HCA_MAX_DIM], at[PC__HCA_MAX_DIM];
+        int all = radius >= g->m;
+        for (size_t j = 0; j < dim; j++) {
+            int cj = g->hi[j] > g->lo[j] ? pc__hca_cell_coordinate(x[j], g->lo[j], g->hi[j], g->m) : 0;
+            from[j] = all || cj - radius < 0 ? 0 : cj - radius;
+            to[j] = all || cj + radius > g->m - 1 ? g->m - 1 : cj + radius;
+            if (!(g->hi[j] > g->lo[j]))
+                from[j] = to[j] = 0;
+        }
+        long best = -1;
+        double best_d2 = INFINITY;
+        memcpy(at, from, dim * sizeof *at);
+        for (;;) {
+            uint64_t key = 0;
+            for (size_t j = 0; j < dim; j++)
+                key += (uint64_t)at[j] * g->stride[j];
+            long cell = pc__hca_find(g, key);
+            if (cell >= 0) {
+                const double *mu = c->mean + (size_t)cell * dim;
+                double d2 = 0;
+                for (size_t j = 0; j < dim; j++)
+                    d2 += (mu[j] - x[j]) * (mu[j] - x[j]);
+                if (d2 < best_d2 || (d2 == best_d2 && cell < best)) {
+                    best_d2 = d2;
+                    best = cell;
+                }
+            }
+            size_t j = dim;
+            while (j-- > 0) {
+                if (at[j] < to[j]) {
+                    at[j]++;
+                    break;
+                }
+                at[j] = from[j];
+            }
+            if (j == (size_t)-1)
+                break;
+        }
+        /* A cell beyond the cube lies at least radius cell widths away in some dimension. */
+        if (all || (best >= 0 && sqrt(best_d2) <= radius * wmin))
+            return best;
+    }
+}
+
+/* The cluster a point at x reaches. */
+static int32_t climb_point(const climb *c, double *x)
+{
+    const pc__hca_grid *g = c->g;
+    size_t dim = g->dim;
+    double next[PC__HCA_MAX_DIM];
+    for (int it = 0; it < c->max_iter; it++) {
+        if (!shift(c, x, next))
+            break;
+        double d2 = 0;
+        for (size_t j = 0; j < dim; j++) {
+            d2 += (next[j] - x[j]) * (next[j] - x[j]);
+            x[j] = next[j];
+        }
+        if (sqrt(d2) < c->eps)
+            break;
+    }
+    long cell = pc__hca_find(g, key_of(g, x));
+    if (cell < 0)
+        cell = nearest_cell(c, x);
+    return c->cluster_of_cell[cell];
+}
+
+typedef struct {
+    const pc__hca_grid *g;
+    const int32_t *cluster_of_cell;
+    int border;
+} border_ctx;
+
+static void differs(void *ctx, size_t cell, size_t nb)
+{
+    border_ctx *b = ctx;
+    b->border |= b->cluster_of_cell[cell] != b->cluster_of_cell[nb];
+}
+
+pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
+                         const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *out)
+{
+    size_t dim = g->dim, cells = g->cells, n = g->n;
+    memset(out, 0, sizeof *out);
+    uint8_t *is_border = pc__calloc(cells, 1, "HCA-MS border cells");
+    double *mean = pc__calloc(cells * dim, sizeof *mean, "HCA-MS cell means");
+    pc_status st = PC_OUT_OF_MEMORY;
+    if (!is_border || !mean)
+        goto done;
+    int threads = g->threads;
+    (void)threads;
+    uint64_t count = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256) reduction(+ : count)
+    for (long c = 0; c < (long)cells; c++) {
+        border_ctx b = {g, cluster_of_cell, 0};
+        pc__hca_neighbours(g, (size_t)c, 0, differs, &b);
+        is_border[c] = (uint8_t)b.border;
+        if (b.border)
+            count += (uint64_t)g->density[c];
+    }
+    out->count = (size_t)count;
+    if (count == 0) {
+        st = PC_OK;
+        goto done;
+    }
+    /* The cells' means, summed in point order (one thread: the sums do not depend on the threads). */
+    size_t stride = pc__hca_row_bytes(points);
+    const unsigned char *base = points->data;
+    for (size_t i = 0; i < n; i++) {
+        int32_t c = pc__hca_cell_of(g, scratch, i);
+        for (size_t j = 0; j < dim; j++)
+            mean[(size_t)c * dim + j] += pc__hca_value(base + i * stride, points->dtype, j);
+    }
+    for (size_t c = 0; c < cells; c++)
+        for (size_t j = 0; j < dim; j++)
+            mean[c * dim + j] /= (double)g->density[c];
+    out->index = pc__alloc(out->count, sizeof *out->index, "HCA-MS border points");
+    out->cluster = pc__alloc(out->count, sizeof *out->cluster, "HCA-MS border points");
+    if (!out->index || !out->cluster)
+        goto done;
+    size_t b = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_border[pc__hca_cell_of(g, scratch, i)])
+            out->index[b++] = (int32_t)i;
+    climb c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.mean = mean;
+    c.cluster_of_cell = cluster_of_cell;
+    double widest = 0;
+    for (size_t j = 0; j < dim; j++) {
+        c.width[j] = (g->hi[j] - g->lo[j]) / g->m;
+        widest = c.width[j] > widest ? c.width[j] : widest;
+    }
+    c.h = params->refine_bandwidth < 0 ? widest : params->refine_bandwidth;
+    c.eps = params->refine_eps < 0 ? 1e-3 * c.h : params->refine_eps;
+    c.cutoff2 = 9 * c.h * c.h;
+    c.max_iter = params->refine_max_iter;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        /* Pixels come in runs of equal values: a run climbs once. */
+        const unsigned char *last = NULL;
+        int32_t last_cluster = 0;
+        size_t row_bytes = points->dtype == PC_F64 ? 8 * dim : points->dtype == PC_F32 ? 4 * dim
+                  : points->dtype == PC_U16 ? 2 * dim : dim;
+#pragma omp for schedule(dynamic, 1024)
+        for (long q = 0; q < (long)out->count; q++) {
+            size_t i = (size_t)out->index[q];
+            const unsigned char *row = base + i * stride;
+            if (!(c.h > 0)) { /* no bandwidth: nothing moves */
+                out->cluster[q] = cluster_of_cell[pc__hca_cell_of(g, scratch, i)];
+                continue;
+            }
+            if (last && memcmp(row, last, row_bytes) == 0) {
+                out->cluster[q] = last_cluster;
+                continue;
+            }
+            double x[PC__HCA_MAX_DIM];
+            for (size_t j = 0; j < dim; j++)
+                x[j] = pc__hca_value(row, points->dtype, j);
+            out->cluster[q] = last_cluster = climb_point(&c, x);
+            last = row;
+        }
+    }
+    st = PC_OK;
+done:
+    free(is_border);
+    free(mean);
+    if (st != PC_OK) {
+        free(out->index);
+        free(out->cluster);
+        memset(out, 0, sizeof *out);
+    }
+    return st;
+}
+
+int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, int32_t *labels, double *sums)
+{
+    size_t dim = points->dim;
+    int64_t changed = 0;
+    for (size_t q = 0; q < border->count; q++) {
+        size_t i = (size_t)border->index[q];
+        int32_t from = labels[i], to = border->cluster[q];
+        if (from == to)
+            continue;
+        changed++;
+        labels[i] = to;
+        float row[PC__HCA_MAX_DIM];
+        pc__points_row_f32(points, i, row);
+        if (from >= 0) {
+            for (size_t j = 0; j < dim; j++)
+                sums[(size_t)from * (dim + 1) + j] -= row[j];
+            sums[(size_t)from * (dim + 1) + dim] -= 1;
+        }
+        if (to >= 0) {
+            for (size_t j = 0; j < dim; j++)
+                sums[(size_t)to * (dim + 1) + j] += row[j];
+            sums[(size_t)to * (dim + 1) + dim] += 1;
+        }
+    }
+    free(border->index);
+    free(border->cluster);
+    memset(border, 0, sizeof *border);
+    return changed;
+}

@@ -1,0 +1,597 @@
+/* HECA (ALGORITHMS.md section 3a): HCA members on grids of several m over one box, prototypes (the
+ * reference grid's non-empty cells and their means), the members' join heights averaged over adjacent
+ * prototypes, and single linkage over that graph, cut as HCA's. Each member is HCA's own stages 1-5;
+ * only the averaging is new, and it touches prototypes and edges, never points. */
+#include "../hca/internal_hca.h"
+#include "../core/union_find.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void pc_heca_params_init(pc_heca_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->members = 0;
+    p->shifts = 0;
+    p->reference = -1;
+    pc_hca_params_init(&p->hca);
+}
+
+size_t pc_result_member_count(const pc_result *r) { return r ? r->members : 0; }
+int pc_result_member_m(const pc_result *r, size_t i) { return r && i < r->members ? r->member_m[i] : 0; }
+size_t pc_result_member_components(const pc_result *r, size_t i)
+{
+    return r && i < r->members ? r->member_components[i] : 0;
+}
+
+/* A member: its grid, components and dendrogram, and the dendrogram as a union-by-rank forest whose
+ * links carry the height of the merge that made them. Two components join at the largest link height
+ * on the path between them: the link made by their merge is on it, every other one is older (lower),
+ * and the forest is O(log n) deep. */
+typedef struct {
+    int m;          /* nominal m (the grid has m + 1 cells per dimension when shifted) */
+    int shifted;
+    pc__hca_grid g;
+    pc__hca_graph gr;
+    double *z;
+    int32_t *up;    /* components: parent in the forest, or -1 */
+    double *up_h;   /* components: the height of the link to the parent */
+} member;
+
+static pc_status member_forest(member *mb)
+{
+    size_t n = mb->gr.components;
+    mb->up = pc__alloc(n ? n : 1, sizeof *mb->up, "HECA member forest");
+    mb->up_h = pc__alloc(n ? n : 1, sizeof *mb->up_h, "HECA member forest");
+    uint8_t *rank = pc__calloc(n ? n : 1, 1, "HECA member forest");
+    size_t *leaf = pc__alloc(n ? 2 * n : 1, sizeof *leaf, "HECA member forest");
+    if (!mb->up || !mb->up_h || !rank || !leaf) {
+        free(rank);
+        free(leaf);
+        return PC_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        mb->up[i] = -1;
+        leaf[i] = i;
+    }
+    for (size_t r = 0; r + 1 < n; r++) {
+        size_t a = leaf[(size_t)mb->z[4 * r]], b = leaf[(size_t)mb->z[4 * r + 1]];
+        while (mb->up[a] >= 0)
+            a = (size_t)mb->up[a];
+        while (mb->up[b] >= 0)
+            b = (size_t)mb->up[b];
+        if (rank[a] < rank[b]) {
+            size_t t = a;
+            a = b;
+            b = t;
+        }
+        mb->up[b] = (int32_t)a;
+        mb->up_h[b] = mb->z[4 * r + 2];
+        rank[a] += rank[a] == rank[b];
+        leaf[n + r] = a;
+    }
+    free(rank);
+    free(leaf);
+    return PC_OK;
+}
+
+/* The height at which components a and b join in the member's dendrogram (0 when a == b). */
+static double join_height(const member *mb, int32_t a, int32_t b)
+{
+    if (a == b)
+        return 0;
+    int32_t path[64];
+    double high[64];
+    int len = 0;
+    double h = 0;
+    for (int32_t x = a; x >= 0 && len < 64; x = mb->up[x]) {
+        path[len] = x;
+        high[len++] = h;
+        if (mb->up[x] >= 0)
+            h = mb->up_h[x] > h ? mb->up_h[x] : h;
+    }
+    double hb = 0;
+    for (int32_t y = b; y >= 0; y = mb->up[y]) {
+        for (int i = 0; i < len; i++)
+            if (path[i] == y)
+                return high[i] > hb ? high[i] : hb;
+        hb = mb->up_h[y] > hb ? mb->up_h[y] : hb;
+    }
+    return 1; /* not reached: the dendrogram joins everything */
+}
+
+/* The member's component holding position x: that of the cell holding x, or where that cell is empty,
+ * of the largest (density, index) non-empty cell around it (a prototype's points lie within one cell
+ * width of its mean when the reference grid is the finest), or of the nearest cell centre. */
+static int32_t component_at(const member *mb, const double *x)
+{
+    const pc__hca_grid *g = &mb->g;
+    size_t dim = g->dim;
+    int c[PC__HCA_MAX_DIM], off[PC__HCA_MAX_DIM];
+    uint64_t key = 0;
+    for (size_t j = 0; j < dim; j++) {
+        c[j] = pc__hca_cell_coordinate(x[j], g->lo[j], g->hi[j], g->m);
+        key += (uint64_t)c[j] * g->stride[j];
+        off[j] = -1;
+    }
+    long cell = pc__hca_find(g, key);
+    if (cell >= 0)
+        return mb->gr.component_of_cell[cell];
+    long best = -1;
+    for (;;) {
+        int inside = 1;
+        uint64_t k = 0;
+        for (size_t j = 0; j < dim; j++) {
+            int cj = c[j] + off[j];
+            inside &= cj >= 0 && cj < g->m;
+            k += (uint64_t)(cj < 0 ? 0 : cj) * g->stride[j];
+        }
+        long b = inside ? pc__hca_find(g, k) : -1;
+        if (b >= 0 && (best < 0 || g->density[b] > g->density[best] ||
+                       (g->density[b] == g->density[best] && g->key[b] > g->key[best])))
+            best = b;
+        size_t j = 0;
+        while (j < dim && off[j] == 1)
+            off[j++] = -1;
+        if (j == dim)
+            break;
+        off[j]++;
+    }
+    if (best < 0) {
+        double best_d2 = INFINITY;
+        for (size_t q = 0; q < g->cells; q++) {
+            double d2 = 0;
+            for (size_t j = 0; j < dim; j++) {
+                int cj = (int)((g->key[q] / g->stride[j]) % (uint64_t)g->m);
+                double centre = g->hi[j] > g->lo[j] ? g->lo[j] + (cj + 0.5) * (g->hi[j] - g->lo[j]) / g->m : g->lo[j];
+                d2 += (centre - x[j]) * (centre - x[j]);
+            }
+            if (d2 < best_d2) {
+                best_d2 = d2;
+                best = (long)q;
+            }
+        }
+    }
+    return mb->gr.component_of_cell[best];
+}
+
+typedef struct {
+    int32_t a, b; /* prototypes, a < b */
+} pair;
+
+typedef struct {
+    pair *list;
+    size_t count, cap;
+    int failed;
+} pair_ctx;
+
+static void add_pair(void *ctx, size_t cell, size_t nb)
+{
+    pair_ctx *t = ctx;
+    if (t->failed)
+        return;
+    if (t->count == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        pair *grown = realloc(t->list, cap * sizeof *grown);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        t->list = grown;
+        t->cap = cap;
+    }
+    pair p = {(int32_t)cell, (int32_t)nb};
+    t->list[t->count++] = p;
+}
+
+static int by_cells(const void *x, const void *y)
+{
+    const pair *p = x, *q = y;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return (p->b > q->b) - (p->b < q->b);
+}
+
+/* The adjacent prototype pairs of the reference grid, each once (a < b), in a fixed order. */
+static pc_status prototype_pairs(const pc__hca_grid *g, pair **out, size_t *count)
+{
+    pair_ctx all = {NULL, 0, 0, 0};
+    int threads = g->threads, failed = 0;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    {
+        pair_ctx mine = {NULL, 0, 0, 0};
+#pragma omp for schedule(dynamic, 256)
+        for (long c = 0; c < (long)g->cells; c++)
+            pc__hca_neighbours(g, (size_t)c, 1, add_pair, &mine);
+        failed |= mine.failed;
+#pragma omp critical(pc__heca_pairs)
+        if (!mine.failed && mine.count) {
+            pair *grown = realloc(all.list, (all.count + mine.count) * sizeof *grown);
+            if (grown) {
+                all.list = grown;
+                memcpy(all.list + all.count, mine.list, mine.count * sizeof *grown);
+                all.count += mine.count;
+            } else {
+                all.failed = 1;
+            }
+        }
+        free(mine.list);
+    }
+    if (failed || all.failed) {
+        free(all.list);
+        return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot hold the adjacent prototypes");
+    }
+    for (size_t i = 0; i < all.count; i++)
+        if (all.list[i].a > all.list[i].b) {
+            int32_t t = all.list[i].a;
+            all.list[i].a = all.list[i].b;
+            all.list[i].b = t;
+        }
+    if (all.count)
+        qsort(all.list, all.count, sizeof *all.list, by_cells);
+    *out = all.list;
+    *count = all.count;
+    return PC_OK;
+}
+
+typedef struct {
+    int32_t a, b;
+    double h;
+} group_edge;
+
+static int by_groups(const void *x, const void *y)
+{
+    const group_edge *p = x, *q = y;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    if (p->b != q->b)
+        return p->b < q->b ? -1 : 1;
+    return (p->h > q->h) - (p->h < q->h); /* smallest first */
+}
+
+typedef struct {
+    uint64_t key;
+    int32_t root;
+} group_order;
+
+static int by_key(const void *x, const void *y)
+{
+    uint64_t a = ((const group_order *)x)->key, b = ((const group_order *)y)->key;
+    return (a > b) - (a < b);
+}
+
+/* Groups (adjacent prototypes every member puts in one component), numbered as HCA numbers components (by their densest cell's
+ * linear index), and the graph between them with the smallest U of their adjacent pairs. */
+static pc_status group_graph(const pc__hca_grid *ref, const pair *pairs, const double *U, const uint8_t *same,
+                             size_t count, pc__hca_graph *gr)
+{
+    size_t cells = ref->cells;
+    memset(gr, 0, sizeof *gr);
+    pc__union_find uf = {0, NULL};
+    size_t *densest = pc__alloc(cells, sizeof *densest, "HECA groups");
+    group_order *order = pc__alloc(cells, sizeof *order, "HECA groups");
+    int32_t *id = pc__alloc(cells, sizeof *id, "HECA groups");
+    group_edge *e = NULL;
+    pc_status st = PC_OUT_OF_MEMORY;
+    gr->component_of_cell = pc__alloc(cells, sizeof(int32_t), "HECA groups");
+    if (!densest || !order || !id || !gr->component_of_cell || pc__uf_init(&uf, cells) != 0)
+        goto done;
+    for (size_t i = 0; i < count; i++)
+        if (same[i])
+            pc__uf_union(&uf, (size_t)pairs[i].a, (size_t)pairs[i].b);
+    for (size_t c = 0; c < cells; c++)
+        densest[c] = c;
+    for (size_t c = 0; c < cells; c++) {
+        size_t r = pc__uf_find(&uf, c), d = densest[r];
+        if (ref->density[c] > ref->density[d] || (ref->density[c] == ref->density[d] && ref->key[c] > ref->key[d]))
+            densest[r] = c;
+    }
+    size_t groups = 0;
+    for (size_t c = 0; c < cells; c++)
+        if (pc__uf_find(&uf, c) == c) {
+            order[groups].key = ref->key[densest[c]];
+            order[groups].root = (int32_t)c;
+            groups++;
+        }
+    qsort(order, groups, sizeof *order, by_key);
+    gr->components = groups;
+    gr->representative = pc__alloc(groups, sizeof *gr->representative, "HECA groups");
+    gr->size = pc__calloc(groups, sizeof *gr->size, "HECA groups");
+    if (!gr->representative || !gr->size)
+        goto done;
+    for (size_t q = 0; q < groups; q++) {
+        id[order[q].root] = (int32_t)q;
+        gr->representative[q] = densest[order[q].root];
+    }
+    for (size_t c = 0; c < cells; c++) {
+        gr->component_of_cell[c] = id[pc__uf_find(&uf, c)];
+        gr->size[gr->component_of_cell[c]] += ref->density[c];
+    }
+    size_t cross = 0;
+    e = pc__alloc(count ? count : 1, sizeof *e, "HECA edges");
+    if (!e)
+        goto done;
+    for (size_t i = 0; i < count; i++) {
+        int32_t ga = gr->component_of_cell[pairs[i].a], gb = gr->component_of_cell[pairs[i].b];
+        if (ga == gb)
+            continue;
+        group_edge x = {ga < gb ? ga : gb, ga < gb ? gb : ga, U[i]};
+        e[cross++] = x;
+    }
+    if (cross)
+        qsort(e, cross, sizeof *e, by_groups);
+    size_t edges = 0;
+    for (size_t i = 0; i < cross; i++)
+        edges += i == 0 || e[i].a != e[i - 1].a || e[i].b != e[i - 1].b;
+    gr->edge_a = pc__alloc(edges ? edges : 1, sizeof *gr->edge_a, "HECA edges");
+    gr->edge_b = pc__alloc(edges ? edges : 1, sizeof *gr->edge_b, "HECA edges");
+    gr->edge_h = pc__alloc(edges ? edges : 1, sizeof *gr->edge_h, "HECA edges");
+    if (!gr->edge_a || !gr->edge_b || !gr->edge_h)
+        goto done;
+    size_t q = 0;
+    for (size_t i = 0; i < cross; i++) {
+        if (i > 0 && e[i].a == e[i - 1].a && e[i].b == e[i - 1].b)
+            continue; /* the first of a pair holds its smallest U */
+        gr->edge_a[q] = e[i].a;
+        gr->edge_b[q] = e[i].b;
+        gr->edge_h[q] = e[i].h;
+        q++;
+    }
+    gr->edges = edges;
+    st = PC_OK;
+done:
+    free(densest);
+    free(order);
+    free(id);
+    free(e);
+    pc__uf_free(&uf);
+    if (st != PC_OK)
+        pc__hca_graph_free(gr);
+    return st;
+}
+
+/* The members' m: the user's, or the default series. */
+static size_t member_list(const pc_heca_params *p, size_t n, size_t dim, int *m)
+{
+    if (p->members) {
+        memcpy(m, p->m, p->members * sizeof *m);
+        return p->members;
+    }
+    int top = pc_hca_auto_m(n, dim);
+    for (int i = 0; i < 5; i++) {
+        m[i] = (int)lround(top * pow(2.0, (i - 4) / 4.0));
+        if (m[i] < 2)
+            m[i] = 2;
+    }
+    return 5;
+}
+
+static pc_status check(const pc_points *points, const pc_heca_params *p)
+{
+    if (points->n > (size_t)INT32_MAX)
+        return pc__fail(PC_INVALID_ARGUMENT, "HECA handles up to %d points, got %zu", INT32_MAX, points->n);
+    if (p->members > PC_HECA_MAX_MEMBERS)
+        return pc__fail(PC_INVALID_ARGUMENT, "HECA takes 1 to %d members, got %zu", PC_HECA_MAX_MEMBERS, p->members);
+    for (size_t i = 0; i < p->members; i++)
+        if (p->m[i] < 2 || p->m[i] > 65535)
+            return pc__fail(PC_INVALID_ARGUMENT, "member %zu: m must be between 2 and 65535, got %d", i, p->m[i]);
+    size_t members = p->members ? p->members : 5;
+    if (p->reference >= (int)members)
+        return pc__fail(PC_INVALID_ARGUMENT, "reference member %d: there are %zu members", p->reference, members);
+    pc_hca_params h = p->hca;
+    h.m = 2;
+    h.refine_borders = 0;
+    return pc__hca_check_params(&h, points->dim);
+}
+
+/* The prototypes' means: the points' sums per reference cell over their counts. Integer pixels are
+ * summed exactly on all cores; float values in point order on one, so that the means (and the member
+ * cells they fall in) never depend on the thread count. */
+static pc_status prototype_means(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
+                                 double *mean)
+{
+    size_t dim = g->dim, cells = g->cells, stride = pc__hca_row_bytes(points);
+    const unsigned char *base = points->data;
+    int threads = points->dtype == PC_U8 || points->dtype == PC_U16 ? g->threads : 1, failed = 0;
+    (void)threads;
+    memset(mean, 0, cells * dim * sizeof *mean);
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    {
+        double *mine = calloc(cells * dim, sizeof *mine);
+        failed |= !mine;
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)g->n; i++) {
+            if (!mine)
+                continue;
+            double *s = mine + (size_t)pc__hca_cell_of(g, scratch, (size_t)i) * dim;
+            const unsigned char *row = base + (size_t)i * stride;
+            for (size_t j = 0; j < dim; j++)
+                s[j] += pc__hca_value(row, points->dtype, j);
+        }
+        pc__team_add_ordered(mean, mine, cells * dim);
+        free(mine);
+    }
+    if (failed)
+        return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot allocate per-thread prototype sums");
+    for (size_t c = 0; c < cells; c++)
+        for (size_t j = 0; j < dim; j++)
+            mean[c * dim + j] /= (double)g->density[c];
+    return PC_OK;
+}
+
+static pc_status run(const pc_points *points, const pc_heca_params *p, int threads, pc_result *r)
+{
+    size_t n = points->n, dim = points->dim;
+    int ms[PC_HECA_MAX_MEMBERS];
+    size_t L = member_list(p, n, dim, ms);
+    int ref = p->reference;
+    if (ref < 0) {
+        ref = 0;
+        for (size_t l = 1; l < L; l++)
+            if (ms[l] > ms[ref])
+                ref = (int)l;
+    }
+    member *mb = pc__calloc(L, sizeof *mb, "HECA members");
+    int32_t *scratch = NULL, **comp = NULL, *cluster_of_cell = NULL;
+    double *mean = NULL, *U = NULL, *sums = NULL;
+    uint8_t *same = NULL;
+    pair *pairs = NULL;
+    size_t npairs = 0, k = 0;
+    pc__hca_graph groups;
+    memset(&groups, 0, sizeof groups);
+    pc_status st = PC_OUT_OF_MEMORY;
+    double t0 = pc__now(), t1 = t0, t2 = t0, t3 = t0, t4 = t0;
+    r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
+    if (!mb || !r->labels)
+        goto done;
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    pc__hca_bounding_box(points, threads, lo, hi);
+    /* Members: HCA's stages 1-5 each; the reference member's cells of the points go to the labels. */
+    for (size_t l = 0; l < L; l++) {
+        mb[l].m = ms[l];
+        mb[l].shifted = p->shifts && (l % 2 == 1);
+        double blo[PC__HCA_MAX_DIM], bhi[PC__HCA_MAX_DIM];
+        for (size_t j = 0; j < dim; j++) {
+            double half = mb[l].shifted ? 0.5 * (hi[j] - lo[j]) / ms[l] : 0;
+            blo[j] = lo[j] - half;
+            bhi[j] = hi[j] + half;
+        }
+        int32_t *into = (int)l == ref ? r->labels : scratch;
+        if (!into && !(into = scratch = pc__alloc_large(n, sizeof *scratch, "HECA member cells")))
+            goto done;
+        if ((st = pc__hca_grid_build_box(&mb[l].g, points, ms[l] + mb[l].shifted, blo, bhi, p->hca.memory_budget,
+                                         threads, into)) != PC_OK ||
+            (st = pc__hca_graph_build(&mb[l].g, &mb[l].gr)) != PC_OK ||
+            (st = pc__hca_dendrogram(&mb[l].gr, &mb[l].z)) != PC_OK || (st = member_forest(&mb[l])) != PC_OK)
+            goto done;
+    }
+    free(scratch);
+    scratch = NULL;
+    t1 = pc__now();
+    /* Prototypes and their component in every member. */
+    const pc__hca_grid *g = &mb[ref].g;
+    size_t P = g->cells;
+    st = PC_OUT_OF_MEMORY;
+    mean = pc__alloc(P * dim, sizeof *mean, "HECA prototypes");
+    comp = pc__calloc(L, sizeof *comp, "HECA prototypes");
+    if (!mean || !comp)
+        goto done;
+    if ((st = prototype_means(g, points, r->labels, mean)) != PC_OK)
+        goto done;
+    st = PC_OUT_OF_MEMORY;
+    for (size_t l = 0; l < L; l++) {
+        if (!(comp[l] = pc__alloc(P, sizeof **comp, "HECA prototypes")))
+            goto done;
+        if ((int)l == ref) {
+            memcpy(comp[l], mb[l].gr.component_of_cell, P * sizeof **comp);
+            continue;
+        }
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (long q = 0; q < (long)P; q++)
+            comp[l][q] = component_at(&mb[l], mean + (size_t)q * dim);
+    }
+    /* The averaged distance of adjacent prototypes. */
+    if ((st = prototype_pairs(g, &pairs, &npairs)) != PC_OK)
+        goto done;
+    st = PC_OUT_OF_MEMORY;
+    if (!(U = pc__alloc(npairs ? npairs : 1, sizeof *U, "HECA distances")) ||
+        !(same = pc__alloc(npairs ? npairs : 1, 1, "HECA distances")))
+        goto done;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long i = 0; i < (long)npairs; i++) {
+        double s = 0;
+        int one = 1;
+        for (size_t l = 0; l < L; l++) {
+            int32_t a = comp[l][pairs[i].a], b = comp[l][pairs[i].b];
+            one &= a == b;
+            s += join_height(&mb[l], a, b);
+        }
+        U[i] = s / (double)L;
+        same[i] = (uint8_t)one;
+    }
+    t2 = pc__now();
+    if ((st = group_graph(g, pairs, U, same, npairs, &groups)) != PC_OK ||
+        (st = pc__hca_dendrogram(&groups, &r->dendrogram)) != PC_OK)
+        goto done;
+    t3 = pc__now();
+    st = PC_OUT_OF_MEMORY;
+    if (!(cluster_of_cell = pc__alloc(P, sizeof *cluster_of_cell, "HECA cell clusters")))
+        goto done;
+    if ((st = pc__hca_cut(g, &groups, r->dendrogram, p->hca.clusters, p->hca.threshold, pc__hca_min_size(&p->hca, n),
+                          p->hca.noise, cluster_of_cell, &k)) != PC_OK)
+        goto done;
+    st = PC_OUT_OF_MEMORY;
+    if (!(sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums")))
+        goto done;
+    if ((st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK ||
+        (st = pc__hca_finish(r, &mb[ref].g, &groups, sums, k)) != PC_OK)
+        goto done;
+    t4 = pc__now();
+    r->grid_m = mb[ref].m;
+    r->members = L;
+    for (size_t l = 0; l < L; l++) {
+        r->member_m[l] = mb[l].m;
+        r->member_components[l] = mb[l].gr.components;
+    }
+    pc__result_add_stage(r, "members", t1 - t0);
+    pc__result_add_stage(r, "averaged distances", t2 - t1);
+    pc__result_add_stage(r, "dendrogram", t3 - t2);
+    pc__result_add_stage(r, "cut and label", t4 - t3);
+    st = PC_OK;
+done:
+    if (mb)
+        for (size_t l = 0; l < L; l++) {
+            pc__hca_grid_free(&mb[l].g);
+            pc__hca_graph_free(&mb[l].gr);
+            free(mb[l].z);
+            free(mb[l].up);
+            free(mb[l].up_h);
+            if (comp)
+                free(comp[l]);
+        }
+    free(mb);
+    free(comp);
+    free(scratch);
+    free(mean);
+    free(U);
+    free(same);
+    free(pairs);
+    free(sums);
+    free(cluster_of_cell);
+    pc__hca_graph_free(&groups);
+    return st;
+}
+
+pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_result **result)
+{
+    pc_status st = pc__begin(points, params, result);
+    if (st != PC_OK || (st = check(points, params)) != PC_OK)
+        return st;
+    pc_backend backend;
+    double work = points->n >= ((size_t)1 << 20) ? INFINITY : 0;
+    if ((st = pc__choose_backend(params->hca.backend, work, &backend)) != PC_OK)
+        return st;
+    /* The GPU members are not written yet: CUDA runs on all cores. */
+    if (backend == PC_BACKEND_CUDA)
+        backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    int threads = 1;
+#ifdef _OPENMP
+    if (backend == PC_BACKEND_OPENMP)
+        threads = params->hca.threads > 0 ? params->hca.threads : omp_get_max_threads();
+#endif
+    pc_result *r = pc__result_new(points->n, points->dim);
+    if (!r)
+        return PC_OUT_OF_MEMORY;
+    r->backend = backend;
+    if ((st = run(points, params, threads, r)) != PC_OK) {
+        pc_result_free(r);
+        return st;
+    }
+    *result = r;
+    return PC_OK;
+}
