@@ -9,6 +9,14 @@ if [ "${1:-}" = "test" ]; then
     # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL; pkgconf:
     # the installed-library test builds a program with pkg-config.
     packages="$packages pkgconf python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
+    # The Python package's test builds its extension (Python's headers, setuptools) and runs pytest.
+    packages="$packages python3-dev python3-setuptools python3-pytest"
+fi
+if [ "${1:-}" = "python" ]; then
+    # pip install ./python (README, "Python"): a virtual environment that sees Debian's NumPy and
+    # scikit-learn, and what builds the package without a download.
+    packages="$packages python3 python3-dev python3-numpy python3-scipy python3-sklearn python3-setuptools \
+python3-wheel python3-venv python3-pip"
 fi
 missing=""
 for p in $packages; do

@@ -1,0 +1,148 @@
+/* parclust._core: the module, and what every binding call shares (see core.h). */
+#define PCPY_MODULE_FILE
+#include "core.h"
+
+int pcpy_points(PyObject *obj, const char *what, pc_points *out)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a NumPy array", what);
+        return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (PyArray_NDIM(a) != 2) {
+        PyErr_Format(PyExc_ValueError, "%s must be 2-D (n_samples, n_features), got %d dimensions", what,
+                     PyArray_NDIM(a));
+        return -1;
+    }
+    pc_dtype dtype;
+    switch (PyArray_TYPE(a)) {
+    case NPY_FLOAT32: dtype = PC_F32; break;
+    case NPY_FLOAT64: dtype = PC_F64; break;
+    case NPY_UINT8: dtype = PC_U8; break;
+    case NPY_UINT16: dtype = PC_U16; break;
+    default:
+        PyErr_Format(PyExc_TypeError, "%s must be float32, float64, uint8 or uint16", what);
+        return -1;
+    }
+    npy_intp n = PyArray_DIM(a, 0), dim = PyArray_DIM(a, 1), item = PyArray_ITEMSIZE(a);
+    npy_intp s0 = PyArray_STRIDE(a, 0), s1 = PyArray_STRIDE(a, 1);
+    /* Strides of a dimension of length 1 mean nothing (NumPy may set any). */
+    int packed_values = dim == 1 || s1 == item;
+    int rows_ok = n == 1 || (s0 >= dim * item && s0 % item == 0);
+    if (!packed_values || !rows_ok || !PyArray_ISALIGNED(a)) {
+        PyErr_Format(PyExc_ValueError, "%s: rows must be packed values with a positive row stride", what);
+        return -1;
+    }
+    out->data = PyArray_DATA(a);
+    out->n = (size_t)n;
+    out->dim = (size_t)dim;
+    out->stride = n == 1 ? 0 : (size_t)s0;
+    out->dtype = dtype;
+    return 0;
+}
+
+int pcpy_progress(void *user, double fraction)
+{
+    (void)fraction;
+    pcpy_call *call = user;
+    PyEval_RestoreThread(call->thread);
+    if (PyErr_CheckSignals() != 0)
+        call->interrupted = 1;
+    call->thread = PyEval_SaveThread();
+    return call->interrupted;
+}
+
+PyObject *pcpy_fail(const pcpy_call *call, pc_status status)
+{
+    if (call && call->interrupted && PyErr_Occurred())
+        return NULL;
+    const char *message = pc_last_error();
+    if (!message[0])
+        message = pc_status_string(status);
+    PyObject *type = PyExc_RuntimeError;
+    if (status == PC_INVALID_ARGUMENT)
+        type = PyExc_ValueError;
+    else if (status == PC_OUT_OF_MEMORY || status == PC_DEVICE_OUT_OF_MEMORY)
+        type = PyExc_MemoryError;
+    PyErr_SetString(type, message);
+    return NULL;
+}
+
+int pcpy_backend(const char *name, pc_backend *out)
+{
+    if (pc_backend_parse(name, out) != PC_OK) {
+        PyErr_Format(PyExc_ValueError, "backend must be 'auto', 'seq', 'openmp' or 'cuda', got '%s'", name);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_result(PyObject *capsule)
+{
+    pc_result_free(PyCapsule_GetPointer(capsule, "parclust.result"));
+}
+
+PyObject *pcpy_result_capsule(pc_result *result)
+{
+    PyObject *capsule = PyCapsule_New(result, "parclust.result", free_result);
+    if (!capsule)
+        pc_result_free(result);
+    return capsule;
+}
+
+PyObject *pcpy_array(PyObject *capsule, const void *data, int nd, npy_intp d0, npy_intp d1, int type)
+{
+    if (!data)
+        Py_RETURN_NONE;
+    npy_intp dims[2] = {d0, d1};
+    PyObject *array = PyArray_SimpleNewFromData(nd, dims, type, (void *)data);
+    if (!array)
+        return NULL;
+    Py_INCREF(capsule);
+    if (PyArray_SetBaseObject((PyArrayObject *)array, capsule) < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+static PyObject *info(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("{s:s,s:i,s:O,s:i}", "version", pc_version(), "openmp_threads", pc_openmp_max_threads(),
+                         "cuda_available", pc_backend_available(PC_BACKEND_CUDA) ? Py_True : Py_False,
+                         "cuda_devices", pc_cuda_device_count());
+}
+
+static PyObject *backend_available(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    pc_backend backend;
+    if (!name || pcpy_backend(name, &backend) < 0)
+        return NULL;
+    return PyBool_FromLong(pc_backend_available(backend));
+}
+
+static PyMethodDef methods[] = {
+    {"kmeans", (PyCFunction)(void (*)(void))pcpy_kmeans, METH_VARARGS | METH_KEYWORDS, "pc_kmeans"},
+    {"meanshift", (PyCFunction)(void (*)(void))pcpy_meanshift, METH_VARARGS | METH_KEYWORDS, "pc_meanshift"},
+    {"meanshift_image", (PyCFunction)(void (*)(void))pcpy_meanshift_image, METH_VARARGS | METH_KEYWORDS,
+     "pc_meanshift_image"},
+    {"hca", (PyCFunction)(void (*)(void))pcpy_hca, METH_VARARGS | METH_KEYWORDS, "pc_hca"},
+    {"hca_label", (PyCFunction)(void (*)(void))pcpy_hca_label, METH_VARARGS | METH_KEYWORDS,
+     "labels of new points from the grid of a fit (pc_hca_stream)"},
+    {"info", info, METH_NOARGS, "version, OpenMP threads, CUDA devices"},
+    {"backend_available", backend_available, METH_O, "pc_backend_available"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "parclust._core",
+                                    "parclust's C library (include/parclust.h), called without the GIL", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    import_array();
+    return PyModule_Create(&module);
+}
