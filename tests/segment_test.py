@@ -408,6 +408,19 @@ else:
         check(ds.RasterCount == 4 and srs.GetAuthorityCode(None) == "32633" and ds.GetGeoTransform()[1] == 10
               and np.array_equal((arr == nd).all(axis=0), tr < 0) and (tr < 0).sum() > 0,
               "scene %s GeoTIFF: 4 bands, EPSG:32633, 10 m, nodata exactly where the truth is -1" % dtype)
+        # the bands' statistics, stored in the file: exact over the valid pixels (NumPy's, in float64)
+        ok, why = True, ""
+        for b in range(4):
+            v = arr[b][tr >= 0].astype(np.float64)
+            got = ds.GetRasterBand(b + 1).GetStatistics(False, False)
+            want = [v.min(), v.max(), v.mean(), v.std()]
+            # (GDAL keeps 14 digits: a float32 minimum or maximum is that value once rounded to float32)
+            if dtype == "float32" and got is not None:
+                got = [float(np.float32(got[0])), float(np.float32(got[1]))] + list(got[2:])
+            if got is None or got[:2] != want[:2] or not np.allclose(got[2:], want[2:], rtol=1e-9, atol=1e-12):
+                ok, why = False, "band %d: %s, NumPy %s" % (b + 1, got, want)
+        check(ok and ds.GetRasterBand(1).GetMetadataItem("STATISTICS_APPROXIMATE") is None,
+              "scene %s GeoTIFF: exact band statistics (min, max as NumPy's, as float32 for float32; mean, std to 1e-9)" % dtype, why)
         rc, out, err = run("segment", w("sc_%s.tif" % dtype), "-k", 6, "-o", w("sc_%s_l.tif" % dtype), "--truth",
                            w("sc_%s_truth.tif" % dtype))
         m = re.search(r"accuracy ([0-9.]+)", out)

@@ -77,6 +77,8 @@ void pcli__gdal_block_size(void *handle, size_t *bw, size_t *bh)
     *bw = *bh = 1;
 }
 
+void pcli__gdal_set_statistics(void *handle, size_t band, const double stats[4]) { (void)handle, (void)band, (void)stats; }
+
 #else
 
 #include <cpl_conv.h>
@@ -802,6 +804,13 @@ void pcli__gdal_narrow(const double *src, float *dst, size_t count, size_t nb, c
                        pcli_image *im)
 {
     narrow(src, dst, count, nb, nd, im);
+}
+
+/* Kept in the GeoTIFF itself (its GDAL_METADATA tag, as gdalinfo -stats would write them to a side file
+ * of a file opened read-only), so they travel with the file when a staged output is renamed. */
+void pcli__gdal_set_statistics(void *handle, size_t band, const double stats[4])
+{
+    GDALSetRasterStatistics(GDALGetRasterBand(handle, (int)band + 1), stats[0], stats[1], stats[2], stats[3]);
 }
 
 void pcli__gdal_block_size(void *handle, size_t *bw, size_t *bh)

@@ -63,6 +63,7 @@ int pcli__gdal_choose_type(void *ds, const int *order, size_t nb, pcli_image *im
 void pcli__gdal_narrow(const double *src, float *dst, size_t count, size_t nb, const pcli_nodata *nd,
                        pcli_image *im);
 void pcli__gdal_block_size(void *handle, size_t *bw, size_t *bh);
+void pcli__gdal_set_statistics(void *handle, size_t band, const double stats[4]);
 
 #define PCLI_NO_GDAL_MESSAGE "this parclust was built without raster support (GDAL); .npy images still work"
 

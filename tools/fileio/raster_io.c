@@ -868,6 +868,12 @@ void pcli_raster_block(const pcli_raster_writer *w, size_t *block_width, size_t 
     }
 }
 
+void pcli_raster_set_statistics(pcli_raster_writer *w, size_t band, const double stats[4])
+{
+    if (!w->npy)
+        pcli__gdal_set_statistics(w->gdal, band, stats);
+}
+
 int pcli_raster_close(pcli_raster_writer *w, char *err, size_t errsize)
 {
     int rc = 0;

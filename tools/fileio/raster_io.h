@@ -147,6 +147,10 @@ int pcli_raster_write_rows(pcli_raster_writer *w, size_t y0, size_t rows, const 
 /* The file's block (GeoTIFF: its tiles or strips; .npy: one row): writes of whole rows of blocks
  * go to the file without waiting in GDAL's block cache for the rest of their blocks. */
 void pcli_raster_block(const pcli_raster_writer *w, size_t *block_width, size_t *block_height);
+/* A band's statistics (minimum, maximum, mean, standard deviation of its valid values), stored with a
+ * GeoTIFF (as GDAL's STATISTICS_* items, which `parclust segment --box stats` and gdalinfo read); a .npy
+ * has no place for them. Exact minima and maxima let a streamed HCA skip its pass for the box. */
+void pcli_raster_set_statistics(pcli_raster_writer *w, size_t band, const double stats[4]);
 int pcli_raster_close(pcli_raster_writer *w, char *err, size_t errsize); /* flushes; frees w */
 void pcli_raster_abort(pcli_raster_writer *w); /* frees w; the caller removes the file */
 

@@ -19,8 +19,9 @@ static const char *const help =
     "Writes a synthetic multispectral scene: land-cover classes (water, forest, cropland, grassland,\n"
     "urban, bare soil, sand, wetland; random spectra beyond 8) in regions with smooth irregular borders,\n"
     "per-pixel noise and a nodata border, georeferenced in UTM zone 33N (EPSG:32633, 10 m pixels).\n"
-    "Output by extension: GeoTIFF (.tif/.tiff, needs GDAL) or NumPy .npy (H, W, B); the true labels\n"
-    "(int32, -1 on the border) likewise.\n"
+    "Output by extension: GeoTIFF (.tif/.tiff, needs GDAL; with its bands' exact statistics, which let\n"
+    "a streamed segment skip its pass for the box) or NumPy .npy (H, W, B); the true labels (int32, -1\n"
+    "on the border) likewise.\n"
     "\n"
     "  -o, --output OUT     the scene\n"
     "  --labels OUT         the true class of every pixel\n"
@@ -182,8 +183,34 @@ static int32_t class_at(const scene *s, double x, double y, row_noise *m)
     return cls;
 }
 
-/* One row: values (width x bands, pixel-interleaved, of the scene's type) and true labels. */
-static void scene_row(const scene *s, size_t y, void *values, int32_t *truth)
+/* The valid values' range and sums of each band, for the file's statistics. */
+typedef struct {
+    double lo[MAX_SCENE_BANDS], hi[MAX_SCENE_BANDS], sum[MAX_SCENE_BANDS], sq[MAX_SCENE_BANDS], count;
+} band_stats;
+
+static void stats_clear(band_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    for (size_t b = 0; b < MAX_SCENE_BANDS; b++) {
+        st->lo[b] = INFINITY;
+        st->hi[b] = -INFINITY;
+    }
+}
+
+static void stats_add(band_stats *into, const band_stats *from, size_t bands)
+{
+    for (size_t b = 0; b < bands; b++) {
+        into->lo[b] = from->lo[b] < into->lo[b] ? from->lo[b] : into->lo[b];
+        into->hi[b] = from->hi[b] > into->hi[b] ? from->hi[b] : into->hi[b];
+        into->sum[b] += from->sum[b];
+        into->sq[b] += from->sq[b];
+    }
+    into->count += from->count;
+}
+
+/* One row: values (width x bands, pixel-interleaved, of the scene's type), true labels, and the row's
+ * band statistics (the values as stored). */
+static void scene_row(const scene *s, size_t y, void *values, int32_t *truth, band_stats *st)
 {
     uint64_t rng = mix64(s->seed * 0x5851F42D4C957F2Dull + y);
     static const double scale[3] = {500, 10000, 1};
@@ -195,6 +222,7 @@ static void scene_row(const scene *s, size_t y, void *values, int32_t *truth)
         int edge = x < s->border || y < s->border || x + s->border >= s->width || y + s->border >= s->height;
         int32_t c = edge ? -1 : class_at(s, (double)x, (double)y, &m);
         truth[x] = c;
+        st->count += !edge;
         double bright = 1 + 0.03 * value_noise(s, (double)x / (0.5 * s->region), (double)y / (0.5 * s->region), 9, &m.bright);
         for (size_t b = 0; b < B; b += 2) {
             /* Box-Muller: two normals per pair of uniforms. */
@@ -205,10 +233,20 @@ static void scene_row(const scene *s, size_t y, void *values, int32_t *truth)
                 double v = edge ? 0 : (s->spectrum[c][b + q] * bright + s->noise * z[q]) * scale[s->dtype];
                 if (s->dtype == 2) {
                     ((float *)values)[i] = edge ? -9999.0f : (float)v;
-                    continue;
+                    v = (double)(float)v;
+                } else {
+                    /* 0 is the integer types' nodata: data are kept at 1 and above. */
+                    v = edge ? 0 : v < 1 ? 1 : v > top[s->dtype] ? top[s->dtype] : floor(v + 0.5);
                 }
-                /* 0 is the integer types' nodata: data are kept at 1 and above. */
-                v = edge ? 0 : v < 1 ? 1 : v > top[s->dtype] ? top[s->dtype] : floor(v + 0.5);
+                if (!edge) {
+                    size_t k = b + q;
+                    st->lo[k] = v < st->lo[k] ? v : st->lo[k];
+                    st->hi[k] = v > st->hi[k] ? v : st->hi[k];
+                    st->sum[k] += v;
+                    st->sq[k] += v * v;
+                }
+                if (s->dtype == 2)
+                    continue;
                 if (s->dtype == 0)
                     ((uint8_t *)values)[i] = (uint8_t)v;
                 else
@@ -338,7 +376,9 @@ int cmd_generate_scene(int argc, char **argv)
     const char *path = NULL;
     void *block = malloc(step * s.width * s.bands * es);
     int32_t *truth = malloc(step * s.width * sizeof *truth);
-    if (!block || !truth || scene_init(&s)) {
+    band_stats all, *rows_st = malloc(step * sizeof *rows_st);
+    stats_clear(&all);
+    if (!block || !truth || !rows_st || scene_init(&s)) {
         cli_error("generate", "out of memory for a %zu-pixel-wide scene", s.width);
         goto done;
     }
@@ -349,14 +389,24 @@ int cmd_generate_scene(int argc, char **argv)
     for (size_t y = 0; y < s.height; y += step) {
         size_t rows = s.height - y < step ? s.height - y : step;
 #pragma omp parallel for schedule(dynamic)
-        for (long r = 0; r < (long)rows; r++)
-            scene_row(&s, y + (size_t)r, (char *)block + (size_t)r * s.width * s.bands * es, truth + (size_t)r * s.width);
+        for (long r = 0; r < (long)rows; r++) {
+            stats_clear(&rows_st[r]);
+            scene_row(&s, y + (size_t)r, (char *)block + (size_t)r * s.width * s.bands * es, truth + (size_t)r * s.width,
+                      &rows_st[r]);
+        }
+        for (size_t r = 0; r < rows; r++) /* in row order: the same sums whatever the threads */
+            stats_add(&all, &rows_st[r], s.bands);
         path = out;
         if (pcli_raster_write_rows(wi, y, rows, block, err, sizeof err))
             goto fail;
         path = labels_out;
         if (wl && pcli_raster_write_rows(wl, y, rows, truth, err, sizeof err))
             goto fail;
+    }
+    for (size_t b = 0; b < s.bands; b++) {
+        double mean = all.sum[b] / all.count, var = all.sq[b] / all.count - mean * mean;
+        const double stats[4] = {all.lo[b], all.hi[b], mean, sqrt(var > 0 ? var : 0)};
+        pcli_raster_set_statistics(wi, b, stats);
     }
     pcli_raster_writer *w1 = wi, *w2 = wl;
     wi = wl = NULL;
@@ -385,5 +435,6 @@ done:
     scene_free(&s);
     free(block);
     free(truth);
+    free(rows_st);
     return rc;
 }
