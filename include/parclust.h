@@ -410,7 +410,8 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
  * dimension over the bounding box, each non-empty cell linked to its densest neighbour, components
  * = cells reaching the same local maximum, single linkage between adjacent components. */
 typedef struct {
-    int m;                /* cells per dimension, >= 2. Default 32 */
+    int m;                /* cells per dimension, >= 2; 0 = pc_hca_auto_m(n, dim) (pc_hca and plans, where n
+                             is the plan's; the stream needs m >= 2). Default 32 */
     size_t clusters;      /* cut the dendrogram to this many clusters (>= 1); 0 = cut at threshold */
     double threshold;     /* with clusters == 0: merges at heights <= threshold, in [0, 1]. Default 0.5 */
     /* Clusters smaller than this many points do not count as clusters: their cells join the nearest
@@ -432,8 +433,8 @@ typedef struct {
      * nearest non-empty cell's mean where that cell is empty). The result says how many points were
      * border points and how many changed cluster (pc_result_border_points). */
     int refine_borders;      /* 1: refine. Default 0 (plain HCA) */
-    double refine_bandwidth; /* h in data units; < 0 (default) = one cell width (the largest side); 0 =
-                                no move (the labels are HCA's) */
+    double refine_bandwidth; /* h in data units; < 0 (default) = one cell width (the largest side) of the
+                                finer of the grid and pc_hca_auto_m's (docs/heca.md); 0 = no move */
     double refine_eps;       /* a climb stops once a shift is below this; < 0 (default) = 1e-3 h */
     int refine_max_iter;     /* shifts per point at most, >= 1. Default 100 */
 } pc_hca_params;

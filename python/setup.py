@@ -17,7 +17,6 @@ import sys
 
 import numpy
 from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["src/module.c", "src/kmeans.c", "src/meanshift.c", "src/hca.c"]
@@ -87,16 +86,6 @@ def library_flags():
     return flags
 
 
-class always_build_ext(build_ext):
-    """Compiles and links every time (four small files): a build folder kept from an earlier install
-    must not keep an extension linked against another library (a rebuilt libparclust.a, or an
-    installed copy instead of the build's)."""
-
-    def finalize_options(self):
-        super().finalize_options()
-        self.force = True
-
-
 flags = library_flags()
 flags.setdefault("include_dirs", []).append(numpy.get_include())
 flags.setdefault("extra_compile_args", []).extend(["-std=c11", "-Wall", "-Wextra"])
@@ -110,9 +99,6 @@ setup(
     packages=["parclust"],
     ext_modules=[Extension("parclust._core", SOURCES, depends=["src/core.h"], **flags)],
     python_requires=">=3.9",
-    # NumPy and scikit-learn are needed at run time, but not declared: `pip install --target DIR` would
-    # fetch declared ones again into DIR (from the network) even where Debian's are installed. They come
-    # from Debian (python3-numpy, python3-sklearn; scripts/install-deps.sh python).
-    cmdclass={"build_ext": always_build_ext},
+    install_requires=["numpy", "scikit-learn"],
     zip_safe=False,
 )

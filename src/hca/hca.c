@@ -27,7 +27,10 @@ static pc_status check(const pc_points *points, const pc_hca_params *p)
     if (points->n > (size_t)INT32_MAX)
         return pc__fail(PC_INVALID_ARGUMENT, "HCA handles up to %d points at once, got %zu (pc_hca_stream takes "
                         "more, in blocks)", INT32_MAX, points->n);
-    return pc__hca_check_params(p, points->dim);
+    pc_hca_params q = *p;
+    if (q.m == 0) /* auto: resolved from n and dim by the plan */
+        q.m = 2;
+    return pc__hca_check_params(&q, points->dim);
 }
 
 pc_status pc__hca_check_params(const pc_hca_params *p, size_t dim)
@@ -292,6 +295,8 @@ pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, 
     if (!p)
         return PC_OUT_OF_MEMORY;
     p->params = *params;
+    if (p->params.m == 0)
+        p->params.m = pc_hca_auto_m(n, dim);
     p->n = n;
     p->dim = dim;
     p->dtype = dtype;
@@ -306,7 +311,7 @@ pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, 
     if (p->backend == PC_BACKEND_OPENMP)
         p->threads = params->threads > 0 ? params->threads : omp_get_max_threads();
 #endif
-    if (p->backend == PC_BACKEND_CUDA && (st = pc__hca_gpu_new(params, n, dim, dtype, &p->gpu)) != PC_OK) {
+    if (p->backend == PC_BACKEND_CUDA && (st = pc__hca_gpu_new(&p->params, n, dim, dtype, &p->gpu)) != PC_OK) {
         /* AUTO does not fail for want of a GPU that is busy or full: the CPU does the work. */
         int device_trouble = st == PC_DEVICE_OUT_OF_MEMORY || st == PC_DEVICE_ERROR || st == PC_NO_DEVICE;
         if (params->backend != PC_BACKEND_AUTO || !device_trouble) {

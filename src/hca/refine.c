@@ -246,7 +246,11 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
         c.width[j] = (g->hi[j] - g->lo[j]) / g->m;
         widest = c.width[j] > widest ? c.width[j] : widest;
     }
-    c.h = params->refine_bandwidth < 0 ? widest : params->refine_bandwidth;
+    /* Default: one cell width of the finer of this grid and the auto rule's (docs/heca.md): a coarse
+     * grid's cell is wider than the classes' spread (hca8 at m = 16: 6.25 against sigma 3), and a
+     * bandwidth that wide climbs overlapping classes into one mode (accuracy 95.5% -> 80.0%). */
+    int finer = pc_hca_auto_m(n, dim) > g->m ? pc_hca_auto_m(n, dim) : g->m;
+    c.h = params->refine_bandwidth < 0 ? widest * g->m / finer : params->refine_bandwidth;
     c.eps = params->refine_eps < 0 ? 1e-3 * c.h : params->refine_eps;
     c.cutoff2 = 9 * c.h * c.h;
     c.max_iter = params->refine_max_iter;

@@ -112,6 +112,7 @@ void cli_print_times(double read, double cluster, double write);
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);
+int cmd_heca(int argc, char **argv); /* cmd_heca.c: the ensemble of HCA grids */
 int cmd_kmeans(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_generate_scene(int argc, char **argv); /* scene.c: parclust generate scene */
