@@ -566,6 +566,20 @@ pc_status pc_kmeans_stream_partial(const pc_kmeans_stream *s, void *buf, size_t 
     return PC_OK;
 }
 
+pc_status pc_kmeans_stream_partial_sums(const pc_kmeans_stream *s, size_t *offset, size_t *count)
+{
+    pc__clear_error();
+    pc_status st = in_phase(s, PC__KM_ADD, "pc_kmeans_stream_partial_sums");
+    if (st != PC_OK)
+        return st;
+    if (!offset || !count)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_kmeans_stream_partial_sums: offset and count must not be NULL");
+    _Static_assert(sizeof(part_header) % 8 == 0, "the sums are int64-aligned in a partial state");
+    *offset = sizeof(part_header); /* write_partial: the header, then counts and sums back to back */
+    *count = s->k * (s->dim + 1);
+    return PC_OK;
+}
+
 typedef struct {
     const unsigned char *p;
     size_t at, size;

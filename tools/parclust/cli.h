@@ -32,7 +32,10 @@ void cli_outputs_discard(cli_outputs *o);
 /* Prints a writer's error with the staging name replaced by the target's. */
 void cli_outputs_error(const cli_outputs *o, const char *err);
 
-/* Prints "parclust CMD: error: ..." on one line to stderr. */
+/* The program's name in messages: "parclust" (args.c), "parclust-mpi" in the MPI program. */
+extern const char *cli_program;
+
+/* Prints "parclust CMD: error: ..." (cli_program's name) on one line to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -110,9 +113,29 @@ pc_points cli_points_view(const pcli_matrix *m);
 /* "  time read/cluster/write/total" lines (with --verbose), as segment prints them. */
 void cli_print_times(double read, double cluster, double write);
 
+/* The options of kmeans and hca as parsed from argv (argv[0] the command), shared with parclust-mpi,
+ * which takes the same ones. 0 ok, -2 --help printed, -1 error printed (exit CLI_USAGE). */
+typedef struct {
+    const char *input, *init_file;
+    cli_common_outputs out;
+    int verbose;
+    pcli_header header;
+} km_cli;
+int cli_kmeans_parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p);
+
+typedef struct {
+    const char *input, *dendrogram, *components;
+    cli_common_outputs out;
+    int verbose;
+    pcli_header header;
+} hca_cli;
+int cli_hca_parse(int argc, char **argv, hca_cli *c, pc_hca_params *p);
+/* hca's --dendrogram (SciPy's linkage matrix, float64) and --components (int64 columns) of r. */
+int cli_write_dendrogram(const char *path, const pc_result *r, char *err, size_t errsize);
+int cli_write_components(const char *path, const pc_result *r, char *err, size_t errsize);
+
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);
-int cmd_heca(int argc, char **argv); /* cmd_heca.c: the ensemble of HCA grids */
 int cmd_kmeans(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_generate_scene(int argc, char **argv); /* scene.c: parclust generate scene */

@@ -4,7 +4,6 @@
 #include "plot.h"
 #include "points_io.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,16 +14,12 @@ static const char *const help =
     "m cells per dimension, cells linked to their densest neighbour, single linkage between the\n"
     "components (ALGORITHMS.md section 3).\n"
     "\n"
-    "  -m M                   cells per dimension, or auto (default): the largest m up to 32 that\n"
-    "                         leaves 4 points per cell of the box (n / m^d >= 4, at least 4)\n"
+    "  -m M                   cells per dimension (default 32)\n"
     "  --clusters K           cut the dendrogram to K clusters\n"
     "  --threshold T          or cut at height T in [0, 1] (default 0.5 when --clusters is not given)\n"
     "  --min-cluster-size N   smaller clusters do not count; their points join the nearest kept\n"
     "                         cluster (default 0.1% of the points, at least 2; 0 = off)\n"
     "  --noise                label the points of too-small clusters -1 instead\n"
-    "  --refine-borders       HCA-MS: points of border cells climb the cells' means by mean shift and\n"
-    "                         take the cluster they reach (ALGORITHMS.md section 3b)\n"
-    "  --refine-bandwidth H   its bandwidth (default: one cell width, the largest side)\n"
     "  --backend B            auto (default: the GPU from 2^20 points), seq, openmp or cuda\n"
     "  --threads T            OpenMP threads (default: all cores)\n"
     "  --labels OUT           one label per point (.npy: int32)\n"
@@ -44,14 +39,7 @@ static const char *const help =
     "Options without a value are switches: --noise=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
 
-typedef struct {
-    const char *input, *dendrogram, *components;
-    cli_common_outputs out;
-    int verbose;
-    pcli_header header;
-} hca_cli;
-
-static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
+int cli_hca_parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
 {
     cli_args a;
     cli_args_init(&a, "hca", argc, argv);
@@ -66,25 +54,8 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
                 return -2;
             }
         } else if (cli_is(&a, "-m") || cli_is(&a, "--m")) {
-            const char *v = a.value ? a.value : a.i < a.argc ? a.argv[a.i] : NULL;
-            if (v && strcmp(v, "auto") == 0) {
-                if (!a.value)
-                    a.i++;
-                p->m = 0;
-            } else {
-                if (cli_int(&a, 2, 65536, &l)) return -1;
-                p->m = (int)l;
-            }
-        } else if (cli_is(&a, "--refine-borders")) {
-            if (cli_switch(&a, &on)) return -1;
-            p->refine_borders = on;
-        } else if (cli_is(&a, "--refine-bandwidth")) {
-            if (cli_double(&a, &p->refine_bandwidth)) return -1;
-            if (!(p->refine_bandwidth >= 0) || isinf(p->refine_bandwidth)) {
-                cli_error(a.cmd, "--refine-bandwidth must be a finite number >= 0, got %g", p->refine_bandwidth);
-                return -1;
-            }
-            p->refine_borders = 1;
+            if (cli_int(&a, 2, 65536, &l)) return -1;
+            p->m = (int)l;
         } else if (cli_is(&a, "--clusters") || cli_is(&a, "-k")) {
             if (cli_int(&a, 1, 1000000000, &l)) return -1;
             p->clusters = (size_t)l;
@@ -127,7 +98,7 @@ static int parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
 }
 
 /* The linkage matrix as SciPy has it: float64 (rows, 4), text with full double precision. */
-static int write_dendrogram(const char *path, const pc_result *r, char *err, size_t errsize)
+int cli_write_dendrogram(const char *path, const pc_result *r, char *err, size_t errsize)
 {
     size_t rows;
     const double *z = pc_result_dendrogram(r, &rows);
@@ -135,7 +106,7 @@ static int write_dendrogram(const char *path, const pc_result *r, char *err, siz
 }
 
 /* int64 (components, 4): the component's number, its representative cell, density and points. */
-static int write_components(const char *path, const pc_result *r, char *err, size_t errsize)
+int cli_write_components(const char *path, const pc_result *r, char *err, size_t errsize)
 {
     static const char *const names[] = {"component", "cell", "density", "points"};
     const int64_t *columns[] = {NULL, pc_result_component_cells(r), pc_result_component_densities(r),
@@ -149,9 +120,9 @@ static int write_outputs(const hca_cli *c, cli_outputs *out, pcli_matrix *m, con
     const char *path = NULL;
     int failed = cli_stage_common(out, &c->out, m, r, "HCA", err, sizeof err, &path) ||
                  (c->dendrogram && (!(path = cli_outputs_stage(out, c->dendrogram)) ||
-                                    write_dendrogram(path, r, err, sizeof err))) ||
+                                    cli_write_dendrogram(path, r, err, sizeof err))) ||
                  (c->components && (!(path = cli_outputs_stage(out, c->components)) ||
-                                    write_components(path, r, err, sizeof err)));
+                                    cli_write_components(path, r, err, sizeof err)));
     return cli_outputs_finish(out, failed, path, err);
 }
 
@@ -160,8 +131,7 @@ int cmd_hca(int argc, char **argv)
     hca_cli c = {0};
     pc_hca_params p;
     pc_hca_params_init(&p);
-    p.m = 0; /* -m auto */
-    int rc = parse(argc, argv, &c, &p);
+    int rc = cli_hca_parse(argc, argv, &c, &p);
     if (rc == -2)
         return CLI_OK;
     if (rc)
@@ -204,13 +174,10 @@ int cmd_hca(int argc, char **argv)
         pc_result_stage(r, s, NULL, &t);
         total += t;
     }
-    printf("hca: %zu points, %zu dimensions, m %d%s, %zu non-empty cells, %zu components, %zu clusters, %.3f s (%s)\n",
-           m.n, dim, pc_result_grid_m(r), p.m == 0 ? " (auto)" : "", pc_result_cell_count(r), pc_result_component_count(r), k, total,
+    printf("hca: %zu points, %zu dimensions, m %d, %zu non-empty cells, %zu components, %zu clusters, %.3f s (%s)\n",
+           m.n, dim, p.m, pc_result_cell_count(r), pc_result_component_count(r), k, total,
            pc_backend_name(pc_result_backend(r)));
     cli_print_read(c.input, &read);
-    if (p.refine_borders)
-        printf("  refined borders: %lld border points, %lld changed cluster\n", (long long)pc_result_border_points(r),
-               (long long)pc_result_changed_points(r));
     if (p.clusters && k != p.clusters)
         fprintf(stderr, "parclust hca: note: %zu clusters asked, %zu found: no cut of the dendrogram gives %zu "
                         "clusters of at least the minimum size\n", p.clusters, k, p.clusters);

@@ -38,14 +38,7 @@ static const char *const help =
     "Options without a value are switches: --verbose=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
 
-typedef struct {
-    const char *input, *init_file;
-    cli_common_outputs out;
-    int verbose;
-    pcli_header header;
-} km_cli;
-
-static int parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
+int cli_kmeans_parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
 {
     cli_args a;
     cli_args_init(&a, "kmeans", argc, argv);
@@ -136,7 +129,7 @@ int cmd_kmeans(int argc, char **argv)
     km_cli c = {0};
     pc_kmeans_params p;
     pc_kmeans_params_init(&p);
-    int rc = parse(argc, argv, &c, &p);
+    int rc = cli_kmeans_parse(argc, argv, &c, &p);
     if (rc == -2)
         return CLI_OK;
     if (rc)

@@ -1,0 +1,66 @@
+/* parclust across the processes of an MPI communicator (libparclust_mpi; the core library, parclust.h,
+ * knows nothing of MPI). Every function here is collective: all ranks of comm call it, each with its
+ * own points (any number of rows, none included; the same dim and options on every rank), and each
+ * gets the labels of its own points. The points of all ranks, in rank order, are "the data": rank r's
+ * rows follow those of ranks 0 .. r - 1.
+ *
+ * Results equal the single-process run on the data, for any number of ranks and any split:
+ *   k-means: the streamed k-means of parclust.h (the sample depends on the rows' indices only; per
+ *     iteration one MPI_Allreduce (MPI_SUM, int64) of the k x (dim + 1) fixed-point counts and sums,
+ *     integers whose sum does not depend on the order, plus an exchange of the small rest: inertia
+ *     buckets and the k - 1 farthest points for the empty-cluster rule), so from the same initial
+ *     centres the labels, centres and iterations are pc_kmeans's bit for bit;
+ *   HCA: the box by MPI_Allreduce of minima and maxima, the histograms of the non-empty cells
+ *     (sparse) summed on rank 0 and the sum broadcast, so that every rank finishes the same histogram
+ *     (components, dendrogram and cut touch cells, never points) and labels its own points: pc_hca's
+ *     labels, dendrogram and components exactly.
+ *
+ * Failures are agreed: when a call fails on any rank, it returns the same status on every rank, and
+ * pc_mpi_last_error() gives every rank the message of the lowest failing rank ("rank 2: ..."), so
+ * that a program prints it once (from rank 0) and all ranks stop together. */
+#ifndef PARCLUST_MPI_H
+#define PARCLUST_MPI_H
+
+#include <mpi.h>
+
+#include "parclust.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The message of the last failed pc_mpi_ call on this thread ("" after success). Never NULL. */
+const char *pc_mpi_last_error(void);
+
+/* Agrees on a status across comm: the worst (lowest failing rank's) status on every rank, its message
+ * (`message`, or pc_last_error() when NULL) in pc_mpi_last_error(). For programs that mix their own
+ * steps (reading their slice, writing their labels) with these calls. */
+pc_status pc_mpi_agree(MPI_Comm comm, pc_status status, const char *message);
+
+/* Where a run's time went on this rank, in seconds: setup (the scan, its merge and the start), compute
+ * (adding the rank's points, stepping, labelling) and communication (the reductions and exchanges of
+ * the iterations, waiting for the slowest rank included). */
+typedef struct {
+    double setup, compute, communication;
+    /* k-means: the inertia of the final labels to the final centres (pc_kmeans's; the result's is the
+     * stream's, of the assignment before the last update), summed over the ranks in double precision. */
+    double inertia;
+} pc_mpi_report;
+
+/* k-means (params as pc_kmeans's; n_init 1, backends seq and openmp as the stream's). labels:
+ * points->n int32 (may be NULL when n is 0). result (every rank): centres, sizes, inertia,
+ * iterations and stages of the whole run, no labels. report: NULL, or this rank's times. */
+pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
+                        pc_result **result, pc_mpi_report *report);
+
+/* HCA (params as pc_hca's). labels: points->n int32. result (every rank): dendrogram, components,
+ * cluster count and sizes, cells, no labels. centres: NULL, or receives (every rank) a malloc'd
+ * k x dim array of the clusters' means (sums over the ranks in double precision, MPI_SUM: equal to
+ * the single-process centres to rounding). */
+pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
+                     pc_result **result, float **centres);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PARCLUST_MPI_H */

@@ -1,0 +1,223 @@
+/* HCA across ranks on the streamed HCA of parclust.h: the box by reductions of the ranks' minima and
+ * maxima (pc_hca_stream_bound's box of all the points, exactly), each rank's points counted into its
+ * own histogram, the non-empty cells (sparse: keys and counts) gathered to rank 0 and added there,
+ * the sum broadcast, and every rank finishing that same histogram: the components, dendrogram and cut
+ * depend on the cells alone, so each rank holds the single-process result and its cell-to-cluster
+ * map, and labels its own points without any further exchange. (Broadcasting the histogram rather
+ * than the finished map costs each rank the finish, which touches cells, never points, and needs no
+ * interface beyond the stream's.) */
+#include "internal_mpi.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every rank's histogram added into rank 0's stream `s`; the sum in *global on every rank (rank 0:
+ * s itself, which it then no longer owns). */
+static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stream *s, const pc_hca_params *params,
+                                  size_t dim, const double *lo, const double *hi, pc_hca_stream **global)
+{
+    *global = NULL;
+    size_t cells = 0;
+    uint64_t *keys = NULL;
+    int64_t *counts = NULL;
+    int *sizes = NULL, *displs = NULL;
+    pc_status st = pc_hca_stream_histogram(s, &cells, NULL, NULL);
+    if (st != PC_OK)
+        pc__mpi_core_fail(comm, st, "HCA histogram");
+    else if (cells > 0x7fffffff)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %zu non-empty cells are more than one message holds", rank, cells);
+    else if (!(keys = malloc((cells + 1) * sizeof *keys)) || !(counts = malloc((cells + 1) * sizeof *counts)))
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the histogram", rank);
+    else if ((st = pc_hca_stream_histogram(s, &cells, keys, counts)) != PC_OK)
+        pc__mpi_core_fail(comm, st, "HCA histogram");
+    if (rank == 0 && st == PC_OK && (!(sizes = calloc((size_t)size, sizeof *sizes)) ||
+                                     !(displs = calloc((size_t)size, sizeof *displs))))
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory");
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    int mine = (int)cells;
+    MPI_Gather(&mine, 1, MPI_INT, sizes, 1, MPI_INT, 0, comm);
+    uint64_t *all_keys = NULL;
+    int64_t *all_counts = NULL;
+    long long total = 0;
+    if (rank == 0) {
+        for (int q = 0; q < size && total >= 0; q++) {
+            displs[q] = (int)total;
+            total += sizes[q];
+            if (total > 0x7fffffff)
+                total = -1;
+        }
+        if (total < 0)
+            st = pc__mpi_fail(PC_UNSUPPORTED, "rank 0: the ranks' histograms hold more than 2^31 cells together");
+        else if (!(all_keys = malloc(((size_t)total + 1) * sizeof *all_keys)) ||
+                 !(all_counts = malloc(((size_t)total + 1) * sizeof *all_counts)))
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory for the ranks' histograms");
+    }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK) {
+        free(all_keys);
+        free(all_counts);
+        goto done;
+    }
+    MPI_Gatherv(keys, mine, MPI_UINT64_T, all_keys, sizes, displs, MPI_UINT64_T, 0, comm);
+    MPI_Gatherv(counts, mine, MPI_INT64_T, all_counts, sizes, displs, MPI_INT64_T, 0, comm);
+    free(keys);
+    free(counts);
+    keys = NULL;
+    counts = NULL;
+    if (rank == 0) {
+        for (int q = 1; q < size && st == PC_OK; q++)
+            if ((st = pc_hca_stream_add_histogram(s, (size_t)sizes[q], all_keys + displs[q], all_counts + displs[q])) !=
+                PC_OK)
+                pc__mpi_core_fail(comm, st, "adding the ranks' histograms");
+        free(all_keys);
+        free(all_counts);
+        if (st == PC_OK && (st = pc_hca_stream_histogram(s, &cells, NULL, NULL)) != PC_OK)
+            pc__mpi_core_fail(comm, st, "HCA histogram");
+        if (st == PC_OK && (!(keys = malloc((cells + 1) * sizeof *keys)) ||
+                            !(counts = malloc((cells + 1) * sizeof *counts))))
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory for the histogram");
+        if (st == PC_OK && (st = pc_hca_stream_histogram(s, &cells, keys, counts)) != PC_OK)
+            pc__mpi_core_fail(comm, st, "HCA histogram");
+    }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    unsigned long long total_cells = cells;
+    MPI_Bcast(&total_cells, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+    if (total_cells > 0x7fffffff)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %llu non-empty cells are more than one message holds", rank,
+                          total_cells);
+    else if (rank != 0) {
+        free(keys);
+        free(counts);
+        keys = malloc(((size_t)total_cells + 1) * sizeof *keys);
+        counts = malloc(((size_t)total_cells + 1) * sizeof *counts);
+        if (!keys || !counts)
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the histogram", rank);
+    }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    MPI_Bcast(keys, (int)total_cells, MPI_UINT64_T, 0, comm);
+    MPI_Bcast(counts, (int)total_cells, MPI_INT64_T, 0, comm);
+    if (rank == 0)
+        *global = s;
+    else if ((st = pc_hca_stream_create(params, dim, global)) != PC_OK ||
+             (st = pc_hca_stream_set_box(*global, lo, hi)) != PC_OK ||
+             (st = pc_hca_stream_add_histogram(*global, (size_t)total_cells, keys, counts)) != PC_OK)
+        pc__mpi_core_fail(comm, st, "the summed histogram");
+    st = pc__mpi_agree(comm, st);
+    if (st != PC_OK) {
+        if (rank != 0)
+            pc_hca_stream_free(*global);
+        *global = NULL; /* (rank 0's is s, which the caller still owns) */
+    }
+done:
+    free(keys);
+    free(counts);
+    free(sizes);
+    free(displs);
+    return st;
+}
+
+pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
+                     pc_result **result, float **centres)
+{
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    pc_hca_stream *s = NULL, *g = NULL;
+    double *sums = NULL, *all = NULL;
+    pc_status st = PC_OK;
+    if (result)
+        *result = NULL;
+    if (centres)
+        *centres = NULL;
+    if (!points || !params || !result || (points->n && !labels))
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: pc_mpi_hca: points, params, result and (with rows) labels "
+                          "must not be NULL", rank);
+    unsigned long long dim = points ? points->dim : 0, dlo = 0, dhi = 0, n = points ? points->n : 0, total = 0;
+    MPI_Allreduce(&dim, &dlo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
+    MPI_Allreduce(&dim, &dhi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    MPI_Allreduce(&n, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    if (st == PC_OK && dlo != dhi)
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: the ranks' points have %llu to %llu values per row", rank,
+                          dlo, dhi);
+    if (st == PC_OK && (dim < 1 || dim > 8))
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: HCA takes points of 1 to 8 values, got %llu", rank, dim);
+    if (st == PC_OK && total == 0)
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: HCA needs at least one point; the ranks hold none", rank);
+    if (st == PC_OK && params->refine_borders)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: HCA-MS (refine_borders) does not run across ranks: its border "
+                          "points climb the cells' means one by one, which the streamed HCA does not do", rank);
+    /* m 0: pc_hca's rule on the points of all the ranks (the stream itself needs m). */
+    pc_hca_params own = params ? *params : (pc_hca_params){0};
+    if (st == PC_OK && own.m == 0 && total > 0 && dim >= 1 && dim <= 8)
+        own.m = pc_hca_auto_m(total, (size_t)dim);
+    params = &own;
+    if (st == PC_OK && (st = pc_hca_stream_create(params, (size_t)dim, &s)) != PC_OK)
+        pc__mpi_core_fail(comm, st, NULL);
+    double lo[8], hi[8], glo[8], ghi[8];
+    for (int j = 0; j < 8; j++) {
+        lo[j] = INFINITY;
+        hi[j] = -INFINITY;
+    }
+    if (st == PC_OK && n && ((st = pc_hca_stream_bound(s, points)) != PC_OK || (st = pc_hca_stream_box(s, lo, hi)) != PC_OK))
+        pc__mpi_core_fail(comm, st, NULL);
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    /* The box of all the points: min and max are exact, in any order. */
+    MPI_Allreduce(lo, glo, (int)dim, MPI_DOUBLE, MPI_MIN, comm);
+    MPI_Allreduce(hi, ghi, (int)dim, MPI_DOUBLE, MPI_MAX, comm);
+    pc_hca_stream_free(s); /* the box is set on a fresh stream: bound's fixes it otherwise */
+    s = NULL;
+    if ((st = pc_hca_stream_create(params, (size_t)dim, &s)) != PC_OK || (st = pc_hca_stream_set_box(s, glo, ghi)) != PC_OK ||
+        (n && (st = pc_hca_stream_add(s, points)) != PC_OK))
+        pc__mpi_core_fail(comm, st, NULL);
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    st = merge_histograms(comm, rank, size, s, params, (size_t)dim, glo, ghi, &g);
+    if (rank == 0 && st == PC_OK)
+        s = NULL; /* it is g */
+    if (st != PC_OK)
+        goto done;
+    if ((st = pc_hca_stream_finish(g, result)) != PC_OK)
+        pc__mpi_core_fail(comm, st, NULL);
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    size_t k = pc_result_cluster_count(*result), width = k * ((size_t)dim + 1);
+    if (!(sums = calloc(width + 1, sizeof *sums)) || !(all = calloc(width + 1, sizeof *all)))
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the centres", rank);
+    else if (n && (st = pc_hca_stream_label(g, points, labels, sums)) != PC_OK)
+        pc__mpi_core_fail(comm, st, NULL);
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    if (centres) {
+        MPI_Allreduce(sums, all, (int)width, MPI_DOUBLE, MPI_SUM, comm);
+        float *c = malloc((k * (size_t)dim + 1) * sizeof *c);
+        if (!c)
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the centres", rank);
+        for (size_t q = 0; c && q < k; q++) { /* as pc_hca: float(sum / count) */
+            double count = all[q * ((size_t)dim + 1) + (size_t)dim];
+            for (size_t j = 0; j < (size_t)dim; j++)
+                c[q * (size_t)dim + j] = count > 0 ? (float)(all[q * ((size_t)dim + 1) + j] / count) : 0.0f;
+        }
+        *centres = c;
+        st = pc__mpi_agree(comm, st);
+    }
+done:
+    if (st != PC_OK) {
+        if (result) {
+            pc_result_free(*result);
+            *result = NULL;
+        }
+        if (centres) {
+            free(*centres);
+            *centres = NULL;
+        }
+    }
+    free(sums);
+    free(all);
+    pc_hca_stream_free(s);
+    pc_hca_stream_free(g);
+    return st;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""parclust-mpi against the single-process parclust on the same files.
+
+Usage: mpi_test.py MPIEXEC PARCLUST PARCLUST_MPI WORKDIR kmeans|hca|fail
+
+For P = 1..4 ranks (the file's rows not divisible by P; splits where a rank, rank 0 included, holds no
+rows), each command's outputs are compared with `parclust CMD` on the same input, which runs the
+in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
+  kmeans: labels and centres identical (same initial centres: the sample holds every point), inertia
+          within 1e-6 relative; also text input (read by rank 0, scattered) and --init FILE;
+  hca:    labels, dendrogram and components identical, centres within float rounding;
+  fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
+          folder that cannot be written each end the run with a non-zero exit, one error line
+          (from rank 0, naming the file), and no output or staging file left behind.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+MPIEXEC, P1, PM, WORK, WHAT = sys.argv[1:6]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def run(args, np_=None):
+    cmd = ([MPIEXEC, "-q", "--oversubscribe", "-np", str(np_), PM] if np_ else [P1]) + [str(a) for a in args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV)
+    return r.returncode, r.stdout, r.stderr
+
+
+def inertia(out):
+    return float(out.split("inertia ")[1].split(",")[0])
+
+
+def same_bytes(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+os.chdir(WORK)
+rng = np.random.default_rng(14)
+N = 2003  # divisible by none of 2, 3, 4
+centres = rng.uniform(-10, 10, (5, 3))
+x = (centres[rng.integers(0, 5, N)] + rng.normal(0, 1.2, (N, 3))).astype(np.float32)
+np.save("x.npy", x)
+SPLITS = [(1, None), (2, None), (3, None), (4, None), (3, "1000,0,1003"), (4, "0,700,0,1303")]
+
+
+def tag(p, split):
+    return f"P={p}" + (f" --split {split}" if split else "")
+
+
+def split_args(split):
+    return ["--split", split] if split else []
+
+
+if WHAT == "kmeans":
+    rc, out1, err = run(["kmeans", "x.npy", "-k", 5, "--labels", "l1.npy", "--centers", "c1.csv"])
+    check(rc == 0, f"parclust kmeans: {err.strip()}")
+    ref = np.load("l1.npy")
+    for p, split in SPLITS:
+        rc, out, err = run(["kmeans", "x.npy", "-k", 5, "--labels", "lm.npy", "--centers", "cm.csv"]
+                           + split_args(split), p)
+        check(rc == 0 and err == "", f"kmeans {tag(p, split)} ran: {err.strip()}")
+        if rc:
+            continue
+        check(np.array_equal(np.load("lm.npy"), ref) and same_bytes("lm.npy", "l1.npy"),
+              f"kmeans {tag(p, split)}: labels identical (.npy byte for byte)")
+        check(same_bytes("cm.csv", "c1.csv"), f"kmeans {tag(p, split)}: centres identical")
+        check(abs(inertia(out) - inertia(out1)) <= 1e-6 * inertia(out1),
+              f"kmeans {tag(p, split)}: inertia {inertia(out)} vs {inertia(out1)}")
+    # Text input: read by rank 0 and scattered; --init FILE: the same given centres on every rank.
+    np.savetxt("x.csv", x, delimiter=",", fmt="%.9g")
+    init = x[[3, 500, 1000, 1500, 2000]]
+    np.savetxt("init.csv", init, delimiter=",", fmt="%.9g")
+    rc, out1, err = run(["kmeans", "x.csv", "-k", 5, "--init", "init.csv", "--labels", "t1.csv"])
+    rc2, out, err2 = run(["kmeans", "x.csv", "-k", 5, "--init", "init.csv", "--labels", "tm.csv"], 3)
+    check(rc == 0 and rc2 == 0 and same_bytes("t1.csv", "tm.csv"),
+          f"kmeans text input, --init FILE, P=3: labels identical {err.strip()} {err2.strip()}")
+elif WHAT == "hca":
+    outs = ["--labels", "{}l.npy", "--centers", "{}c.npy", "--dendrogram", "{}d.npy", "--components", "{}k.csv"]
+    rc, out, err = run(["hca", "x.npy", "-m", 16] + [o.format("s") for o in outs])
+    check(rc == 0, f"parclust hca: {err.strip()}")
+    for p, split in SPLITS:
+        rc, out, err = run(["hca", "x.npy", "-m", 16] + [o.format("m") for o in outs] + split_args(split), p)
+        check(rc == 0 and err == "", f"hca {tag(p, split)} ran: {err.strip()}")
+        if rc:
+            continue
+        check(same_bytes("sl.npy", "ml.npy"), f"hca {tag(p, split)}: labels identical")
+        check(same_bytes("sd.npy", "md.npy"), f"hca {tag(p, split)}: dendrogram identical")
+        check(same_bytes("sk.csv", "mk.csv"), f"hca {tag(p, split)}: components identical")
+        check(np.allclose(np.load("sc.npy"), np.load("mc.npy"), rtol=1e-6, atol=1e-6),
+              f"hca {tag(p, split)}: centres equal to rounding")
+    # uint8 rows (pixels), binned as they are.
+    np.save("u.npy", rng.integers(0, 256, (3001, 3)).astype(np.uint8))
+    rc, out, err = run(["hca", "u.npy", "--labels", "ul1.npy", "--dendrogram", "ud1.npy"])
+    rc2, out, err2 = run(["hca", "u.npy", "--labels", "ulm.npy", "--dendrogram", "udm.npy"], 4)
+    check(rc == 0 and rc2 == 0 and same_bytes("ul1.npy", "ulm.npy") and same_bytes("ud1.npy", "udm.npy"),
+          f"hca uint8 P=4: labels and dendrogram identical {err.strip()} {err2.strip()}")
+elif WHAT == "fail":
+    def no_leftovers(folder="."):
+        return [f for f in os.listdir(folder) if f.startswith(".pc-") or f.startswith("out")]
+
+    bad = x.copy()
+    bad[1800, 1] = np.nan  # in rank 2's rows of 3
+    np.save("bad.npy", bad)
+    with open("x.npy", "rb") as f:
+        data = f.read()
+    with open("cut.npy", "wb") as f:
+        f.write(data[:-100])
+    for cmd in (["kmeans", "-k", 5], ["hca"]):
+        for name, why in (("bad.npy", "rank 2"), ("cut.npy", "truncated")):
+            rc, out, err = run([cmd[0], name] + cmd[1:] + ["--labels", "out.npy", "--centers", "out_c.csv"], 3)
+            lines = [l for l in err.splitlines() if l.strip()]
+            check(rc != 0 and len(lines) == 1 and lines[0].startswith(f"parclust-mpi {cmd[0]}: error: {name}")
+                  and why in lines[0], f"{cmd[0]} {name}: exit {rc}, one message: {lines}")
+            check(no_leftovers() == [], f"{cmd[0]} {name}: no output left: {no_leftovers()}")
+    # An output folder that disappears is refused before any work, once.
+    rc, out, err = run(["kmeans", "x.npy", "-k", 5, "--labels", "nofolder/out.npy"], 2)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc != 0 and len(lines) == 1 and "nofolder" in lines[0], f"kmeans to a missing folder: one message: {lines}")
+    # A wrong command line: exit 2, one message.
+    rc, out, err = run(["kmeans", "x.npy", "-k", 5, "--split", "1,2"], 3)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc != 0 and len(lines) == 1 and "--split" in lines[0], f"kmeans --split of 2 counts for 3 ranks: {lines}")
+else:
+    sys.exit(f"unknown test {WHAT}")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,43 @@
+/* What parclust-mpi's commands share: the rank's slice of the input, the agreement on failures (one
+ * message, from rank 0), and the labels written by every rank at its offset. The options are
+ * parclust's own (tools/parclust/cli.h's parsers). */
+#ifndef PARCLUST_MPI_CLI_H
+#define PARCLUST_MPI_CLI_H
+
+#include "cli.h"
+#include "parclust_mpi.h"
+
+typedef struct {
+    int rank, size;
+    pcli_matrix m;       /* .npy: the file, mapped on every rank (only the rank's rows are touched); text:
+                            read by rank 0 */
+    float *rows;         /* text: this rank's rows, scattered from rank 0 */
+    pc_points points;    /* this rank's rows */
+    size_t total, first; /* rows of the data, index of this rank's first */
+    pcli_read_info info; /* rank 0's */
+} mpi_input;
+
+/* Reads this rank's rows of path: rows first .. first + n - 1 where split (NULL: the even split, the
+ * first N mod P ranks one row more; else "R0,R1,...", a row count per rank adding up to N) says. 0, or
+ * -1 on every rank (message printed by rank 0) when any rank failed. */
+int mpi_read_input(const char *cmd, const char *path, pcli_header header, const char *split, mpi_input *in);
+void mpi_input_free(mpi_input *in);
+
+/* Agrees on st across the ranks; when it failed anywhere, rank 0 prints the message (one line) and
+ * every rank gets -1. */
+int mpi_agree(const char *cmd, pc_status st, const char *message);
+/* Rank 0's verdict (0 or -1, its message printed by it) on every rank. */
+int mpi_rank0_verdict(int rc);
+
+/* Rank 0 staged the labels output (out, registered as --labels); every rank writes its labels:
+ * .npy at its offset, text gathered to rank 0. 0, or -1 on every rank (printed by rank 0). */
+int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, const mpi_input *in,
+                     const int32_t *labels);
+
+/* options.c: takes "--split V" out of argv (in place; *split NULL when absent); -1 when V is missing
+ * (printed by rank 0). Then mpi_parse: parse(argc, argv, ctx), one of parclust's parsers, run by rank
+ * 0 first (errors and --help printed once), by the others once it succeeded; its result (0, -1, -2). */
+int mpi_take_split(const char *cmd, int *argc, char **argv, const char **split);
+int mpi_parse(int (*parse)(int, char **, void *), int argc, char **argv, void *ctx);
+
+#endif
