@@ -276,19 +276,31 @@ int pcli__image_finish(pcli_image *im, const char *path, int in_int16, char *err
     return 0;
 }
 
+/* The first pixel from i on (before n) whose validity bit is `bit`: whole bytes at a time between
+ * the edges of runs, which in images are long. */
+static size_t next_with(const uint8_t *valid, size_t i, size_t n, int bit)
+{
+    uint8_t skip = bit ? 0x00 : 0xFF;
+    while (i < n && (i & 7))
+        if ((valid[i >> 3] >> (i & 7) & 1) == bit)
+            return i;
+        else
+            i++;
+    while (i + 8 <= n && valid[i >> 3] == skip)
+        i += 8;
+    while (i < n && (valid[i >> 3] >> (i & 7) & 1) != bit)
+        i++;
+    return i;
+}
+
 void pcli_image_compact(pcli_image *im)
 {
     size_t n = im->width * im->height, ps = im->bands * pcli_pixtype_size(im->type), out = 0;
     unsigned char *px = im->pixels;
     /* Runs of valid pixels move with one memmove each; images are mostly long runs. */
-    for (size_t i = 0; i < n;) {
-        if (!pcli_image_is_valid(im, i)) {
-            i++;
-            continue;
-        }
+    for (size_t i = next_with(im->valid, 0, n, 1); i < n; i = next_with(im->valid, i, n, 1)) {
         size_t start = i;
-        while (i < n && pcli_image_is_valid(im, i))
-            i++;
+        i = next_with(im->valid, i, n, 0);
         if (start != out)
             memmove(px + out * ps, px + start * ps, (i - start) * ps);
         out += i - start;
