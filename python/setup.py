@@ -17,6 +17,7 @@ import sys
 
 import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["src/module.c", "src/kmeans.c", "src/meanshift.c", "src/hca.c"]
@@ -37,6 +38,8 @@ def from_build(build):
     cache = cmake_cache(build)
     source = cache.get("parclust_SOURCE_DIR") or cache.get("CMAKE_HOME_DIRECTORY")
     include = [os.path.join(source, "include")]
+    if not os.path.exists(include[0]):  # a build folder brought from elsewhere: this checkout's header
+        include = [os.path.join(HERE, "..", "include")]
     objects = [os.path.join(build, "libparclust.a")]
     link, libs, dirs = [], ["m"], []
     if cache.get("PARCLUST_OPENMP", "OFF").upper() in ("ON", "TRUE", "1"):
@@ -44,6 +47,8 @@ def from_build(build):
     if cache.get("PARCLUST_CUDA", "OFF").upper() in ("ON", "TRUE", "1"):
         cudart = cache.get("CUDA_cudart_LIBRARY", "")
         cuda_lib = os.path.dirname(cudart) if cudart else cache.get("CUDAToolkit_LIBRARY_DIR", "/usr/local/cuda/lib64")
+        if not os.path.isdir(cuda_lib):
+            cuda_lib = "/usr/local/cuda/lib64"
         # The .cu objects are C++: their runtime too.
         libs += ["cudart", "stdc++"]
         dirs.append(cuda_lib)
@@ -86,6 +91,16 @@ def library_flags():
     return flags
 
 
+class always_build_ext(build_ext):
+    """Compiles and links every time (four small files): a build folder kept from an earlier install
+    must not keep an extension linked against another library (a rebuilt libparclust.a, or an
+    installed copy instead of the build's)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.force = True
+
+
 flags = library_flags()
 flags.setdefault("include_dirs", []).append(numpy.get_include())
 flags.setdefault("extra_compile_args", []).extend(["-std=c11", "-Wall", "-Wextra"])
@@ -99,6 +114,9 @@ setup(
     packages=["parclust"],
     ext_modules=[Extension("parclust._core", SOURCES, depends=["src/core.h"], **flags)],
     python_requires=">=3.9",
-    install_requires=["numpy", "scikit-learn"],
+    # NumPy and scikit-learn are needed at run time, but not declared: `pip install --target DIR` would
+    # fetch declared ones again into DIR (from the network) even where Debian's are installed. They come
+    # from Debian (python3-numpy, python3-sklearn; scripts/install-deps.sh python).
+    cmdclass={"build_ext": always_build_ext},
     zip_safe=False,
 )

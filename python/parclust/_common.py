@@ -20,10 +20,26 @@ def library_view(X):
     return np.ascontiguousarray(X)
 
 
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+
+    _NO_FINITE_CHECK = {"ensure_all_finite": False}
+except ImportError:  # Debian 12's 1.2
+    def _validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
+
+    _NO_FINITE_CHECK = {"force_all_finite": False}
+
+
+def validate(estimator, X, reset):
+    """scikit-learn's check_array for predict and transform (NaN and inf refused there), n_features_in_."""
+    return _validate_data(estimator, X, reset=reset, dtype=VIEW_DTYPES)
+
+
 def fit_points(estimator, X, reset=True):
     """scikit-learn's checks (2-D, numbers, not sparse, at least one sample and feature; sets
     n_features_in_) without its pass over the values: the library checks them (NaN, inf) itself."""
-    X = estimator._validate_data(X, reset=reset, dtype=VIEW_DTYPES, force_all_finite=False, copy=False)
+    X = _validate_data(estimator, X, reset=reset, dtype=VIEW_DTYPES, copy=False, **_NO_FINITE_CHECK)
     return library_view(X)
 
 

@@ -4,7 +4,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._common import run, VIEW_DTYPES, fit_points, library_view, threads
+from ._common import run, validate, fit_points, library_view, threads
 
 
 class HCA(ClusterMixin, BaseEstimator):
@@ -89,5 +89,5 @@ class HCA(ClusterMixin, BaseEstimator):
     def predict(self, X):
         """The cluster of each row's grid cell (int32; -1 where the training points left the cell empty)."""
         check_is_fitted(self)
-        X = library_view(self._validate_data(X, reset=False, dtype=VIEW_DTYPES))
+        X = library_view(validate(self, X, reset=False))
         return _core.hca_label(self._fit_X, X, **self._params())

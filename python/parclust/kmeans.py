@@ -5,7 +5,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._common import run, VIEW_DTYPES, fit_points, float_dtype, nearest, squared_distances, threads
+from ._common import run, validate, fit_points, float_dtype, nearest, squared_distances, threads
 
 _INITS = ("k-means++", "random", "k-means||")
 
@@ -96,7 +96,7 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
 
     def _check(self, X):
         check_is_fitted(self)
-        return self._validate_data(X, reset=False, dtype=VIEW_DTYPES)
+        return validate(self, X, reset=False)
 
     def predict(self, X):
         """Index of the nearest centre for each row of X (int32)."""
@@ -116,5 +116,10 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
         """Opposite of the sum of squared distances of X to the nearest centres."""
         return -float(np.sum(nearest(self._check(X), self.cluster_centers_)[1], dtype=np.float64))
 
-    def _more_tags(self):
+    def _more_tags(self):  # scikit-learn < 1.6
         return {"preserves_dtype": [np.float64, np.float32]}
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

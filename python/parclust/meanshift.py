@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._common import run, VIEW_DTYPES, fit_points, float_dtype, nearest, squared_distances, threads
+from ._common import fit_points, nearest, run, squared_distances, threads, validate
 
 
 class MeanShift(ClusterMixin, BaseEstimator):
@@ -123,6 +123,6 @@ class MeanShift(ClusterMixin, BaseEstimator):
     def predict(self, X):
         """The cluster of the nearest training mode to where each row of X converges (int32)."""
         check_is_fitted(self)
-        X = self._validate_data(X, reset=False, dtype=VIEW_DTYPES)
+        X = validate(self, X, reset=False)
         modes = X.astype(np.float64) if self.blurring else self._climb(X)
         return self.labels_[nearest(modes, self.modes_.astype(np.float64))[0]]

@@ -125,7 +125,49 @@ static PyObject *backend_available(PyObject *self, PyObject *arg)
     return PyBool_FromLong(pc_backend_available(backend));
 }
 
+/* generate(dataset, n, dim, clusters, spread, box, seed): pc_generate's points (float32) and labels, the
+ * data the CLI's `parclust generate` and the C benchmarks make from the same seed. */
+static PyObject *generate(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"dataset", "n", "dim", "clusters", "spread", "box", "seed", NULL};
+    pc_generate_params p;
+    pc_generate_params_init(&p);
+    const char *dataset = "blobs";
+    Py_ssize_t n = (Py_ssize_t)p.n, dim = (Py_ssize_t)p.dim, clusters = (Py_ssize_t)p.clusters;
+    unsigned long long seed = p.seed;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|snnnddK", kwlist, &dataset, &n, &dim, &clusters, &p.spread, &p.box,
+                                     &seed))
+        return NULL;
+    if (pc_dataset_parse(dataset, &p.dataset) != PC_OK || n < 1 || dim < 1 || clusters < 1) {
+        PyErr_Format(PyExc_ValueError, "generate: unknown dataset '%s' or n, dim, clusters < 1", dataset);
+        return NULL;
+    }
+    p.n = (size_t)n;
+    p.dim = (size_t)dim;
+    p.clusters = (size_t)clusters;
+    p.seed = seed;
+    npy_intp dims[2] = {n, dim};
+    PyObject *points = PyArray_EMPTY(2, dims, NPY_FLOAT32, 0), *labels = PyArray_EMPTY(1, dims, NPY_INT32, 0);
+    if (!points || !labels) {
+        Py_XDECREF(points);
+        Py_XDECREF(labels);
+        return NULL;
+    }
+    pcpy_call call;
+    PCPY_RELEASE(call);
+    pc_status status = pc_generate(&p, PyArray_DATA((PyArrayObject *)points), PyArray_DATA((PyArrayObject *)labels));
+    PCPY_ACQUIRE(call);
+    if (status != PC_OK) {
+        Py_DECREF(points);
+        Py_DECREF(labels);
+        return pcpy_fail(&call, status);
+    }
+    return Py_BuildValue("(NN)", points, labels);
+}
+
 static PyMethodDef methods[] = {
+    {"generate", (PyCFunction)(void (*)(void))generate, METH_VARARGS | METH_KEYWORDS, "pc_generate"},
     {"kmeans", (PyCFunction)(void (*)(void))pcpy_kmeans, METH_VARARGS | METH_KEYWORDS, "pc_kmeans"},
     {"meanshift", (PyCFunction)(void (*)(void))pcpy_meanshift, METH_VARARGS | METH_KEYWORDS, "pc_meanshift"},
     {"meanshift_image", (PyCFunction)(void (*)(void))pcpy_meanshift_image, METH_VARARGS | METH_KEYWORDS,

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The Python package against the C library and scikit-learn, on BENCHMARKS.md's CPU workloads.
+
+For each workload, in one run, on the same points (pc_generate, the same seed on both sides):
+  C       the library call alone, from C (bench_python_floor: the floor), median of REPS calls;
+  Python  parclust's estimator fit (input checks, the call, the result's arrays), median of REPS;
+  sklearn scikit-learn's estimator on the same points and parameters (k-means: the same initial
+          centres and iterations; mean shift: the flat kernel, its only one), with the answer
+          compared (inertia, or ARI between the two labelings).
+Usage: bench_python.py FLOOR [--reps R] [--sklearn-reps S] [--full] [--no-sklearn]
+  FLOOR: the bench_python_floor program built against the same library the package links.
+Run with the package importable (PYTHONPATH=BUILD/python after ctest -R python, or installed).
+"""
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import time
+
+import numpy as np
+
+import parclust
+from parclust import _core
+
+SEED = 42
+
+
+def points(dataset, n, dim, clusters, spread, box):
+    return _core.generate(dataset, n, dim, clusters, spread, box, SEED)[0]
+
+
+def pixels(n, bands):
+    x = points("blobs", n, bands, 6, 12.0, 100.0)
+    return np.clip(np.rint(x.astype(np.float64) + 128.0), 0, 255).astype(np.uint8)
+
+
+def floor(prog, args, reps):
+    out = subprocess.run([prog] + [str(a) for a in args[:8]] + [str(reps)] + [str(a) for a in args[8:]],
+                         check=True, capture_output=True, text=True).stdout
+    return dict(kv.split("=") for kv in out.split())
+
+
+def timed(fn, reps):
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def workloads(full):
+    # (name, algorithm, generator args (dataset, n, dim, clusters, spread, box), algorithm args)
+    w = [
+        ("ms-agnolucci 10k, gaussian h 2, 10 it", "meanshift", ("agnolucci", 10_000, 3, 3, 1.0, 10.0),
+         dict(kernel="gaussian", h=2.0, max_iter=10, eps=0.0)),
+        ("ms-bindi 5000 x 3, gaussian h 1, 50 it", "meanshift", ("bindi", 5000, 3, 3, 1.0, 10.0),
+         dict(kernel="gaussian", h=1.0, max_iter=50, eps=0.0)),
+        ("km-piesiak 100k x 2, k 10, 20 it", "kmeans", ("blobs", 100_000, 2, 10, 1.0, 10.0), dict(k=10, max_iter=20)),
+        ("km-piesiak 100k x 2, k 100, 20 it", "kmeans", ("blobs", 100_000, 2, 100, 1.0, 10.0), dict(k=100, max_iter=20)),
+        ("km-large 1M x 3, k 100, 20 it", "kmeans", ("blobs", 1_000_000, 3, 100, 1.0, 10.0), dict(k=100, max_iter=20)),
+        ("km-large 1M x 16, k 100, 20 it", "kmeans", ("blobs", 1_000_000, 16, 100, 1.0, 10.0),
+         dict(k=100, max_iter=20)),
+        ("hca-rgb 5 Mpix uint8, m 32", "hca", ("blobs", 5_000_000, 3, 6, 12.0, 100.0), dict(m=32, k=6)),
+        ("hca-rgb 12.4 Mpix uint8, m 32", "hca", ("blobs", 12_400_000, 3, 6, 12.0, 100.0), dict(m=32, k=6)),
+        ("hca-4band 4 Mpix uint8, m 32", "hca", ("blobs", 4_000_000, 4, 6, 12.0, 100.0), dict(m=32, k=6)),
+        ("hca-4band 24 Mpix uint8, m 32", "hca", ("blobs", 24_000_000, 4, 6, 12.0, 100.0), dict(m=32, k=6)),
+    ]
+    if full:
+        w.insert(5, ("km-large 10M x 3, k 100, 20 it", "kmeans", ("blobs", 10_000_000, 3, 100, 1.0, 10.0),
+                     dict(k=100, max_iter=20)))
+    return w
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("floor")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--sklearn-reps", type=int, default=1)
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--no-sklearn", action="store_true")
+    a = ap.parse_args()
+    import sklearn
+    from sklearn.metrics import adjusted_rand_score
+
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
+               platform.processor())
+    print("# bench_python.py: %s, %d logical CPUs, Python %s, NumPy %s, scikit-learn %s, parclust %s; median of %d"
+          % (cpu, os.cpu_count(), platform.python_version(), np.__version__, sklearn.__version__,
+             parclust.info()["version"], a.reps))
+    print("| workload | C library (s) | Python fit (s) | overhead | scikit-learn (s) | parclust (s) | speed-up | "
+          "same answer |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, algo, gen, p in workloads(a.full):
+        sk_t = ours_t = None
+        same = ""
+        if algo == "kmeans":
+            X = points(*gen)
+            n, k = X.shape[0], p["k"]
+            init = X[[c * n // k for c in range(k)]].copy()
+            c = floor(a.floor, ["kmeans", *gen, SEED, p["k"], p["max_iter"], 0.0], a.reps)
+            py_t, model = timed(lambda: parclust.KMeans(k, init=init, max_iter=p["max_iter"], tol=0.0).fit(X), a.reps)
+            assert model.n_iter_ == int(c["iter"]), (model.n_iter_, c)
+            if not a.no_sklearn:
+                from sklearn.cluster import KMeans
+
+                sk_t, ref = timed(lambda: KMeans(k, init=init, n_init=1, max_iter=p["max_iter"], tol=0.0,
+                                                 algorithm="lloyd").fit(X), a.sklearn_reps)
+                ours_t = py_t
+                same = "inertia %.6g vs %.6g, %d vs %d it" % (model.inertia_, ref.inertia_, model.n_iter_, ref.n_iter_)
+        elif algo == "meanshift":
+            X = points(*gen)
+            c = floor(a.floor, ["meanshift", *gen, SEED, p["kernel"], p["h"], p["max_iter"], p["eps"]], a.reps)
+            py_t, model = timed(lambda: parclust.MeanShift(p["h"], kernel=p["kernel"], max_iter=p["max_iter"],
+                                                          tol=p["eps"]).fit(X), a.reps)
+            if not a.no_sklearn:
+                from sklearn.cluster import MeanShift
+
+                sk_t, ref = timed(lambda: MeanShift(bandwidth=p["h"], max_iter=p["max_iter"], n_jobs=-1).fit(X),
+                                  a.sklearn_reps)
+                ours_t, flat = timed(lambda: parclust.MeanShift(p["h"], kernel="flat", max_iter=p["max_iter"]).fit(X),
+                                     a.reps)
+                same = "flat kernel both: ARI %.4f, %d vs %d clusters" % (
+                    adjusted_rand_score(ref.labels_, flat.labels_), len(ref.cluster_centers_),
+                    len(flat.cluster_centers_))
+        else:
+            X = pixels(gen[1], gen[2])
+            c = floor(a.floor, ["hca", *gen, SEED, p["m"], p["k"]], a.reps)
+            py_t, model = timed(lambda: parclust.HCA(p["k"], m=p["m"]).fit(X), a.reps)
+            assert model.n_clusters_ == int(c["k"])
+        c_t = float(c["median"])
+        print("| %s | %.4f | %.4f | %+.1f%% | %s | %s | %s | %s |" % (
+            name, c_t, py_t, 100 * (py_t / c_t - 1), "%.3f" % sk_t if sk_t else "-",
+            "%.4f" % ours_t if ours_t else "-", "%.1fx" % (sk_t / ours_t) if sk_t else "-", same or "-"), flush=True)
+
+
+if __name__ == "__main__":
+    main()
