@@ -11,6 +11,8 @@ if [ "${1:-}" = "test" ]; then
     packages="$packages pkgconf python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
     # The Python package's test builds its extension (Python's headers, setuptools) and runs pytest.
     packages="$packages python3-dev python3-setuptools python3-pytest"
+    # Open MPI: parclust-mpi and its tests (built only where CMake finds MPI).
+    packages="$packages libopenmpi-dev openmpi-bin"
 fi
 if [ "${1:-}" = "python" ]; then
     # pip install ./python (README, "Python"): a virtual environment that sees Debian's NumPy and

@@ -22,7 +22,8 @@ import numpy as np
 
 MPIEXEC, P1, PM, WORK, WHAT = sys.argv[1:6]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+           OMPI_MCA_rmaps_base_oversubscribe="1",
+           LSAN_OPTIONS="suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_lsan.supp"))
 failures = []
 
 
