@@ -296,6 +296,23 @@ def main():
     if ("m %d (auto)" % auto) not in out:
         errors.append("hca -m auto: expected m %d (auto) in %r" % (auto, out.splitlines()[0]))
     cases += 1
+    # segment --algorithm heca and --refine-borders on an .npy image: the labels of heca and hca on its pixels
+    img = np.clip(rng.normal(100, 30, size=(60, 50, 3)), 0, 255).astype(np.uint8)
+    img[:30] //= 2
+    img[:, :20] += 60
+    np.save(os.path.join(work, "img.npy"), img)
+    np.save(os.path.join(work, "pix.npy"), img.reshape(-1, 3))
+    for seg, direct in ((["--algorithm", "heca", "-k", "3"], ["heca", "-k", "3"]),
+                        (["--algorithm", "hca", "-m", "12", "-k", "3", "--refine-borders"],
+                         ["hca", "-m", "12", "-k", "3", "--refine-borders"])):
+        run([parclust, "segment", os.path.join(work, "img.npy"), "-o", os.path.join(work, "seg.npy")] + seg)
+        run([parclust] + direct[:1] + [os.path.join(work, "pix.npy")] + direct[1:] +
+            ["--labels", os.path.join(work, "direct.npy")])
+        a, b = np.load(os.path.join(work, "seg.npy")).reshape(-1), np.load(os.path.join(work, "direct.npy"))
+        if not np.array_equal(a, b):
+            errors.append("segment %s: %d labels differ from %s on the pixels" % (" ".join(seg), int((a != b).sum()),
+                                                                                 direct[0]))
+        cases += 1
     for e in errors:
         print("FAIL " + e)
     print("heca_numpy: %d passed, %d failed" % (cases - len(errors), len(errors)))

@@ -220,7 +220,7 @@ expect_error("k-means with k > valid pixels: clear error", rc, err, 1, "more tha
 rc, out, err = run("segment", w("missing.npy"), "-o", w("m.npy"))
 expect_error("missing input file", rc, err, 1, "cannot open", [w("m.npy")])
 rc, out, err = run("segment", w("rgb.npy"), "--algorithm", "dbscan", "-o", w("x.npy"))
-expect_error("unknown --algorithm: usage error", rc, err, 2, "hca, kmeans or meanshift")
+expect_error("unknown --algorithm: usage error", rc, err, 2, "hca, heca, kmeans or meanshift")
 rc, out, err = run("segment", w("rgb.npy"), "--algorithm", "kmeans", "-k", 3, "-m", 16, "-o", w("x.npy"))
 expect_error("-m with k-means: usage error", rc, err, 2, "does not apply")
 rc, out, err = run("segment", w("rgb.npy"))

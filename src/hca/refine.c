@@ -32,7 +32,72 @@ typedef struct {
     double width[PC__HCA_MAX_DIM];
     double h, eps, cutoff2;
     int max_iter;
+    /* The cell means by blocks of `span` cells a side (a block at least 3 h wide): the references
+     * within 3 h of a point lie in the 3^d blocks around its own. order: the cells sorted by block
+     * key, block_key[q] the key of order[q]'s block. */
+    int span[PC__HCA_MAX_DIM], blocks[PC__HCA_MAX_DIM];
+    uint64_t block_stride[PC__HCA_MAX_DIM];
+    uint64_t *block_key;
+    int32_t *order;
 } climb;
+
+/* The block of cell coordinates c. */
+static uint64_t block_of(const climb *c, const int *cell)
+{
+    uint64_t key = 0;
+    for (size_t j = 0; j < c->g->dim; j++)
+        key += (uint64_t)(cell[j] / c->span[j]) * c->block_stride[j];
+    return key;
+}
+
+typedef struct {
+    uint64_t key;
+    int32_t cell;
+} keyed;
+
+static int by_block(const void *x, const void *y)
+{
+    const keyed *a = x, *b = y;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return (a->cell > b->cell) - (a->cell < b->cell);
+}
+
+/* The blocks: spans from the bandwidth, cells sorted by block. 0, or -1 without memory. */
+static int make_blocks(climb *c)
+{
+    const pc__hca_grid *g = c->g;
+    size_t dim = g->dim;
+    uint64_t total = 1;
+    for (size_t j = dim; j-- > 0;) {
+        double cells = c->width[j] > 0 ? ceil(3 * c->h / c->width[j]) : g->m;
+        c->span[j] = cells >= g->m ? g->m : cells < 1 ? 1 : (int)cells;
+        c->blocks[j] = (g->m + c->span[j] - 1) / c->span[j];
+        c->block_stride[j] = total;
+        total *= (uint64_t)c->blocks[j]; /* <= m^dim, which fits */
+    }
+    keyed *k = pc__alloc(g->cells, sizeof *k, "HCA-MS blocks");
+    c->block_key = pc__alloc(g->cells, sizeof *c->block_key, "HCA-MS blocks");
+    c->order = pc__alloc(g->cells, sizeof *c->order, "HCA-MS blocks");
+    if (!k || !c->block_key || !c->order) {
+        free(k);
+        return -1;
+    }
+    for (size_t q = 0; q < g->cells; q++) {
+        int cell[PC__HCA_MAX_DIM];
+        for (size_t j = 0; j < dim; j++)
+            cell[j] = (int)((g->key[q] / g->stride[j]) % (uint64_t)g->m);
+        k[q].key = block_of(c, cell);
+        k[q].cell = (int32_t)q;
+    }
+    qsort(k, g->cells, sizeof *k, by_block);
+    for (size_t q = 0; q < g->cells; q++) {
+        c->block_key[q] = k[q].key;
+        c->order[q] = k[q].cell;
+    }
+    free(k);
+    return 0;
+}
 
 /* The cell holding position x (the box clamps, as step 1 does). */
 static uint64_t key_of(const pc__hca_grid *g, const double *x)
@@ -43,35 +108,34 @@ static uint64_t key_of(const pc__hca_grid *g, const double *x)
     return key;
 }
 
-/* The cell coordinates covering [x - r, x + r] in every dimension. */
-static void cell_range(const climb *c, const double *x, double r, int *from, int *to)
-{
-    const pc__hca_grid *g = c->g;
-    for (size_t j = 0; j < g->dim; j++) {
-        if (!(g->hi[j] > g->lo[j])) {
-            from[j] = to[j] = 0;
-            continue;
-        }
-        from[j] = pc__hca_cell_coordinate(x[j] - r, g->lo[j], g->hi[j], g->m);
-        to[j] = pc__hca_cell_coordinate(x[j] + r, g->lo[j], g->hi[j], g->m);
-    }
-}
-
-/* One mean shift step from x over the cell means within the cut-off: 0 when no mean is that close. */
+/* One mean shift step from x over the cell means within the cut-off: 0 when no mean is that close.
+ * The 3^d blocks around x's own hold every mean within 3 h. */
 static int shift(const climb *c, const double *x, double *next)
 {
     const pc__hca_grid *g = c->g;
-    size_t dim = g->dim;
+    size_t dim = g->dim, cells = g->cells;
     int from[PC__HCA_MAX_DIM], to[PC__HCA_MAX_DIM], at[PC__HCA_MAX_DIM];
-    cell_range(c, x, 3 * c->h, from, to);
+    for (size_t j = 0; j < dim; j++) {
+        int b = (g->hi[j] > g->lo[j] ? pc__hca_cell_coordinate(x[j], g->lo[j], g->hi[j], g->m) : 0) / c->span[j];
+        from[j] = b > 0 ? b - 1 : 0;
+        to[j] = b + 1 < c->blocks[j] ? b + 1 : c->blocks[j] - 1;
+    }
     double num[PC__HCA_MAX_DIM] = {0}, den = 0, inv = -1.0 / (2 * c->h * c->h);
     memcpy(at, from, dim * sizeof *at);
     for (;;) {
         uint64_t key = 0;
         for (size_t j = 0; j < dim; j++)
-            key += (uint64_t)at[j] * g->stride[j];
-        long cell = pc__hca_find(g, key);
-        if (cell >= 0) {
+            key += (uint64_t)at[j] * c->block_stride[j];
+        size_t lo = 0, hi = cells;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (c->block_key[mid] < key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t q = lo; q < cells && c->block_key[q] == key; q++) {
+            int32_t cell = c->order[q];
             const double *mu = c->mean + (size_t)cell * dim;
             double d2 = 0;
             for (size_t j = 0; j < dim; j++)
@@ -196,6 +260,8 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
 {
     size_t dim = g->dim, cells = g->cells, n = g->n;
     memset(out, 0, sizeof *out);
+    climb cl;
+    memset(&cl, 0, sizeof cl);
     uint8_t *is_border = pc__calloc(cells, 1, "HCA-MS border cells");
     double *mean = pc__calloc(cells * dim, sizeof *mean, "HCA-MS cell means");
     pc_status st = PC_OUT_OF_MEMORY;
@@ -236,24 +302,24 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     for (size_t i = 0; i < n; i++)
         if (is_border[pc__hca_cell_of(g, scratch, i)])
             out->index[b++] = (int32_t)i;
-    climb c;
-    memset(&c, 0, sizeof c);
-    c.g = g;
-    c.mean = mean;
-    c.cluster_of_cell = cluster_of_cell;
+    cl.g = g;
+    cl.mean = mean;
+    cl.cluster_of_cell = cluster_of_cell;
     double widest = 0;
     for (size_t j = 0; j < dim; j++) {
-        c.width[j] = (g->hi[j] - g->lo[j]) / g->m;
-        widest = c.width[j] > widest ? c.width[j] : widest;
+        cl.width[j] = (g->hi[j] - g->lo[j]) / g->m;
+        widest = cl.width[j] > widest ? cl.width[j] : widest;
     }
     /* Default: one cell width of the finer of this grid and the auto rule's (docs/heca.md): a coarse
      * grid's cell is wider than the classes' spread (hca8 at m = 16: 6.25 against sigma 3), and a
      * bandwidth that wide climbs overlapping classes into one mode (accuracy 95.5% -> 80.0%). */
     int finer = pc_hca_auto_m(n, dim) > g->m ? pc_hca_auto_m(n, dim) : g->m;
-    c.h = params->refine_bandwidth < 0 ? widest * g->m / finer : params->refine_bandwidth;
-    c.eps = params->refine_eps < 0 ? 1e-3 * c.h : params->refine_eps;
-    c.cutoff2 = 9 * c.h * c.h;
-    c.max_iter = params->refine_max_iter;
+    cl.h = params->refine_bandwidth < 0 ? widest * g->m / finer : params->refine_bandwidth;
+    cl.eps = params->refine_eps < 0 ? 1e-3 * cl.h : params->refine_eps;
+    cl.cutoff2 = 9 * cl.h * cl.h;
+    cl.max_iter = params->refine_max_iter;
+    if (cl.h > 0 && make_blocks(&cl) != 0)
+        goto done;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         /* Pixels come in runs of equal values: a run climbs once. */
@@ -265,7 +331,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
         for (long q = 0; q < (long)out->count; q++) {
             size_t i = (size_t)out->index[q];
             const unsigned char *row = base + i * stride;
-            if (!(c.h > 0)) { /* no bandwidth: nothing moves */
+            if (!(cl.h > 0)) { /* no bandwidth: nothing moves */
                 out->cluster[q] = cluster_of_cell[pc__hca_cell_of(g, scratch, i)];
                 continue;
             }
@@ -276,12 +342,14 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
             double x[PC__HCA_MAX_DIM];
             for (size_t j = 0; j < dim; j++)
                 x[j] = pc__hca_value(row, points->dtype, j);
-            out->cluster[q] = last_cluster = climb_point(&c, x);
+            out->cluster[q] = last_cluster = climb_point(&cl, x);
             last = row;
         }
     }
     st = PC_OK;
 done:
+    free(cl.block_key);
+    free(cl.order);
     free(is_border);
     free(mean);
     if (st != PC_OK) {

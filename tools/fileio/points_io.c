@@ -1,6 +1,5 @@
 /* Reads and writes the CLI's points and labels (text and NumPy .npy), with errors that name the file
  * and line, and outputs that replace their target atomically (temporary file + rename). */
-#define _GNU_SOURCE /* sync_file_range (Linux) */
 #define _POSIX_C_SOURCE 200809L
 
 #include "points_io.h"
@@ -602,8 +601,6 @@ static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *
         len++;
     }
     descr[len] = '\0';
-    char shown[41]; /* the file's bytes, quoted in a one-line message: control bytes as '?' (found by fuzz_npy) */
-    quotable(descr, shown);
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(descr, known[i].descr) == 0) {
             a->type = known[i].type;
@@ -613,9 +610,9 @@ static int npy_parse_descr(const char *name, const char *v, npy_array *a, char *
     }
     if (descr[0] == '>')
         return pcli_fail(err, errsize, "%s: big-endian dtype '%s' is not supported; save as '<%s'", name,
-                    shown, shown + 1);
+                    descr, descr + 1);
     return pcli_fail(err, errsize,
-                "%s: unsupported dtype '%s' (expected <f4, <f8, |u1, <u2, |i1, <i2, <i4, <u4, <i8 or <u8)", name, shown);
+                "%s: unsupported dtype '%s' (expected <f4, <f8, |u1, <u2, |i1, <i2, <i4, <u4, <i8 or <u8)", name, descr);
 }
 
 static int npy_parse_shape(const char *name, const char *v, npy_array *a, char *err, size_t errsize)
@@ -984,11 +981,6 @@ int pcli_outfile_commit(pcli_outfile *f, char *err, size_t errsize)
         pcli_fail(err, errsize, "%s: write failed: %s", f->path, e ? strerror(e) : "I/O error");
         goto fail;
     }
-    /* On disk before the rename: else a power cut could leave path naming a file without its data. */
-    if (fsync(fileno(f->fp)) != 0) {
-        pcli_fail(err, errsize, "%s: cannot write the file out to disk: %s", f->path, strerror(errno));
-        goto fail;
-    }
     FILE *fp = f->fp;
     f->fp = NULL;
     if (fclose(fp) != 0) {
@@ -1027,32 +1019,12 @@ typedef struct {
     char *buf;
     size_t len;
     int failed; /* a write failed; errno says why */
-    uint64_t written, started; /* bytes handed to write(2); bytes whose writeback was started */
 } out_block;
-
-/* The fsync before the commit's renames waits for every byte to reach the disk: the kernel is asked to
- * start writing each OUT_WRITEBACK bytes as soon as they are written, so that the disk works while the
- * rest is formatted and the fsync finds little left to do. Only a hint (Linux): errors are the fsync's. */
-#define OUT_WRITEBACK ((uint64_t)8 << 20)
-
-static void out_wrote(out_block *o, size_t bytes)
-{
-    o->written += bytes;
-#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
-    if (o->written - o->started >= OUT_WRITEBACK && fflush(o->fp) == 0) {
-        (void)sync_file_range(fileno(o->fp), (off_t)o->started, (off_t)(o->written - o->started),
-                              SYNC_FILE_RANGE_WRITE);
-        o->started = o->written;
-    }
-#endif
-}
 
 static int out_flush(out_block *o)
 {
     if (!o->failed && o->len && fwrite(o->buf, 1, o->len, o->fp) != o->len)
         o->failed = 1;
-    if (!o->failed)
-        out_wrote(o, o->len);
     o->len = 0;
     return o->failed ? -1 : 0;
 }
@@ -1078,16 +1050,9 @@ static int out_le(out_block *o, const void *src, size_t size, size_t count)
 {
     if (out_flush(o))
         return -1;
-    if (host_is_little_endian()) { /* in pieces, so that their writeback starts as they are written */
-        const unsigned char *s = src;
-        size_t step = (size_t)OUT_WRITEBACK / size;
-        for (size_t at = 0; at < count && !o->failed; at += step) {
-            size_t m = count - at < step ? count - at : step;
-            if (fwrite(s + at * size, size, m, o->fp) != m)
-                o->failed = 1;
-            else
-                out_wrote(o, m * size);
-        }
+    if (host_is_little_endian()) {
+        if (count && fwrite(src, size, count, o->fp) != count)
+            o->failed = 1;
         return o->failed ? -1 : 0;
     }
     const unsigned char *s = src;

@@ -136,6 +136,10 @@ int cli_write_components(const char *path, const pc_result *r, char *err, size_t
 
 int cmd_meanshift(int argc, char **argv);
 int cmd_hca(int argc, char **argv);
+int cmd_heca(int argc, char **argv); /* cmd_heca.c: the ensemble of HCA grids */
+/* cmd_heca.c: --m-list "16,20,24" (1 to PC_HECA_MAX_MEMBERS integers in [2, 65535]) or "auto" (the default
+ * list) into p; 0, or -1 with the error printed. */
+int cli_parse_m_list(const char *cmd, const char *v, pc_heca_params *p);
 int cmd_kmeans(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_generate_scene(int argc, char **argv); /* scene.c: parclust generate scene */

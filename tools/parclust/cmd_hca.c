@@ -4,6 +4,7 @@
 #include "plot.h"
 #include "points_io.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,12 +15,16 @@ static const char *const help =
     "m cells per dimension, cells linked to their densest neighbour, single linkage between the\n"
     "components (ALGORITHMS.md section 3).\n"
     "\n"
-    "  -m M                   cells per dimension (default 32)\n"
+    "  -m M                   cells per dimension, or auto (default): the largest m up to 32 that\n"
+    "                         leaves 4 points per cell of the box (n / m^d >= 4, at least 4)\n"
     "  --clusters K           cut the dendrogram to K clusters\n"
     "  --threshold T          or cut at height T in [0, 1] (default 0.5 when --clusters is not given)\n"
     "  --min-cluster-size N   smaller clusters do not count; their points join the nearest kept\n"
     "                         cluster (default 0.1% of the points, at least 2; 0 = off)\n"
     "  --noise                label the points of too-small clusters -1 instead\n"
+    "  --refine-borders       HCA-MS: points of border cells climb the cells' means by mean shift and\n"
+    "                         take the cluster they reach (ALGORITHMS.md section 3b)\n"
+    "  --refine-bandwidth H   its bandwidth (default: one cell width, the largest side)\n"
     "  --backend B            auto (default: the GPU from 2^20 points), seq, openmp or cuda\n"
     "  --threads T            OpenMP threads (default: all cores)\n"
     "  --labels OUT           one label per point (.npy: int32)\n"
@@ -54,8 +59,25 @@ int cli_hca_parse(int argc, char **argv, hca_cli *c, pc_hca_params *p)
                 return -2;
             }
         } else if (cli_is(&a, "-m") || cli_is(&a, "--m")) {
-            if (cli_int(&a, 2, 65536, &l)) return -1;
-            p->m = (int)l;
+            const char *v = a.value ? a.value : a.i < a.argc ? a.argv[a.i] : NULL;
+            if (v && strcmp(v, "auto") == 0) {
+                if (!a.value)
+                    a.i++;
+                p->m = 0;
+            } else {
+                if (cli_int(&a, 2, 65536, &l)) return -1;
+                p->m = (int)l;
+            }
+        } else if (cli_is(&a, "--refine-borders")) {
+            if (cli_switch(&a, &on)) return -1;
+            p->refine_borders = on;
+        } else if (cli_is(&a, "--refine-bandwidth")) {
+            if (cli_double(&a, &p->refine_bandwidth)) return -1;
+            if (!(p->refine_bandwidth >= 0) || isinf(p->refine_bandwidth)) {
+                cli_error(a.cmd, "--refine-bandwidth must be a finite number >= 0, got %g", p->refine_bandwidth);
+                return -1;
+            }
+            p->refine_borders = 1;
         } else if (cli_is(&a, "--clusters") || cli_is(&a, "-k")) {
             if (cli_int(&a, 1, 1000000000, &l)) return -1;
             p->clusters = (size_t)l;
@@ -131,6 +153,7 @@ int cmd_hca(int argc, char **argv)
     hca_cli c = {0};
     pc_hca_params p;
     pc_hca_params_init(&p);
+    p.m = 0; /* -m auto */
     int rc = cli_hca_parse(argc, argv, &c, &p);
     if (rc == -2)
         return CLI_OK;
@@ -174,10 +197,13 @@ int cmd_hca(int argc, char **argv)
         pc_result_stage(r, s, NULL, &t);
         total += t;
     }
-    printf("hca: %zu points, %zu dimensions, m %d, %zu non-empty cells, %zu components, %zu clusters, %.3f s (%s)\n",
-           m.n, dim, p.m, pc_result_cell_count(r), pc_result_component_count(r), k, total,
+    printf("hca: %zu points, %zu dimensions, m %d%s, %zu non-empty cells, %zu components, %zu clusters, %.3f s (%s)\n",
+           m.n, dim, pc_result_grid_m(r), p.m == 0 ? " (auto)" : "", pc_result_cell_count(r), pc_result_component_count(r), k, total,
            pc_backend_name(pc_result_backend(r)));
     cli_print_read(c.input, &read);
+    if (p.refine_borders)
+        printf("  refined borders: %lld border points, %lld changed cluster\n", (long long)pc_result_border_points(r),
+               (long long)pc_result_changed_points(r));
     if (p.clusters && k != p.clusters)
         fprintf(stderr, "parclust hca: note: %zu clusters asked, %zu found: no cut of the dendrogram gives %zu "
                         "clusters of at least the minimum size\n", p.clusters, k, p.clusters);

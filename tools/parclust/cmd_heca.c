@@ -39,8 +39,7 @@ typedef struct {
     pcli_header header;
 } heca_cli;
 
-/* "16,20,24": 1 to PC_HECA_MAX_MEMBERS integers in [2, 65535]; "auto": the default list. */
-static int parse_list(const char *cmd, const char *v, pc_heca_params *p)
+int cli_parse_m_list(const char *cmd, const char *v, pc_heca_params *p)
 {
     if (strcmp(v, "auto") == 0) {
         p->members = 0;
@@ -90,7 +89,7 @@ static int parse(int argc, char **argv, heca_cli *c, pc_heca_params *p)
                 return -2;
             }
         } else if (cli_is(&a, "--m-list")) {
-            if (!(v = cli_value(&a)) || parse_list(a.cmd, v, p)) return -1;
+            if (!(v = cli_value(&a)) || cli_parse_m_list(a.cmd, v, p)) return -1;
         } else if (cli_is(&a, "--shifts")) {
             if (cli_switch(&a, &on)) return -1;
             p->shifts = on;

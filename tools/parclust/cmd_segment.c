@@ -34,7 +34,7 @@ static const char *const help =
     "  --co NAME=VALUE        GeoTIFF creation option, as gdal_translate -co (repeatable; defaults:\n"
     "                         COMPRESS=DEFLATE ZLEVEL=1, 512 x 512 tiles, NUM_THREADS=ALL_CPUS or\n"
     "                         --threads); lossy ones refused\n"
-    "  --algorithm A          hca (default), kmeans or meanshift\n"
+    "  --algorithm A          hca (default), heca, kmeans or meanshift\n"
     "  --bands LIST           bands to use, 1-based, e.g. 1,2,4 (default: all)\n"
     "  --nodata V             nodata value of every band (default: each band's own, if any); nan:\n"
     "                         only NaN is nodata\n"
@@ -55,6 +55,11 @@ static const char *const help =
     "HCA (ALGORITHMS.md section 3): -m M (cells per dimension, default 32), -k/--clusters K or\n"
     "  --threshold T (default 0.5), --min-cluster-size N (default 0.1% of the pixels),\n"
     "  --noise                label the pixels of too-small clusters -1 (nodata) instead\n"
+    "  --refine-borders       HCA-MS: pixels of border cells climb the cells' means by mean shift and\n"
+    "                         take the cluster they reach; --refine-bandwidth H (default: one cell)\n"
+    "HECA (ALGORITHMS.md section 3a; -k, --threshold, --min-cluster-size and --noise as HCA):\n"
+    "  --m-list M1,M2,...     the members' m (default 5 members, m_max / 2 to m_max, m_max 32 for\n"
+    "                         images), --shifts: every other member's grid shifted by half a cell\n"
     "  --box auto|scan|stats|type  streamed runs: where the grid's box comes from. scan: a first pass\n"
     "                         over the valid pixels (3 passes; the in-memory run's box); stats: the bands'\n"
     "                         exact GDAL statistics (2 passes; the same box when the bands' nodata pixels\n"
@@ -74,7 +79,13 @@ static const char *const help =
     "Options without a value are switches: --palette=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
 
-enum { ALG_HCA = 1, ALG_KMEANS = 2, ALG_MEANSHIFT = 4 };
+enum { ALG_HCA = 1, ALG_KMEANS = 2, ALG_MEANSHIFT = 4, ALG_HECA = 8 };
+
+static const char *algorithm_name(int algorithm)
+{
+    return algorithm == ALG_HCA ? "hca" : algorithm == ALG_HECA ? "heca" : algorithm == ALG_KMEANS ? "kmeans"
+                                                                                                 : "meanshift";
+}
 
 typedef struct {
     const char *input, *output, *preview, *truth;
@@ -83,6 +94,7 @@ typedef struct {
     int bands[PCLI_MAX_BANDS];
     pcli_read_options read;
     pc_hca_params hca;
+    pc_heca_params heca;     /* the members; the cut is hca's */
     pc_kmeans_params km;
     pc_meanshift_image_params ms;
     const char *only_for[32]; /* an option given that belongs to the algorithms in only_mask */
@@ -150,25 +162,49 @@ static int algorithm_option(cli_args *a, seg_cli *c, int *bad)
         *bad = cli_int(a, 2, 65536, &l);
         c->hca.m = (int)l;
     } else if (cli_is(a, "-k") || cli_is(a, "--clusters")) {
-        only(c, "-k", ALG_HCA | ALG_KMEANS);
+        only(c, "-k", ALG_HCA | ALG_HECA | ALG_KMEANS);
         *bad = cli_int(a, 1, 1000000000, &l);
         c->hca.clusters = c->km.k = (size_t)l;
     } else if (cli_is(a, "--threshold")) {
-        only(c, "--threshold", ALG_HCA);
+        only(c, "--threshold", ALG_HCA | ALG_HECA);
         if (!(*bad = cli_double(a, &c->hca.threshold)) && !(c->hca.threshold >= 0 && c->hca.threshold <= 1)) {
             cli_error(a->cmd, "--threshold must be in [0, 1], got %g", c->hca.threshold);
             *bad = 1;
         }
     } else if (cli_is(a, "--min-cluster-size")) {
-        only(c, "--min-cluster-size", ALG_HCA);
+        only(c, "--min-cluster-size", ALG_HCA | ALG_HECA);
         *bad = cli_int(a, 0, 2000000000, &l);
         c->hca.min_cluster_size = l;
     } else if (cli_is(a, "--noise")) {
         int on = 0;
         *bad = cli_switch(a, &on);
         if (on) /* --noise=no is as if not given: no HCA option then */
-            only(c, "--noise", ALG_HCA);
+            only(c, "--noise", ALG_HCA | ALG_HECA);
         c->hca.noise = on;
+    } else if (cli_is(a, "--refine-borders")) {
+        int on = 0;
+        *bad = cli_switch(a, &on);
+        if (on)
+            only(c, "--refine-borders", ALG_HCA);
+        c->hca.refine_borders = on;
+    } else if (cli_is(a, "--refine-bandwidth")) {
+        only(c, "--refine-bandwidth", ALG_HCA);
+        if (!(*bad = cli_double(a, &c->hca.refine_bandwidth)) &&
+            (!(c->hca.refine_bandwidth >= 0) || isinf(c->hca.refine_bandwidth))) {
+            cli_error(a->cmd, "--refine-bandwidth must be a finite number >= 0, got %g", c->hca.refine_bandwidth);
+            *bad = 1;
+        }
+        c->hca.refine_borders = 1;
+    } else if (cli_is(a, "--m-list")) {
+        only(c, "--m-list", ALG_HECA);
+        const char *v = cli_value(a);
+        *bad = !v || cli_parse_m_list(a->cmd, v, &c->heca);
+    } else if (cli_is(a, "--shifts")) {
+        int on = 0;
+        *bad = cli_switch(a, &on);
+        if (on)
+            only(c, "--shifts", ALG_HECA);
+        c->heca.shifts = on;
     } else if (cli_is(a, "--init")) {
         only(c, "--init", ALG_KMEANS);
         const char *v = cli_value(a);
@@ -289,10 +325,10 @@ static int parse(int argc, char **argv, seg_cli *c)
         } else if (cli_is(&a, "--algorithm")) {
             const char *v = cli_value(&a);
             if (!v) return -1;
-            c->algorithm = strcmp(v, "hca") == 0 ? ALG_HCA : strcmp(v, "kmeans") == 0 ? ALG_KMEANS
-                         : strcmp(v, "meanshift") == 0 ? ALG_MEANSHIFT : 0;
+            c->algorithm = strcmp(v, "hca") == 0 ? ALG_HCA : strcmp(v, "heca") == 0 ? ALG_HECA
+                         : strcmp(v, "kmeans") == 0 ? ALG_KMEANS : strcmp(v, "meanshift") == 0 ? ALG_MEANSHIFT : 0;
             if (!c->algorithm) {
-                cli_error(a.cmd, "--algorithm must be hca, kmeans or meanshift, got '%s'", v);
+                cli_error(a.cmd, "--algorithm must be hca, heca, kmeans or meanshift, got '%s'", v);
                 return -1;
             }
         } else if (cli_is(&a, "--bands")) {
@@ -372,7 +408,7 @@ static int parse(int argc, char **argv, seg_cli *c)
     for (int i = 0; i < c->only_count; i++)
         if (!(c->only_mask[i] & c->algorithm)) {
             cli_error(a.cmd, "option %s does not apply to --algorithm %s", c->only_for[i],
-                      c->algorithm == ALG_HCA ? "hca" : c->algorithm == ALG_KMEANS ? "kmeans" : "meanshift");
+                      algorithm_name(c->algorithm));
             return -1;
         }
     if (c->algorithm == ALG_KMEANS && c->km.k == 0) {
@@ -433,6 +469,8 @@ static double memory_need(const seg_cli *c, const pcli_image *im, double valid, 
     double other = npix / 8 + (im->is_npy ? 0 : 96.0 * 1024 * 1024) + (c->truth ? valid * 4 : 0);
     if (c->algorithm == ALG_HCA)
         other += valid * 4;
+    else if (c->algorithm == ALG_HECA) /* labels and the members' cells */
+        other += valid * 8;
     else if (c->algorithm == ALG_KMEANS) /* the copy; result, working and previous labels; 16 bytes of
                                             k-means++ distances or of the empty-cluster search */
         other += valid * (4 * B + 28);
@@ -453,14 +491,18 @@ static int check_limits(seg_cli *c, const pcli_image *im, int counted, char *err
     size_t W = im->width, H = im->height, B = im->bands;
     double npix = (double)W * (double)H;
     double valid = counted ? (double)im->n_valid : im->may_have_nodata ? 0 : npix;
-    int streams = !counted && seg_stream_can(c->algorithm);
-    if (c->algorithm == ALG_HCA && B > 8)
+    /* HECA and HCA-MS need every pixel at once (prototypes' means, border pixels' climbs): no stream. */
+    int streams = !counted && c->algorithm != ALG_HECA && !(c->algorithm == ALG_HCA && c->hca.refine_borders) &&
+                  seg_stream_can(c->algorithm);
+    int grid = c->algorithm == ALG_HCA || c->algorithm == ALG_HECA;
+    if (grid && B > 8)
         return pcli_fail(err, errsize,
-                         "%s: HCA clusters at most 8 bands (dimensions), %zu chosen: pick up to 8 with --bands, or "
-                         "use --algorithm kmeans or meanshift", c->input, B);
-    if (c->algorithm == ALG_HCA && valid > (double)INT32_MAX && !streams)
-        return pcli_fail(err, errsize, "%s: HCA handles up to %d points, the image has %.0f valid pixels%s", c->input,
-                         INT32_MAX, valid, counted ? "" : " (every pixel: no nodata value)");
+                         "%s: %s clusters at most 8 bands (dimensions), %zu chosen: pick up to 8 with --bands, or "
+                         "use --algorithm kmeans or meanshift", c->input, c->algorithm == ALG_HCA ? "HCA" : "HECA", B);
+    if (grid && valid > (double)INT32_MAX && !streams)
+        return pcli_fail(err, errsize, "%s: %s handles up to %d points, the image has %.0f valid pixels%s", c->input,
+                         c->algorithm == ALG_HCA ? "HCA" : "HECA", INT32_MAX, valid,
+                         counted ? "" : " (every pixel: no nodata value)");
     if (c->algorithm == ALG_MEANSHIFT && npix > (double)INT32_MAX && !streams)
         return pcli_fail(err, errsize, "%s: image mean shift handles up to %d pixels, the image has %zu x %zu = %.0f",
                          c->input, INT32_MAX, W, H, npix);
@@ -522,6 +564,11 @@ static pc_status cluster(seg_cli *c, pcli_image *im, pc_result **r, int *compact
                                                : pc_points_f32(im->pixels, n, im->bands);
     if (c->algorithm == ALG_HCA)
         return pc_hca(&pts, &c->hca, r);
+    if (c->algorithm == ALG_HECA) {
+        pc_heca_params hp = c->heca;
+        hp.hca = c->hca; /* the cut, backend and threads as parsed */
+        return pc_heca(&pts, &hp, r);
+    }
     if (c->algorithm == ALG_KMEANS) { /* -k against the valid pixels: check_limits */
         float *init = NULL;
         if (c->init_file && !(init = seg_read_init(c->init_file, c->km.k, im->bands, im->offset)))
@@ -644,6 +691,7 @@ int cmd_segment(int argc, char **argv)
     c.algorithm = ALG_HCA;
     c.preview_size = 2048;
     pc_hca_params_init(&c.hca);
+    pc_heca_params_init(&c.heca);
     pc_kmeans_params_init(&c.km);
     pc_meanshift_image_params_init(&c.ms);
     int rc = parse(argc, argv, &c);
@@ -664,7 +712,7 @@ int cmd_segment(int argc, char **argv)
     if (cli_outputs_check(&out))
         return CLI_FAILED;
     /* A backend that cannot run here is said before a 100-megapixel read, not after. */
-    pc_backend asked = c.algorithm == ALG_HCA ? c.hca.backend : c.algorithm == ALG_KMEANS ? c.km.backend : c.ms.backend;
+    pc_backend asked = c.algorithm == ALG_HCA || c.algorithm == ALG_HECA ? c.hca.backend : c.algorithm == ALG_KMEANS ? c.km.backend : c.ms.backend;
     if (!pc_backend_available(asked)) {
         cli_error("segment", "the %s backend cannot run here (%s)", pc_backend_name(asked),
                   asked == PC_BACKEND_CUDA ? "no CUDA device, or built without CUDA" : "not built");
@@ -743,8 +791,16 @@ int cmd_segment(int argc, char **argv)
     }
     for (size_t i = 0; i < k * B; i++) /* in the file's units (int16 is held shifted) */
         centres[i] = (float)(pc_result_centers(r)[i] - im.offset);
-    static const char *const names[] = {"", "hca", "kmeans", "", "meanshift"};
-    printf("%s: %zu clusters (%s backend)\n", names[c.algorithm], k, pc_backend_name(pc_result_backend(r)));
+    printf("%s: %zu clusters (%s backend)\n", algorithm_name(c.algorithm), k, pc_backend_name(pc_result_backend(r)));
+    if (c.algorithm == ALG_HCA && c.hca.refine_borders)
+        printf("  refined borders: %lld border pixels, %lld changed cluster\n", (long long)pc_result_border_points(r),
+               (long long)pc_result_changed_points(r));
+    if (c.algorithm == ALG_HECA) {
+        printf("  heca: %zu members (m", pc_result_member_count(r));
+        for (size_t l = 0; l < pc_result_member_count(r); l++)
+            printf("%s%d: %zu components", l ? ", " : " ", pc_result_member_m(r, l), pc_result_member_components(r, l));
+        printf("), %zu prototypes in %zu groups\n", pc_result_cell_count(r), pc_result_component_count(r));
+    }
     seg_print_clusters(&im, k, pc_result_sizes(r), centres);
     /* --ot too narrow for what the run found: said before anything is written. */
     pcli_label_type t = pcli_label_type_for(c.labels_format.type, k);

@@ -14,6 +14,7 @@ static void usage(FILE *out)
             "commands:\n"
             "  meanshift INPUT   cluster points by mean shift\n"
             "  hca INPUT         grid-based hierarchical clustering (points or pixel rows)\n"
+            "  heca INPUT        HCA over an ensemble of grids (no m to choose)\n"
             "  kmeans INPUT -k K Lloyd's k-means (kmeans++, random, k-means|| or given centres)\n"
             "  segment IMAGE     segment a raster (GeoTIFF, PNG, ... or .npy): labels as a GeoTIFF\n"
             "  generate KIND     write synthetic points (blobs, rings, agnolucci, bindi, grid, hca8, hca5)\n"
@@ -36,7 +37,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } commands[] = {{"meanshift", cmd_meanshift}, {"hca", cmd_hca}, {"kmeans", cmd_kmeans}, {"segment", cmd_segment}, {"generate", cmd_generate},
+    } commands[] = {{"meanshift", cmd_meanshift}, {"hca", cmd_hca}, {"heca", cmd_heca}, {"kmeans", cmd_kmeans}, {"segment", cmd_segment}, {"generate", cmd_generate},
                     {"score", cmd_score},         {"info", cmd_info}};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
