@@ -52,8 +52,9 @@ def test_other_layouts_converted_once():
 def test_ctrl_c_stops_a_fit():
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
-    X = np.random.default_rng(4).normal(size=(40_000, 3)).astype(np.float32)
-    # all pairs on the CPU, 1.6e9 pairs a shift and no early stop: minutes on 2 cores, seconds on 16
+    X = np.random.default_rng(4).normal(size=(20_000, 3)).astype(np.float32)
+    # all pairs on the CPU (the callback runs between shifts: 4e8 pairs each), no early stop: minutes on
+    # 2 cores, seconds on 16
     fit = parclust.MeanShift(bandwidth=2.0, kernel="gaussian", tol=0.0, max_iter=100_000, backend="openmp", n_jobs=2)
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     start = time.monotonic()
@@ -108,3 +109,16 @@ def test_cuda_backend():
     image = (rng.random((300, 400, 3)) * 255).astype(np.uint8)
     np.testing.assert_array_equal(parclust.segment(image, n_clusters=5, backend="cuda"),
                                   parclust.segment(image, n_clusters=5, backend="seq"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8, np.uint16])
+def test_row_strided_views_give_the_contiguous_results(dtype):
+    rng = np.random.default_rng(8)
+    wide = (rng.random((3000, 6)) * 60 + np.repeat(rng.integers(0, 3, size=(3000, 1)) * 60, 6, axis=1)).astype(dtype)
+    view, packed = wide[::2, 1:4], np.ascontiguousarray(wide[::2, 1:4])
+    assert not view.flags.c_contiguous
+    for make in (lambda: parclust.HCA(3, m=8), lambda: parclust.KMeans(3, random_state=1),
+                 lambda: parclust.MeanShift(bandwidth=20.0)):
+        a, b = make().fit(view), make().fit(packed)
+        np.testing.assert_array_equal(a.labels_, b.labels_)
+        np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)

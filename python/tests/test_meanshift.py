@@ -22,7 +22,7 @@ def blobs(seed, sizes, dim, h):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_same_partition_as_sklearn_flat_kernel(dtype):
     h = 1.5
-    X, _ = blobs(11, [300, 150, 220, 90], 2, h)
+    X, _ = blobs(11, [150, 80, 110, 50], 2, h)
     X = X.astype(dtype)
     ours = parclust.MeanShift(bandwidth=h, kernel="flat", n_jobs=2).fit(X)
     ref = SKMeanShift(bandwidth=h).fit(X)
