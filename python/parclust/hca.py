@@ -20,8 +20,9 @@ class HCA(ClusterMixin, BaseEstimator):
         Clusters to cut the dendrogram to; None with distance_threshold.
     distance_threshold : float or None
         Cut height in [0, 1] (merges at heights <= it), with n_clusters=None.
-    m : int, default 32
-        Cells per dimension.
+    m : int or 'auto', default 32
+        Cells per dimension; 'auto': the library's rule from the number of points and dimensions
+        (pc_hca_auto_m).
     min_cluster_size : int or None
         Clusters smaller than this join the nearest kept one (or become noise); None: 0.1% of the
         points, at least 2; 0: off.
@@ -41,6 +42,7 @@ class HCA(ClusterMixin, BaseEstimator):
         (scipy.cluster.hierarchy.dendrogram(model.linkage_) draws it)
     children_ : (n_components_ - 1, 2) intp, the nodes merged at each step (scikit-learn's format)
     distances_ : (n_components_ - 1,) float64, the merge heights
+    m_ : int, the cells per dimension used
     n_features_in_ : int
     backend_ : str, the backend that ran
 
@@ -58,20 +60,22 @@ class HCA(ClusterMixin, BaseEstimator):
         self.backend = backend
         self.n_jobs = n_jobs
 
-    def _params(self):
+    def _params(self, m):
         if (self.n_clusters is None) == (self.distance_threshold is None):
             raise ValueError("Exactly one of n_clusters and distance_threshold has to be set, and the other "
                              "needs to be None.")
-        return dict(m=int(self.m), clusters=0 if self.n_clusters is None else int(self.n_clusters),
+        return dict(m=m, clusters=0 if self.n_clusters is None else int(self.n_clusters),
                     threshold=0.0 if self.distance_threshold is None else float(self.distance_threshold),
                     min_cluster_size=-1 if self.min_cluster_size is None else int(self.min_cluster_size),
                     noise=bool(self.noise), backend=self.backend, threads=threads(self.n_jobs))
 
     def fit(self, X, y=None):
         """Cluster X (n_samples, 1 to 8 features); y is ignored. Returns self."""
-        params = self._params()
+        auto = isinstance(self.m, str) and self.m == "auto"
+        params = self._params(0 if auto else int(self.m))
         X = fit_points(self, X)
         r = run(_core.hca, X, **params)
+        self.m_ = _core.hca_auto_m(X.shape[0], X.shape[1]) if auto else params["m"]
         self.labels_ = r["labels"]
         self.cluster_centers_ = r["centers"]
         self.n_clusters_ = self.cluster_centers_.shape[0]
@@ -90,4 +94,4 @@ class HCA(ClusterMixin, BaseEstimator):
         """The cluster of each row's grid cell (int32; -1 where the training points left the cell empty)."""
         check_is_fitted(self)
         X = library_view(validate(self, X, reset=False))
-        return _core.hca_label(self._fit_X, X, **self._params())
+        return _core.hca_label(self._fit_X, X, **self._params(self.m_))

@@ -48,5 +48,6 @@ PyObject *pcpy_meanshift(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *pcpy_meanshift_image(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *pcpy_hca(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *pcpy_hca_label(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pcpy_hca_auto_m(PyObject *self, PyObject *args);
 
 #endif

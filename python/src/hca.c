@@ -103,3 +103,18 @@ PyObject *pcpy_hca_label(PyObject *self, PyObject *args, PyObject *kw)
     }
     return labels;
 }
+
+/* hca_auto_m(n, dim): the m that m = 0 resolves to (pc_hca_auto_m), for predict's grid. */
+PyObject *pcpy_hca_auto_m(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long n;
+    Py_ssize_t dim;
+    if (!PyArg_ParseTuple(args, "Kn", &n, &dim))
+        return NULL;
+    if (dim < 1) {
+        PyErr_SetString(PyExc_ValueError, "dim must be >= 1");
+        return NULL;
+    }
+    return PyLong_FromLong(pc_hca_auto_m((uint64_t)n, (size_t)dim));
+}

@@ -175,6 +175,7 @@ static PyMethodDef methods[] = {
     {"hca", (PyCFunction)(void (*)(void))pcpy_hca, METH_VARARGS | METH_KEYWORDS, "pc_hca"},
     {"hca_label", (PyCFunction)(void (*)(void))pcpy_hca_label, METH_VARARGS | METH_KEYWORDS,
      "labels of new points from the grid of a fit (pc_hca_stream)"},
+    {"hca_auto_m", pcpy_hca_auto_m, METH_VARARGS, "pc_hca_auto_m"},
     {"info", info, METH_NOARGS, "version, OpenMP threads, CUDA devices"},
     {"backend_available", backend_available, METH_O, "pc_backend_available"},
     {NULL, NULL, 0, NULL}};

@@ -48,6 +48,15 @@ def test_predict_is_the_cluster_of_the_cell():
     assert model.predict(far)[0] >= -1
 
 
+def test_auto_m():
+    X, truth = data()
+    model = parclust.HCA(4, m="auto").fit(X)
+    assert model.m_ == parclust._core.hca_auto_m(len(X), 3) >= 2
+    fixed = parclust.HCA(4, m=model.m_).fit(X)
+    np.testing.assert_array_equal(model.labels_, fixed.labels_)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
 def test_threshold_noise_and_types():
     X, truth = data()
     a = parclust.HCA(n_clusters=None, distance_threshold=0.5, m=16).fit(X)
