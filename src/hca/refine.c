@@ -243,6 +243,59 @@ static int32_t climb_point(const climb *c, double *x)
     return c->cluster_of_cell[cell];
 }
 
+/* Integer pixels of at most 8 bytes: the border points' distinct values (a 3-band uint8 image of 10^8
+ * pixels has ~10^5) each climb once, in parallel; equal values reach equal clusters. */
+static pc_status climb_distinct(const climb *cl, const pc_points *points, size_t value_bytes, int threads,
+                                pc__hca_border *out)
+{
+    size_t count = out->count, cap = 1024, stride = pc__hca_row_bytes(points), dim = points->dim;
+    while (cap < 2 * count)
+        cap *= 2;
+    const unsigned char *base = points->data;
+    uint64_t *keys = pc__alloc(cap, sizeof *keys, "HCA-MS distinct values");
+    int32_t *ids = pc__alloc(cap, sizeof *ids, "HCA-MS distinct values");
+    int32_t *first = pc__alloc(count, sizeof *first, "HCA-MS distinct values");
+    int32_t *reached = NULL;
+    pc_status st = PC_OUT_OF_MEMORY;
+    if (!keys || !ids || !first)
+        goto done;
+    memset(ids, 0xff, cap * sizeof *ids);
+    size_t distinct = 0, mask = cap - 1;
+    for (size_t q = 0; q < count; q++) {
+        uint64_t key = 0;
+        memcpy(&key, base + (size_t)out->index[q] * stride, value_bytes);
+        uint64_t h = key * 0x9e3779b97f4a7c15ull;
+        size_t s = (size_t)(h ^ (h >> 29)) & mask;
+        while (ids[s] >= 0 && keys[s] != key)
+            s = (s + 1) & mask;
+        if (ids[s] < 0) {
+            keys[s] = key;
+            ids[s] = (int32_t)distinct;
+            first[distinct++] = out->index[q];
+        }
+        out->cluster[q] = ids[s]; /* the value's number for now */
+    }
+    if (!(reached = pc__alloc(distinct, sizeof *reached, "HCA-MS distinct values")))
+        goto done;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 64)
+    for (long u = 0; u < (long)distinct; u++) {
+        double x[PC__HCA_MAX_DIM];
+        for (size_t j = 0; j < dim; j++)
+            x[j] = pc__hca_value(base + (size_t)first[u] * stride, points->dtype, j);
+        reached[u] = climb_point(cl, x);
+    }
+    for (size_t q = 0; q < count; q++)
+        out->cluster[q] = reached[out->cluster[q]];
+    st = PC_OK;
+done:
+    free(keys);
+    free(ids);
+    free(first);
+    free(reached);
+    return st;
+}
+
 typedef struct {
     const pc__hca_grid *g;
     const int32_t *cluster_of_cell;
@@ -283,13 +336,30 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
         st = PC_OK;
         goto done;
     }
-    /* The cells' means, summed in point order (one thread: the sums do not depend on the threads). */
+    /* The cells' means: integer pixels summed exactly on all cores, float values in point order on one
+     * (the sums then never depend on the thread count). */
     size_t stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
-    for (size_t i = 0; i < n; i++) {
-        int32_t c = pc__hca_cell_of(g, scratch, i);
-        for (size_t j = 0; j < dim; j++)
-            mean[(size_t)c * dim + j] += pc__hca_value(base + i * stride, points->dtype, j);
+    int sum_threads = points->dtype == PC_U8 || points->dtype == PC_U16 ? threads : 1, failed = 0;
+    (void)sum_threads;
+#pragma omp parallel num_threads(sum_threads) if (sum_threads > 1) reduction(| : failed)
+    {
+        double *mine = calloc(cells * dim, sizeof *mine);
+        failed |= !mine;
+#pragma omp for schedule(static)
+        for (long i = 0; i < (long)n; i++) {
+            if (!mine)
+                continue;
+            double *s = mine + (size_t)pc__hca_cell_of(g, scratch, (size_t)i) * dim;
+            for (size_t j = 0; j < dim; j++)
+                s[j] += pc__hca_value(base + (size_t)i * stride, points->dtype, j);
+        }
+        pc__team_add_ordered(mean, mine, cells * dim);
+        free(mine);
+    }
+    if (failed) {
+        st = pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot allocate per-thread cell sums");
+        goto done;
     }
     for (size_t c = 0; c < cells; c++)
         for (size_t j = 0; j < dim; j++)
@@ -320,6 +390,12 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     cl.max_iter = params->refine_max_iter;
     if (cl.h > 0 && make_blocks(&cl) != 0)
         goto done;
+    size_t value_bytes = points->dtype == PC_F64 ? 8 * dim : points->dtype == PC_F32 ? 4 * dim
+                       : points->dtype == PC_U16 ? 2 * dim : dim;
+    if (cl.h > 0 && (points->dtype == PC_U8 || points->dtype == PC_U16) && value_bytes <= 8) {
+        st = climb_distinct(&cl, points, value_bytes, threads, out);
+        goto done;
+    }
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         /* Pixels come in runs of equal values: a run climbs once. */
