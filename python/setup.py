@@ -53,10 +53,13 @@ def from_build(build):
         libs += ["cudart", "stdc++"]
         dirs.append(cuda_lib)
         link.append("-Wl,-rpath," + cuda_lib)
+    compile_args = []
     if cache.get("PARCLUST_SANITIZE", "OFF").upper() in ("ON", "TRUE", "1"):
+        # The binding is checked as the library is (python/tests/run.sh preloads the runtimes).
+        compile_args = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
         link.append("-fsanitize=address,undefined")
     return dict(include_dirs=include, extra_objects=objects, extra_link_args=link, libraries=libs,
-                library_dirs=dirs)
+                library_dirs=dirs, extra_compile_args=compile_args)
 
 
 def from_pkg_config():
