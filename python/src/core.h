@@ -32,6 +32,10 @@ int pcpy_progress(void *user, double fraction);
 #define PCPY_RELEASE(call) ((call).interrupted = 0, (call).thread = PyEval_SaveThread())
 #define PCPY_ACQUIRE(call) PyEval_RestoreThread((call).thread)
 
+/* After the call (GIL held): 0 when it succeeded and no Ctrl-C is pending; else -1 with the exception
+ * set (pcpy_fail's, or the pending KeyboardInterrupt), the result freed. */
+int pcpy_check(const pcpy_call *call, pc_status status, pc_result *result);
+
 /* After a failed call (GIL held): the pending KeyboardInterrupt, or ValueError (bad argument),
  * MemoryError (host or GPU memory) or RuntimeError (the rest) with pc_last_error()'s text. NULL. */
 PyObject *pcpy_fail(const pcpy_call *call, pc_status status);

@@ -70,8 +70,8 @@ PyObject *pcpy_kmeans(PyObject *self, PyObject *args, PyObject *kw)
     PCPY_RELEASE(call);
     pc_status status = pc_kmeans(&points, &p, &r);
     PCPY_ACQUIRE(call);
-    if (status != PC_OK)
-        return pcpy_fail(&call, status);
+    if (pcpy_check(&call, status, r) < 0)
+        return NULL;
     PyObject *cap = pcpy_result_capsule(r);
     if (!cap)
         return NULL;

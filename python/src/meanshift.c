@@ -38,8 +38,8 @@ PyObject *pcpy_meanshift(PyObject *self, PyObject *args, PyObject *kw)
     PCPY_RELEASE(call);
     pc_status status = pc_meanshift(&points, &p, &r);
     PCPY_ACQUIRE(call);
-    if (status != PC_OK)
-        return pcpy_fail(&call, status);
+    if (pcpy_check(&call, status, r) < 0)
+        return NULL;
     PyObject *cap = pcpy_result_capsule(r);
     if (!cap)
         return NULL;
@@ -95,8 +95,8 @@ PyObject *pcpy_meanshift_image(PyObject *self, PyObject *args, PyObject *kw)
     PCPY_RELEASE(call);
     pc_status status = pc_meanshift_image(&pixels, (size_t)width, (size_t)height, mask, &p, &r);
     PCPY_ACQUIRE(call);
-    if (status != PC_OK)
-        return pcpy_fail(&call, status);
+    if (pcpy_check(&call, status, r) < 0)
+        return NULL;
     PyObject *cap = pcpy_result_capsule(r);
     if (!cap)
         return NULL;

@@ -68,6 +68,17 @@ PyObject *pcpy_fail(const pcpy_call *call, pc_status status)
     return NULL;
 }
 
+int pcpy_check(const pcpy_call *call, pc_status status, pc_result *result)
+{
+    /* A Ctrl-C seen at the last callback of a run that then completed still stops the call. */
+    if (status == PC_OK && !(call->interrupted && PyErr_Occurred()))
+        return 0;
+    pc_result_free(result);
+    if (status != PC_OK)
+        pcpy_fail(call, status);
+    return -1;
+}
+
 int pcpy_backend(const char *name, pc_backend *out)
 {
     if (pc_backend_parse(name, out) != PC_OK) {
