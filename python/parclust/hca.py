@@ -77,7 +77,8 @@ class HCA(ClusterMixin, BaseEstimator):
         r = run(_core.hca, X, **params)
         self.m_ = _core.hca_auto_m(X.shape[0], X.shape[1]) if auto else params["m"]
         self.labels_ = r["labels"]
-        self.cluster_centers_ = r["centers"]
+        centers = r["centers"]  # None when every point is noise
+        self.cluster_centers_ = np.empty((0, X.shape[1]), np.float32) if centers is None else centers
         self.n_clusters_ = self.cluster_centers_.shape[0]
         self.n_components_ = r["n_components"]
         self.linkage_ = r["dendrogram"]
