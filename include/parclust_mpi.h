@@ -60,6 +60,25 @@ pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_
 pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
                      pc_result **result, float **centres);
 
+/* Clusters of a run across ranks, the same on every rank (pc_result's are made by the core library
+ * only): k, the clusters' centres (k x dim) and sizes, numbered by size, largest first, and the most
+ * iterations any point took. */
+typedef struct {
+    size_t k;
+    float *centres;
+    int64_t *sizes;
+    int iterations;
+} pc_mpi_clusters;
+void pc_mpi_clusters_free(pc_mpi_clusters *clusters); /* frees the arrays; NULL-safe */
+
+/* Mean shift (params as pc_meanshift's; non-blurring only: PC_UNSUPPORTED for blurring; backends
+ * ignored: the ring's sums run on the CPU, OpenMP where built), the all-pairs sums as a ring over the
+ * ranks' blocks of points, the modes merged on rank 0. labels and modes (points->n and n x dim
+ * float32) receive this rank's labels and modes. Equal to pc_meanshift's to within the stopping
+ * tolerance (modes; labels on separated data), not bit for bit: mpi/meanshift.c says why. */
+pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_meanshift_params *params, int32_t *labels,
+                           float *modes, pc_mpi_clusters *clusters, pc_mpi_report *report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """parclust-mpi against the single-process parclust on the same files.
 
-Usage: mpi_test.py MPIEXEC PARCLUST PARCLUST_MPI WORKDIR kmeans|hca|fail [SANITIZED(0|1)]
+Usage: mpi_test.py MPIEXEC PARCLUST PARCLUST_MPI WORKDIR kmeans|hca|meanshift|fail [SANITIZED(0|1)]
 
 For P = 1..4 ranks (the file's rows not divisible by P; splits where a rank, rank 0 included, holds no
 rows), each command's outputs are compared with `parclust CMD` on the same input, which runs the
@@ -9,6 +9,7 @@ in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
   kmeans: labels and centres identical (same initial centres: the sample holds every point), inertia
           within 1e-6 relative; also text input (read by rank 0, scattered) and --init FILE;
   hca:    labels, dendrogram and components identical, centres within float rounding;
+  meanshift: (gaussian, and flat with its radius) labels identical, modes and centres within 1e-4 h;
   fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
           folder that cannot be written each end the run with a non-zero exit, one error line
           (from rank 0, naming the file), and no output or staging file left behind.
@@ -116,6 +117,28 @@ elif WHAT == "hca":
     rc2, out, err2 = run(["hca", "u.npy", "-m", 8, "--labels", "ulm.npy", "--dendrogram", "udm.npy"], 4)
     check(rc == 0 and rc2 == 0 and same_bytes("ul1.npy", "ulm.npy") and same_bytes("ud1.npy", "udm.npy"),
           f"hca uint8 P=4: labels and dendrogram identical {err.strip()} {err2.strip()}")
+elif WHAT == "meanshift":
+    # Separated blobs: the ring's double-precision sums and pc_meanshift's float32 ones reach the same
+    # modes to within the stopping tolerance (eps 1e-6 h here), and so the same labels.
+    y = (np.array([[0, 0], [8, 0], [0, 8]])[rng.integers(0, 3, N)] + rng.normal(0, 0.7, (N, 2))).astype(np.float32)
+    np.save("y.npy", y)
+    for kernel in (["--bandwidth", 1, "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5, "--eps", 1e-6]):
+        h = float(kernel[kernel.index("--bandwidth") + 1])
+        rc, out, err = run(["meanshift", "y.npy", "--labels", "l1.npy", "--modes", "m1.npy", "--centers", "c1.npy"]
+                           + kernel)
+        check(rc == 0, f"parclust meanshift {kernel}: {err.strip()}")
+        splits = SPLITS if kernel[0] == "--bandwidth" else [(3, None)]
+        for p, split in splits:
+            rc, out, err = run(["meanshift", "y.npy", "--labels", "lm.npy", "--modes", "mm.npy", "--centers", "cm.npy"]
+                               + kernel + split_args(split), p)
+            check(rc == 0 and err == "", f"meanshift {kernel[:2]} {tag(p, split)} ran: {err.strip()}")
+            if rc:
+                continue
+            check(same_bytes("l1.npy", "lm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: labels identical")
+            dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
+            dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()
+            check(dm <= 1e-4 * h and dc <= 1e-4 * h,
+                  f"meanshift {kernel[:2]} {tag(p, split)}: modes within {dm / h:.2g} h, centres {dc / h:.2g} h")
 elif WHAT == "fail":
     def no_leftovers(folder="."):
         return [f for f in os.listdir(folder) if f.startswith(".pc-") or f.startswith("out")]
@@ -127,7 +150,7 @@ elif WHAT == "fail":
         data = f.read()
     with open("cut.npy", "wb") as f:
         f.write(data[:-100])
-    for cmd in (["kmeans", "-k", 5], ["hca"]):
+    for cmd in (["kmeans", "-k", 5], ["hca"], ["meanshift"]):
         for name, why in (("bad.npy", "rank 2"), ("cut.npy", "truncated")):
             rc, out, err = run([cmd[0], name] + cmd[1:] + ["--labels", "out.npy", "--centers", "out_c.csv"], 3)
             lines = [l for l in err.splitlines() if l.strip()]

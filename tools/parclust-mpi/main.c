@@ -8,6 +8,7 @@
 
 int mpi_cmd_kmeans(int argc, char **argv);
 int mpi_cmd_hca(int argc, char **argv);
+int mpi_cmd_meanshift(int argc, char **argv);
 
 static void usage(FILE *out)
 {
@@ -19,6 +20,8 @@ static void usage(FILE *out)
             "commands (the options of 'parclust COMMAND --help', less --plot, plus --split):\n"
             "  kmeans INPUT -k K   Lloyd's k-means: the single-process result for any P\n"
             "  hca INPUT           grid-based hierarchical clustering: the single-process result for any P\n"
+            "  meanshift INPUT     mean shift (non-blurring), the all-pairs sums as a ring over the ranks:\n"
+            "                      the single-process modes to within the stopping tolerance\n"
             "\n"
             "  --split R0,R1,...   rows of each rank (default: as even as can be, in rank order)\n"
             "\n"
@@ -38,6 +41,8 @@ int main(int argc, char **argv)
         rc = mpi_cmd_kmeans(argc - 1, argv + 1);
     else if (strcmp(cmd, "hca") == 0)
         rc = mpi_cmd_hca(argc - 1, argv + 1);
+    else if (strcmp(cmd, "meanshift") == 0)
+        rc = mpi_cmd_meanshift(argc - 1, argv + 1);
     else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         if (rank == 0)
             usage(stdout);
@@ -45,7 +50,7 @@ int main(int argc, char **argv)
     } else if (rank == 0) {
         if (argc < 2)
             usage(stderr);
-        else if (strcmp(cmd, "meanshift") == 0 || strcmp(cmd, "segment") == 0)
+        else if (strcmp(cmd, "segment") == 0)
             fprintf(stderr, "parclust-mpi: error: '%s' does not run across ranks yet (kmeans and hca do); "
                             "run 'parclust %s'\n", cmd, cmd);
         else

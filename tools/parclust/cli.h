@@ -113,7 +113,7 @@ pc_points cli_points_view(const pcli_matrix *m);
 /* "  time read/cluster/write/total" lines (with --verbose), as segment prints them. */
 void cli_print_times(double read, double cluster, double write);
 
-/* The options of kmeans and hca as parsed from argv (argv[0] the command), shared with parclust-mpi,
+/* The options of kmeans, hca and meanshift as parsed from argv (argv[0] the command), shared with parclust-mpi,
  * which takes the same ones. 0 ok, -2 --help printed, -1 error printed (exit CLI_USAGE). */
 typedef struct {
     const char *input, *init_file;
@@ -130,6 +130,15 @@ typedef struct {
     pcli_header header;
 } hca_cli;
 int cli_hca_parse(int argc, char **argv, hca_cli *c, pc_hca_params *p);
+typedef struct {
+    const char *input, *modes;
+    cli_common_outputs out;
+    int verbose;
+    pcli_header header;
+    pcli_read_info read;
+} ms_cli;
+int cli_meanshift_parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p);
+
 /* hca's --dendrogram (SciPy's linkage matrix, float64) and --components (int64 columns) of r. */
 int cli_write_dendrogram(const char *path, const pc_result *r, char *err, size_t errsize);
 int cli_write_components(const char *path, const pc_result *r, char *err, size_t errsize);

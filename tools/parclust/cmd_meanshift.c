@@ -38,13 +38,6 @@ static const char *const help =
     "Options without a value are switches: --blurring=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
 
-typedef struct {
-    const char *input, *modes;
-    cli_common_outputs out;
-    int verbose;
-    pcli_header header;
-    pcli_read_info read;
-} ms_cli;
 
 static int parse_schedule(const char *cmd, const char *v, pc_schedule *out)
 {
@@ -58,7 +51,7 @@ static int parse_schedule(const char *cmd, const char *v, pc_schedule *out)
     return -1;
 }
 
-static int parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
+int cli_meanshift_parse(int argc, char **argv, ms_cli *c, pc_meanshift_params *p)
 {
     cli_args a;
     cli_args_init(&a, "meanshift", argc, argv);
@@ -176,7 +169,7 @@ int cmd_meanshift(int argc, char **argv)
     ms_cli c = {0};
     pc_meanshift_params p;
     pc_meanshift_params_init(&p);
-    int rc = parse(argc, argv, &c, &p);
+    int rc = cli_meanshift_parse(argc, argv, &c, &p);
     if (rc == -2)
         return CLI_OK;
     if (rc)

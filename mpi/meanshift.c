@@ -1,0 +1,476 @@
+/* Mean shift across ranks, the all-pairs path as a ring: in every iteration each rank shifts its own
+ * points against every rank's block of references (the original points: non-blurring) in turn, own
+ * block first, the next block travelling round the ring (MPI_Isend / MPI_Irecv to the neighbours)
+ * while the current one is summed. Weights and sums are in double precision, positions in float32 as
+ * pc_meanshift keeps them; a point stops once a shift moves it by <= eps (or nothing is within its
+ * radius), the run when no point of any rank moves or after max_iter. The modes are then gathered to
+ * rank 0 and merged as pc_meanshift merges them (connected components of modes closer than
+ * merge_radius; clusters numbered by size, largest first, ties by their first point; centres the
+ * means of their modes), and each rank gets its labels back.
+ *
+ * The result is not pc_meanshift's bit for bit (its sums are float32, of scaled coordinates, with
+ * exp2): the modes agree to within the stopping tolerance, and so do labels on separated data. A
+ * finite radius is applied to the pairs, not used to cut the ring short (no slabs and halos yet). */
+#include "internal_mpi.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- merging the modes (rank 0) */
+
+static size_t find(size_t *parent, size_t i)
+{
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    return i;
+}
+
+/* The smaller root stays: every set's root is its first member. */
+static void join(size_t *parent, size_t a, size_t b)
+{
+    a = find(parent, a);
+    b = find(parent, b);
+    if (a < b)
+        parent[b] = a;
+    else if (b < a)
+        parent[a] = b;
+}
+
+static int within(const float *a, const float *b, size_t dim, double r2)
+{
+    double d2 = 0;
+    for (size_t k = 0; k < dim; k++) {
+        double d = (double)a[k] - b[k];
+        d2 += d * d;
+        if (d2 > r2)
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    const int64_t *cell; /* dim coordinates */
+    size_t dim, index;
+} cell_ref;
+
+static int by_cell(const void *x, const void *y)
+{
+    const cell_ref *a = x, *b = y;
+    for (size_t k = 0; k < a->dim; k++)
+        if (a->cell[k] != b->cell[k])
+            return a->cell[k] < b->cell[k] ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+static int same_cell(const int64_t *a, const int64_t *b, size_t dim)
+{
+    return memcmp(a, b, dim * sizeof *a) == 0;
+}
+
+/* Connected components of "within radius" (radius 0: identical modes) over a grid of cells of side
+ * radius / sqrt(dim): a cell's modes join at once, neighbouring cells are compared pair by pair until
+ * one pair joins them. Returns 0, or -1 when memory ran out. */
+static int join_modes(const float *modes, size_t n, size_t dim, double radius, size_t *parent)
+{
+    for (size_t i = 0; i < n; i++)
+        parent[i] = i;
+    double side = radius > 0 ? radius / sqrt((double)dim) : 0;
+    int64_t *cells = malloc((n * dim + 1) * sizeof *cells);
+    cell_ref *order = malloc((n + 1) * sizeof *order);
+    size_t *start = malloc((n + 2) * sizeof *start);
+    int rc = -1;
+    if (!cells || !order || !start)
+        goto done;
+    int pairwise = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < dim; k++) {
+            double c = side > 0 ? floor(modes[i * dim + k] / side) : (double)modes[i * dim + k];
+            if (!(fabs(c) < 4e18))
+                pairwise = 1;
+            /* radius 0: the values themselves are the cells (identical modes only) */
+            cells[i * dim + k] = side > 0 ? (int64_t)c : 0;
+            if (side <= 0)
+                memcpy(&cells[i * dim + k], &modes[i * dim + k], sizeof(float));
+        }
+    if (pairwise) { /* cells beyond 64-bit coordinates: all pairs */
+        double r2 = radius * radius;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                if (find(parent, i) != find(parent, j) && within(modes + i * dim, modes + j * dim, dim, r2))
+                    join(parent, i, j);
+        rc = 0;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = (cell_ref){cells + i * dim, dim, i};
+    qsort(order, n, sizeof *order, by_cell);
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || !same_cell(order[i].cell, order[i - 1].cell, dim))
+            start[count++] = i;
+        else
+            join(parent, order[start[count - 1]].index, order[i].index);
+    }
+    start[count] = n;
+    if (side <= 0) {
+        rc = 0;
+        goto done;
+    }
+    /* Cells whose coordinates differ by at most `reach` in every dimension may hold modes within
+     * radius of each other (a cell's diagonal is the radius). */
+    int64_t reach = (int64_t)ceil(sqrt((double)dim));
+    double r2 = radius * radius;
+    for (size_t c = 0; c < count; c++)
+        for (size_t o = c + 1; o < count; o++) {
+            const int64_t *a = order[start[c]].cell, *b = order[start[o]].cell;
+            int near = 1;
+            for (size_t k = 0; k < dim && near; k++)
+                near = llabs(a[k] - b[k]) <= reach;
+            if (!near || find(parent, order[start[c]].index) == find(parent, order[start[o]].index))
+                continue;
+            int joined = 0;
+            for (size_t i = start[c]; i < start[c + 1] && !joined; i++)
+                for (size_t j = start[o]; j < start[o + 1] && !joined; j++)
+                    if (within(modes + order[i].index * dim, modes + order[j].index * dim, dim, r2)) {
+                        join(parent, order[i].index, order[j].index);
+                        joined = 1;
+                    }
+        }
+    rc = 0;
+done:
+    free(cells);
+    free(order);
+    free(start);
+    return rc;
+}
+
+typedef struct {
+    size_t root;
+    int64_t size;
+} cluster_key;
+
+static int by_size_then_first(const void *x, const void *y)
+{
+    const cluster_key *a = x, *b = y;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    return (a->root > b->root) - (a->root < b->root);
+}
+
+/* Labels (n), k, sizes and centres (malloc'd) of the merged modes. 0, or -1 out of memory. */
+static int merge(const float *modes, size_t n, size_t dim, double radius, int32_t *labels, pc_mpi_clusters *out)
+{
+    size_t *parent = malloc((n + 1) * sizeof *parent), *number = malloc((n + 1) * sizeof *number);
+    cluster_key *keys = malloc((n + 1) * sizeof *keys);
+    int64_t *size = calloc(n + 1, sizeof *size);
+    int rc = -1;
+    if (!parent || !number || !keys || !size || join_modes(modes, n, dim, radius, parent))
+        goto done;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        size[find(parent, i)]++;
+    for (size_t i = 0; i < n; i++)
+        if (find(parent, i) == i)
+            keys[k++] = (cluster_key){i, size[i]};
+    qsort(keys, k, sizeof *keys, by_size_then_first);
+    for (size_t c = 0; c < k; c++)
+        number[keys[c].root] = c;
+    out->k = k;
+    out->sizes = malloc((k + 1) * sizeof *out->sizes);
+    out->centres = malloc((k * dim + 1) * sizeof *out->centres);
+    double *sums = calloc(k * dim + 1, sizeof *sums);
+    if (!out->sizes || !out->centres || !sums) {
+        free(sums);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) { /* each centre: the mean of its modes, summed in index order */
+        size_t c = number[find(parent, i)];
+        labels[i] = (int32_t)c;
+        for (size_t d = 0; d < dim; d++)
+            sums[c * dim + d] += modes[i * dim + d];
+    }
+    for (size_t c = 0; c < k; c++) {
+        out->sizes[c] = keys[c].size;
+        for (size_t d = 0; d < dim; d++)
+            out->centres[c * dim + d] = (float)(sums[c * dim + d] / (double)keys[c].size);
+    }
+    free(sums);
+    rc = 0;
+done:
+    free(parent);
+    free(number);
+    free(keys);
+    free(size);
+    return rc;
+}
+
+void pc_mpi_clusters_free(pc_mpi_clusters *c)
+{
+    if (!c)
+        return;
+    free(c->centres);
+    free(c->sizes);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---------------------------------------------------------------- the shifts */
+
+typedef struct {
+    pc_kernel kernel;
+    double h2x2, h2, radius2;
+} kernel_of;
+
+static double weight(const kernel_of *kf, double d2)
+{
+    if (d2 > kf->radius2)
+        return 0;
+    switch (kf->kernel) {
+    case PC_KERNEL_FLAT: return 1;
+    case PC_KERNEL_EPANECHNIKOV: return 1 - d2 / kf->h2;
+    case PC_KERNEL_GAUSSIAN: break;
+    }
+    return exp(-d2 / kf->h2x2);
+}
+
+/* num/den += the block's weighted references, for the active points. */
+static void accumulate(const kernel_of *kf, const float *pos, const unsigned char *stopped, size_t n, size_t dim,
+                       const float *block, size_t rows, double *num, double *den)
+{
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64) if (n * rows > 65536)
+#endif
+    for (long li = 0; li < (long)n; li++) {
+        size_t i = (size_t)li;
+        if (stopped[i])
+            continue;
+        const float *q = pos + i * dim;
+        double *acc = num + i * dim, wsum = 0;
+        for (size_t r = 0; r < rows; r++) {
+            const float *x = block + r * dim;
+            double d2 = 0;
+            for (size_t k = 0; k < dim; k++) {
+                double d = (double)x[k] - q[k];
+                d2 += d * d;
+            }
+            double w = weight(kf, d2);
+            if (w <= 0)
+                continue;
+            wsum += w;
+            for (size_t k = 0; k < dim; k++)
+                acc[k] += w * x[k];
+        }
+        den[i] += wsum;
+    }
+}
+
+static double value_at(const pc_points *p, size_t i, size_t j)
+{
+    size_t size = p->dtype == PC_F64 ? 8 : p->dtype == PC_F32 ? 4 : p->dtype == PC_U16 ? 2 : 1;
+    const unsigned char *row = (const unsigned char *)p->data + i * (p->stride ? p->stride : p->dim * size);
+    switch (p->dtype) {
+    case PC_F64: { double v; memcpy(&v, row + j * 8, 8); return v; }
+    case PC_U8: return row[j];
+    case PC_U16: { uint16_t v; memcpy(&v, row + j * 2, 2); return v; }
+    case PC_F32: break;
+    }
+    float v;
+    memcpy(&v, row + j * 4, 4);
+    return v;
+}
+
+pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_meanshift_params *params, int32_t *labels,
+                           float *modes, pc_mpi_clusters *clusters, pc_mpi_report *report)
+{
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    pc_mpi_report times = {0, 0, 0, 0};
+    double t0 = MPI_Wtime();
+    pc_status st = PC_OK;
+    if (clusters)
+        memset(clusters, 0, sizeof *clusters);
+    unsigned long long n = points ? points->n : 0, dim = points ? points->dim : 0, dlo = 0, dhi = 0;
+    if (!points || !params || !clusters || (n && (!labels || !modes)))
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: pc_mpi_meanshift: points, params, clusters and (with rows) "
+                          "labels and modes must not be NULL", rank);
+    MPI_Allreduce(&dim, &dlo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
+    MPI_Allreduce(&dim, &dhi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    if (st == PC_OK && (dlo != dhi || dim == 0))
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: the ranks' points have %llu to %llu values per row", rank, dlo,
+                          dhi);
+    double h = params ? params->bandwidth : 0;
+    if (st == PC_OK && (!(h > 0) || !isfinite(h)))
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: bandwidth must be a finite number > 0, got %g", rank, h);
+    if (st == PC_OK && params->blurring)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: blurring mean shift does not run across ranks (the references "
+                          "would move every iteration)", rank);
+    if (st == PC_OK && params->max_iter < 1)
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: max_iter must be >= 1, got %d", rank, params->max_iter);
+    if (st == PC_OK && (unsigned)params->kernel > PC_KERNEL_EPANECHNIKOV)
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: unknown kernel %d", rank, (int)params->kernel);
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        return st;
+    kernel_of kf = {params->kernel, 2 * h * h, h * h, INFINITY};
+    double radius = params->radius > 0 ? params->radius : params->kernel == PC_KERNEL_GAUSSIAN ? INFINITY : h;
+    kf.radius2 = radius * radius;
+    double eps = params->eps < 0 ? 1e-3 * h : params->eps, merge_radius = params->merge_radius < 0 ? h / 2
+                                                                                                     : params->merge_radius;
+    /* Every rank's row count: the blocks' sizes round the ring, and rank 0's gather. */
+    unsigned long long *counts = calloc((size_t)size, sizeof *counts);
+    size_t d = (size_t)dim, largest = 0, total = 0;
+    float *own = NULL, *blk[2] = {NULL, NULL}, *all = NULL;
+    double *num = NULL, *den = NULL;
+    unsigned char *stopped = NULL;
+    int32_t *all_labels = NULL;
+    int *ints = NULL, *displs = NULL;
+    if (!counts)
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory", rank);
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    MPI_Allgather(&n, 1, MPI_UNSIGNED_LONG_LONG, counts, 1, MPI_UNSIGNED_LONG_LONG, comm);
+    for (int q = 0; q < size; q++) {
+        largest = counts[q] > largest ? (size_t)counts[q] : largest;
+        total += (size_t)counts[q];
+    }
+    if (total == 0)
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: mean shift needs at least one point; the ranks hold none", rank);
+    else if (largest * d > 0x7fffffffu || total * d > 0x7fffffffu)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %zu points of %zu values are more than the ring's messages hold",
+                          rank, total, d);
+    else if (!(own = malloc((n * d + 1) * sizeof *own)) || !(blk[0] = malloc((largest * d + 1) * sizeof(float))) ||
+             !(blk[1] = malloc((largest * d + 1) * sizeof(float))) || !(num = malloc((n * d + 1) * sizeof *num)) ||
+             !(den = malloc((n + 1) * sizeof *den)) || !(stopped = calloc(n + 1, 1)))
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the ring's blocks", rank);
+    for (size_t i = 0; st == PC_OK && i < n; i++)
+        for (size_t k = 0; k < d; k++) {
+            double v = value_at(points, i, k);
+            if (!isfinite(v) || fabs(v) > 3.4e38) {
+                st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: row %zu, dimension %zu: %g is not a finite float32",
+                                  rank, i, k, v);
+                break;
+            }
+            own[i * d + k] = (float)v;
+        }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    if (n)
+        memcpy(modes, own, n * d * sizeof *own);
+    times.setup = MPI_Wtime() - t0;
+    int iterations = 0;
+    for (;;) {
+        double t1 = MPI_Wtime(), wait = 0;
+        memset(num, 0, n * d * sizeof *num);
+        memset(den, 0, n * sizeof *den);
+        memcpy(blk[0], own, n * d * sizeof *own);
+        int cur = 0, next_rank = (rank + 1) % size, prev_rank = (rank + size - 1) % size;
+        for (int step = 0; step < size; step++) {
+            int owner = (rank - step + size) % size, incoming = (owner - 1 + size) % size;
+            MPI_Request req[2];
+            int more = step < size - 1;
+            if (more) { /* the next block travels while this one is summed */
+                MPI_Irecv(blk[1 - cur], (int)(counts[incoming] * d), MPI_FLOAT, prev_rank, step, comm, &req[0]);
+                MPI_Isend(blk[cur], (int)(counts[owner] * d), MPI_FLOAT, next_rank, step, comm, &req[1]);
+            }
+            accumulate(&kf, modes, stopped, (size_t)n, d, blk[cur], (size_t)counts[owner], num, den);
+            if (more) {
+                double tw = MPI_Wtime();
+                MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+                wait += MPI_Wtime() - tw;
+                cur = 1 - cur;
+            }
+        }
+        unsigned long long moving = 0, any = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (stopped[i])
+                continue;
+            float *q = modes + i * d;
+            if (!(den[i] > 0)) { /* nothing within its radius: it stays */
+                stopped[i] = 1;
+                continue;
+            }
+            double d2 = 0;
+            for (size_t k = 0; k < d; k++) {
+                float v = (float)(num[i * d + k] / den[i]);
+                double step_k = (double)v - q[k];
+                d2 += step_k * step_k;
+                q[k] = v;
+            }
+            if (d2 <= eps * eps)
+                stopped[i] = 1;
+            else
+                moving++;
+        }
+        iterations++;
+        double t2 = MPI_Wtime();
+        MPI_Allreduce(&moving, &any, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+        times.communication += wait + MPI_Wtime() - t2;
+        times.compute += t2 - t1 - wait;
+        if (any == 0 || iterations >= params->max_iter)
+            break;
+    }
+    /* The modes merged on rank 0, the labels sent back. */
+    double t3 = MPI_Wtime();
+    if (rank == 0) {
+        ints = calloc((size_t)size, sizeof *ints);
+        displs = calloc((size_t)size, sizeof *displs);
+        all = malloc((total * d + 1) * sizeof *all);
+        all_labels = malloc((total + 1) * sizeof *all_labels);
+        if (!ints || !displs || !all || !all_labels)
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory for the modes");
+        for (int q = 0, at = 0; st == PC_OK && q < size; q++) {
+            ints[q] = (int)(counts[q] * d);
+            displs[q] = at;
+            at += ints[q];
+        }
+    }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    MPI_Gatherv(modes, (int)(n * d), MPI_FLOAT, all, ints, displs, MPI_FLOAT, 0, comm);
+    if (rank == 0) {
+        if (merge(all, total, d, merge_radius, all_labels, clusters))
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory merging the modes");
+        for (int q = 0, at = 0; q < size; q++) {
+            ints[q] = (int)counts[q];
+            displs[q] = at;
+            at += ints[q];
+        }
+    }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    MPI_Scatterv(all_labels, ints, displs, MPI_INT32_T, labels, (int)n, MPI_INT32_T, 0, comm);
+    unsigned long long k = clusters->k;
+    MPI_Bcast(&k, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+    if (rank != 0) {
+        clusters->k = (size_t)k;
+        clusters->sizes = malloc((k + 1) * sizeof *clusters->sizes);
+        clusters->centres = malloc((k * d + 1) * sizeof *clusters->centres);
+        if (!clusters->sizes || !clusters->centres)
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the clusters", rank);
+    }
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
+    MPI_Bcast(clusters->sizes, (int)k, MPI_INT64_T, 0, comm);
+    MPI_Bcast(clusters->centres, (int)(k * d), MPI_FLOAT, 0, comm);
+    MPI_Allreduce(&iterations, &clusters->iterations, 1, MPI_INT, MPI_MAX, comm);
+    times.communication += MPI_Wtime() - t3;
+    if (report)
+        *report = times;
+done:
+    if (st != PC_OK)
+        pc_mpi_clusters_free(clusters);
+    free(counts);
+    free(own);
+    free(blk[0]);
+    free(blk[1]);
+    free(num);
+    free(den);
+    free(stopped);
+    free(all);
+    free(all_labels);
+    free(ints);
+    free(displs);
+    return st;
+}
