@@ -47,7 +47,12 @@ demo)
 check)
     sh scripts/install-deps.sh test
     configure_and_build "-DPARCLUST_WERROR=ON"
-    cd "$BUILD" && ctest --output-on-failure -j "$JOBS" -LE cuda
+    (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" -LE cuda)
+    # The fuzz targets (fuzz/), FUZZ_SECONDS (default 3) each, where clang is: their own clang build.
+    if [ "${FUZZ_SECONDS:-3}" != 0 ] && command -v clang >/dev/null 2>&1; then
+        JOBS=$JOBS sh fuzz/build.sh "${FUZZ_BUILD:-build-fuzz}"
+        sh fuzz/run.sh "${FUZZ_BUILD:-build-fuzz}" "${FUZZ_SECONDS:-3}"
+    fi
     ;;
 bench)
     sh scripts/install-deps.sh

@@ -8,7 +8,8 @@ packages="cmake make gcc libc6-dev libgdal-dev"
 if [ "${1:-}" = "test" ]; then
     # python3-gdal and gdal-bin: the segment tests read the label rasters back with GDAL; pkgconf:
     # the installed-library test builds a program with pkg-config.
-    packages="$packages pkgconf python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
+    # clang and libclang-rt-dev (libFuzzer): the fuzz targets' short runs (fuzz/run.sh).
+    packages="$packages clang libclang-rt-dev pkgconf python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
     # The Python package's test builds its extension (Python's headers, setuptools) and runs pytest.
     packages="$packages python3-dev python3-setuptools python3-pytest"
     # Open MPI: parclust-mpi and its tests (built only where CMake finds MPI).

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char last_error[PCLI_OUTPUTS_ERR_SIZE];
@@ -28,9 +30,20 @@ static int exchanges;         /* exchanges made */
 static char exchanged[8][4096]; /* the targets exchanged since clear(): an exchange onto one again puts it back */
 static int n_exchanged;
 static const char *dir_at; /* this target is made a directory just before it is exchanged (after the check) */
+static char events[64];    /* the commit's calls in order: 's' file synced, 'd' folder synced, 'x' exchange, 'r' rename */
+static int sync_fails;     /* 1: syncing a file fails (EIO); 2: syncing a folder does */
+static int synced_whole;   /* every file synced held its whole new text then */
+
+static void event(char c)
+{
+    size_t n = strlen(events);
+    if (n + 1 < sizeof events)
+        events[n] = c, events[n + 1] = '\0';
+}
 
 static int failing_rename(const char *from, const char *to)
 {
+    event('r');
     if (fail_to && strcmp(to, fail_to) == 0 && strstr(from, ".pc-") && !strstr(from, ".old")) {
         renames_failed++;
         errno = EIO;
@@ -45,6 +58,7 @@ static int failing_rename(const char *from, const char *to)
 
 static int test_exchange(const char *a, const char *b)
 {
+    event('x');
     int again = 0;
     for (int i = 0; i < n_exchanged; i++)
         again |= strcmp(exchanged[i], b) == 0;
@@ -79,6 +93,22 @@ static int no_link(const char *from, const char *to)
 
 static int (*link_call)(const char *from, const char *to) = link;
 
+static const char *text_of(const char *path);
+
+/* Records the sync, checks a file holds its whole text ("new-" and a letter), and fails where asked. */
+static int test_sync(const char *path, int is_dir)
+{
+    event(is_dir ? 'd' : 's');
+    if (!is_dir && (strncmp(text_of(path), "new-", 4) != 0 || strlen(text_of(path)) != 5))
+        synced_whole = 0;
+    if (sync_fails == (is_dir ? 2 : 1)) {
+        errno = EIO;
+        return -1;
+    }
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISDIR(st.st_mode) != 0) == is_dir ? 0 : -1;
+}
+
 /* pcli_outputs_init, with the commit's exchanges through test_exchange, its renames through
  * failing_rename and its links through link_call. */
 static void init(pcli_outputs *o)
@@ -87,6 +117,9 @@ static void init(pcli_outputs *o)
     o->fs_exchange = test_exchange;
     o->fs_rename = failing_rename;
     o->fs_link = link_call;
+    o->fs_sync = test_sync;
+    events[0] = '\0';
+    synced_whole = 1;
 }
 
 /* The calls that can fail, their error kept in last_error (and shown, marked as expected). */
@@ -219,6 +252,24 @@ static void cases(void)
     CHECK(strcmp(text_of(path_of("a.csv")), "new-a") == 0 && strcmp(text_of(path_of("b.npy")), "new-b") == 0 &&
           strcmp(text_of(path_of("c.png")), "new-c") == 0);
     CHECK_MSG(entries() == 3, "%s: %d files after a commit, expected 3", mode, entries());
+    /* Written out to disk: the three staged files, whole, before any exchange or rename, and their one
+     * folder after the last (a, b existed: exchanged, then c renamed; without exchanges, the two tried
+     * and failed, then three renames). */
+    CHECK_MSG(strcmp(events, exchanges_on ? "sssxxrd" : "sssxxrrrd") == 0 && synced_whole, "%s: calls %s", mode, events);
+
+    /* A file or the folder that cannot be written out to disk: nothing changes. */
+    for (sync_fails = 1; sync_fails <= 2; sync_fails++) {
+        clear();
+        put(path_of("a.csv"), "old-a");
+        CHECK(stage_three(o, path_of("a.csv"), path_of("b.npy"), path_of("c.png")) == 0);
+        CHECK(CHECKED(pcli_outputs_commit) == -1 && strstr(last_error, strerror(EIO)) &&
+              strstr(last_error, "no output was changed"));
+        CHECK_MSG(sync_fails == 2 || strstr(last_error, "cannot write the file out to disk"), "%s: message %s", mode,
+                  last_error);
+        CHECK(strcmp(text_of(path_of("a.csv")), "old-a") == 0 && access(path_of("b.npy"), F_OK) != 0);
+        CHECK_MSG(entries() == 1, "%s, sync %d fails: %d files left, expected 1", mode, sync_fails, entries());
+    }
+    sync_fails = 0;
 
     /* A rename fails after one or two succeeded: those are put back (old file, or no file). */
     rollback_case("second rename fails", path_of("b.npy"));
@@ -294,6 +345,57 @@ static void cases(void)
     clear();
 }
 
+/* A name of ours (".pc-PID-N...") whose run is gone and that is older than a day goes at the check;
+ * anything else stays: a running pid's, a recent one, a folder, other names. */
+static void stale_cases(void)
+{
+    clear();
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0); /* a pid no process has (until the system hands it out again) */
+    long dead = (long)child, alive = (long)getppid();
+    char name[128];
+    struct {
+        const char *fmt;
+        long pid;
+        int age_days, dir, gone;
+    } files[] = {{".pc-%ld-3.csv", dead, 2, 0, 1},      {".pc-%ld-4.npy.tmp.AbC123", dead, 2, 0, 1},
+                 {".pc-%ld-5.old", dead, 3, 0, 1},      {".pc-%ld-6", dead, 2, 0, 1},
+                 {".pc-%ld-7.csv", dead, 0, 0, 0},      {".pc-%ld-8.csv", alive, 2, 0, 0},
+                 {".pc-%ld-9.d", dead, 2, 1, 0},        {".pc-%ldx-1.csv", dead, 2, 0, 0},
+                 {".pcx-%ld-1.csv", dead, 2, 0, 0},     {"pc-%ld-1.csv", dead, 2, 0, 0},
+                 {".pc-%ld-.csv", dead, 2, 0, 0},       {".pc-%ld-12csv", dead, 2, 0, 0}};
+    size_t n = sizeof files / sizeof files[0], expect_gone = 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof name, files[i].fmt, files[i].pid);
+        if (files[i].dir)
+            mkdir(path_of(name), 0777);
+        else
+            put(path_of(name), "x");
+        struct timespec t[2] = {{time(NULL) - files[i].age_days * 86400L - 60, 0}, {0, 0}};
+        t[1] = t[0];
+        utimensat(AT_FDCWD, path_of(name), t, 0);
+        expect_gone += (size_t)files[i].gone;
+    }
+    CHECK(pcli_outputs_staging_pid(".pc-123-0.csv") == 123 && pcli_outputs_staging_pid(".pc-0-1") == 0 &&
+          pcli_outputs_staging_pid(".pc-99999999999-1") == 0 && pcli_outputs_staging_pid(".pc-12-") == 0);
+    pcli_outputs outputs, *o = &outputs;
+    init(o);
+    pcli_outputs_add(o, "--a", path_of("out.csv"));
+    CHECK(CHECKED(pcli_outputs_check) == 0);
+    CHECK_MSG(o->stale_removed == expect_gone, "stale files removed: %zu, expected %zu", o->stale_removed, expect_gone);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof name, files[i].fmt, files[i].pid);
+        CHECK_MSG((access(path_of(name), F_OK) != 0) == files[i].gone, "%s: %s", name,
+                  files[i].gone ? "left behind" : "removed");
+    }
+    rmdir(path_of(".pc-0-9.d"));
+    snprintf(name, sizeof name, ".pc-%ld-9.d", dead);
+    rmdir(path_of(name));
+    clear();
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -308,5 +410,6 @@ int main(int argc, char **argv)
 #endif
     exchanges_on = 0;
     cases();
+    stale_cases();
     return check_report("output_files");
 }

@@ -638,6 +638,63 @@ static void test_plots(void)
     free(lab);
 }
 
+/* Text read a block (1 MiB) at a time: rows whose line ends fall on and across the blocks' ends (a
+ * CRLF cut in two by one, a lone CR ending one) read as written; a NUL beyond the first block named
+ * with its line; the values stopped at the memory limit with the line where they passed it. */
+static void test_blocks(void)
+{
+    static const char *const eols[] = {"\n", "\r\n", "\r"};
+    const size_t n = 200000, block = (size_t)1 << 20;
+    for (int e = 0; e < 3; e++) {
+        size_t le = strlen(eols[e]), w = 17 + le; /* "1234567,1234567.5" and the line end */
+        /* A first comment line of the length that puts a row's line end on the first block's last byte. */
+        size_t lead = (block - 1 - 17) % w;
+        while (lead < 2 + le)
+            lead += w;
+        char *text = malloc(lead + n * w + 1), *t = text;
+        float *want = malloc(2 * n * sizeof *want);
+        memset(t, 'c', lead - le);
+        t[0] = '#';
+        memcpy(t + lead - le, eols[e], le);
+        t += lead;
+        for (size_t i = 0; i < n; i++) {
+            t += sprintf(t, "%zu,%zu.5%s", 1000000 + i, 1000000 + i, eols[e]);
+            want[2 * i] = (float)(1000000 + i);
+            want[2 * i + 1] = (float)(1000000 + i) + 0.5f;
+        }
+        CHECK(text[block - 1] == eols[e][0] && (size_t)(t - text) == lead + n * w);
+        char name[32];
+        snprintf(name, sizeof name, "blocks%d.csv", e);
+        const char *path = put_file(name, text, (size_t)(t - text));
+        expect_points(path, n, 2, want);
+        /* A NUL in the third block: named with its line (the comment is line 1). */
+        size_t at = 2 * block + 5, line = 2 + (at - lead) / w;
+        text[at] = '\0';
+        path = put_file(name, text, (size_t)(t - text));
+        char msg[64];
+        snprintf(msg, sizeof msg, "line %zu contains a NUL byte", line);
+        expect_points_error(path, msg);
+        text[at] = '1';
+        free(text);
+        free(want);
+    }
+    /* 64 KiB of values: 8192 rows of two float32; the 8193rd (line 8194 after the comment) passes it. */
+    pcli_set_memory_limit(64 * 1024);
+    const char *path = path_of("blocks1.csv");
+    pcli_matrix m = {0};
+    char err[512] = "";
+    CHECK(pcli_read_points(path, &m, err, sizeof err) == -1);
+    CHECK_MSG(has(err, "line 8194: the points read so far exceed the memory limit, 64.0 KiB (set by the program"), "%s",
+              err);
+    const char *why = NULL;
+    CHECK(pcli_memory_limit(&why) == 64 * 1024 && strcmp(why, "set by the program") == 0);
+    pcli_set_memory_limit(0);
+    CHECK(pcli_memory_limit(&why) > 64 * 1024);
+    remove(path_of("blocks0.csv"));
+    remove(path_of("blocks1.csv"));
+    remove(path_of("blocks2.csv"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -651,6 +708,7 @@ int main(int argc, char **argv)
     test_header_rules();
     test_numpy_numbers();
     test_line_ends_and_encodings();
+    test_blocks();
     test_labels();
     test_npy_roundtrip();
     test_npy_read();

@@ -7,8 +7,10 @@
 #include "output_files.h"
 #include "points_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Swaps the files of two names in one step, or fails changing nothing. */
@@ -30,12 +33,30 @@ static int exchange(const char *a, const char *b)
 #endif
 }
 
+/* fsync of a file (opened for reading: fsync needs no more on Linux; for writing where it cannot be
+ * read) or of a folder; a folder whose filesystem cannot sync one (EINVAL) counts as done. */
+static int sync_path(const char *path, int dir)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+    if (fd < 0 && errno == EACCES && !dir)
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd), e = errno;
+    close(fd);
+    if (rc != 0 && dir && (e == EINVAL || e == ENOTSUP))
+        rc = 0;
+    errno = e;
+    return rc;
+}
+
 void pcli_outputs_init(pcli_outputs *o)
 {
     memset(o, 0, sizeof *o);
     o->fs_exchange = exchange;
     o->fs_rename = rename;
     o->fs_link = link;
+    o->fs_sync = sync_path;
 }
 
 /* Adds a line to the error in err (a commit can have several to say); -1, as pcli_fail. */
@@ -138,6 +159,54 @@ static int check_output(pcli_file *f, identity *id, char *err, size_t errsize)
     return 0;
 }
 
+long pcli_outputs_staging_pid(const char *name)
+{
+    /* ".pc-PID-N" then nothing or '.' and anything (the extension, ".tmp.XXXXXX" of a writer, ".old") */
+    if (strncmp(name, ".pc-", 4) != 0)
+        return 0;
+    const char *s = name + 4;
+    long pid = 0;
+    int digits = 0;
+    for (; *s >= '0' && *s <= '9' && digits < 10; s++, digits++)
+        pid = pid * 10 + (*s - '0');
+    if (!digits || *s++ != '-' || pid <= 0 || pid > INT_MAX)
+        return 0;
+    for (digits = 0; *s >= '0' && *s <= '9'; s++)
+        digits++;
+    return digits && (*s == '\0' || *s == '.') ? pid : 0;
+}
+
+size_t pcli_outputs_clean_stale(const char *dir, double max_age_s)
+{
+    DIR *d = opendir(dir);
+    size_t removed = 0;
+    if (!d)
+        return 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d)) != NULL) {
+        long pid = pcli_outputs_staging_pid(e->d_name);
+        struct stat st;
+        if (!pid || pid == (long)getpid())
+            continue;
+        int len = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (len < 0 || (size_t)len >= sizeof path || lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
+            continue;
+        /* Written a day ago or more (as ls -l shows), and its run gone: a pid that runs (or that is
+         * another user's: EPERM) may be that run still, or one that took its number: kept either way. */
+        if (difftime(now, st.st_mtime) < max_age_s)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
 int pcli_outputs_check(pcli_outputs *o, char *err, size_t errsize)
 {
     identity in[PCLI_MAX_FILES], out[PCLI_MAX_FILES];
@@ -162,6 +231,17 @@ int pcli_outputs_check(pcli_outputs *o, char *err, size_t errsize)
             if (same(&out[i], &out[j]))
                 return pcli_fail(err, errsize, "%s '%s' and %s '%s' are the same file: give each output its own name",
                                  o->out[j].what, o->out[j].path, f->what, f->path);
+    }
+    /* Each folder once: what killed runs left there a day ago and more. */
+    for (size_t i = 0; i < o->n_out; i++) {
+        char dir[PATH_MAX], other[PATH_MAX];
+        int seen = 0;
+        if (folder_of(o->out[i].path, dir, sizeof dir))
+            continue;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = folder_of(o->out[j].path, other, sizeof other) == 0 && strcmp(dir, other) == 0;
+        if (!seen)
+            o->stale_removed += pcli_outputs_clean_stale(dir, 24 * 3600.0);
     }
     return 0;
 }
@@ -347,6 +427,17 @@ int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
     int e = 0;
     if (errsize)
         err[0] = '\0';
+    /* 0. The new files' data on disk before any name points at them: else a power cut soon after the
+     * renames could leave a target holding a file of the right size and no data (or a part). */
+    for (i = 0; i < o->n_out; i++) {
+        pcli_file *f = &o->out[i];
+        if (f->staged && o->fs_sync(f->staged, 0) != 0) {
+            add_line(err, errsize, "%s '%s': cannot write the file out to disk: %s (no output was changed)", f->what,
+                     f->path, strerror(errno));
+            pcli_outputs_discard(o);
+            return -1;
+        }
+    }
     /* 1. Nothing is replaced yet: each target is checked again (the run may have taken long). One
      * that exists is exchanged with its staged file, which keeps the old file under the staging name
      * for step 3 to remove, or step 2 to put back. A rename that replaces a file would do as well but
@@ -417,7 +508,20 @@ int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize)
         }
         f->placed = 1;
     }
-    /* 3. Every output is in place: the old files go. */
+    /* 3. Every output is in place: the new names written out to disk (each folder once), then the old
+     * files go. A folder that cannot be puts every output back, as a failed rename does. */
+    for (i = 0; i < o->n_out; i++) {
+        char dir[PATH_MAX], other[PATH_MAX];
+        int seen = 0;
+        if (!o->out[i].staged || folder_of(o->out[i].path, dir, sizeof dir))
+            continue;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = o->out[j].staged && folder_of(o->out[j].path, other, sizeof other) == 0 && strcmp(dir, other) == 0;
+        if (!seen && o->fs_sync(dir, 1) != 0) {
+            e = errno;
+            goto failed;
+        }
+    }
     drop_asides(o);
     for (i = 0; i < o->n_out; i++) {
         free(o->out[i].staged);

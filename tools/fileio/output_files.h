@@ -21,7 +21,15 @@
  * Files are compared by device and inode (stat), never by name: ./in.csv, a symbolic link to it or a
  * hard link of it are all in.csv. A writer writes to a short staging name in its target's folder
  * (".pc-PID-N" and the target's extension, which the writers read the format from), so a target
- * name as long as the filesystem allows still works and the final rename stays on one filesystem. */
+ * name as long as the filesystem allows still works and the final rename stays on one filesystem.
+ *
+ * What survives a crash (SIGKILL, a power cut): each staged file is written out to disk (fsync) before
+ * the first rename, and each output's folder after the last, so a target holds its old file or the
+ * complete new one, never a part. A run killed before its commit leaves its staging files (".pc-PID-"
+ * names); pcli_outputs_check removes those of the outputs' folders that are clearly stale: our naming
+ * pattern, a regular file of this user, older than a day, of a process that is no longer running.
+ * A run killed in the middle of a commit of several outputs may leave some new and some old (each
+ * whole). */
 #ifndef PCLI_OUTPUT_FILES_H
 #define PCLI_OUTPUT_FILES_H
 
@@ -54,6 +62,10 @@ typedef struct {
     int (*fs_exchange)(const char *a, const char *b);
     int (*fs_rename)(const char *from, const char *to);
     int (*fs_link)(const char *from, const char *to);
+    /* Writes a file's data (or a folder's entries, dir = 1) out to disk: fsync. 0, or -1 with errno. */
+    int (*fs_sync)(const char *path, int dir);
+    /* The staging files found stale and removed by pcli_outputs_check (for the tests). */
+    size_t stale_removed;
 } pcli_outputs;
 
 void pcli_outputs_init(pcli_outputs *o);
@@ -61,7 +73,8 @@ void pcli_outputs_init(pcli_outputs *o);
 void pcli_outputs_input(pcli_outputs *o, const char *what, const char *path);
 /* An output, by its option ("--labels"); NULL path: not asked for. */
 void pcli_outputs_add(pcli_outputs *o, const char *option, const char *path);
-/* Before any work: each output's folder writable, the output not a directory or another non-file,
+/* Before any work: stale staging files of killed runs removed from the outputs' folders (see above);
+ * each output's folder writable, the output not a directory or another non-file,
  * not one of the inputs, not another output (for a file that does not exist yet: the same folder
  * and name). 0, or -1 with the error in err. */
 int pcli_outputs_check(pcli_outputs *o, char *err, size_t errsize);
@@ -72,13 +85,19 @@ int pcli_outputs_check_room(const pcli_outputs *o, char *err, size_t errsize);
 /* The name to write the registered output `target` to (created empty here, so it is this run's);
  * NULL (error in err) when it cannot be created. */
 const char *pcli_outputs_stage(pcli_outputs *o, const char *target, char *err, size_t errsize);
-/* Puts every staged output in place of its target. Before the first, each target is checked again.
+/* Puts every staged output in place of its target. Before the first, each staged file is written out
+ * to disk (fs_sync) and each target is checked again.
  * A target that exists is exchanged with its staged file (one atomic step, which keeps the old file
  * under the staging name until the end), or where the filesystem cannot exchange, kept aside (a hard
  * link, else moved) and replaced by a rename. One that fails puts back every target already replaced,
- * so a failure changes none. The old files are removed once all are in place. 0, or -1 with the error
- * in err (staged files removed). */
+ * so a failure changes none. Once all are in place their folders are written out to disk, then the
+ * old files removed. 0, or -1 with the error in err (staged files removed). */
 int pcli_outputs_commit(pcli_outputs *o, char *err, size_t errsize);
+/* Removes from folder dir the staging files of runs that ended without cleaning up (the rule above;
+ * older than max_age_s seconds); how many were removed. */
+size_t pcli_outputs_clean_stale(const char *dir, double max_age_s);
+/* The pid of a staging name ".pc-PID-N..." (a file name, no folder), or 0 when name is not one. */
+long pcli_outputs_staging_pid(const char *name);
 void pcli_outputs_discard(pcli_outputs *o); /* removes whatever was staged */
 /* A writer's error (which names the staging file) with the staging name replaced by its target's,
  * the name the user knows, into out. */

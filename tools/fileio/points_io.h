@@ -35,6 +35,14 @@ void pcli_matrix_free(pcli_matrix *m); /* NULL-safe; leaves an empty matrix */
  * copy made once and kept in m. NULL (error in err) when memory runs out. */
 const float *pcli_matrix_f32(pcli_matrix *m, char *err, size_t errsize);
 
+/* The memory the readers may hold (bytes): text points and labels, and .npy labels, are refused
+ * once their values (or the file's bytes, for .npy labels) would take more, and text once 4 times
+ * as many bytes are read (an input of comments fed forever), with a message naming the limit. The
+ * program's (pcli_set_memory_limit, > 0), else the environment's PARCLUST_MAX_MEMORY ("512M", "2G",
+ * "8GiB", bytes), else half of the physical memory, or ulimit -v if lower. why (may be NULL): which. */
+void pcli_set_memory_limit(double bytes);
+double pcli_memory_limit(const char **why);
+
 /* Whether the first row of a text file is a header (the first line that is neither blank nor a
  * comment). AUTO: when none of its fields is a number; a row with some fields numbers and some not
  * is neither, and an error naming the line and column, so that no row is dropped unnoticed. YES: it
@@ -53,7 +61,8 @@ typedef struct {
     int mapped;       /* .npy points: 1 when the file itself is read (no copy) */
 } pcli_read_info;
 
-/* Text: CSV, TSV, ';'- or blank-separated, UTF-8 or ASCII, lines ended by LF, CRLF or CR; an
+/* Text: read and parsed a block (1 MiB) at a time, so binary content is refused at its first block;
+ * lines of at most 64 MiB. CSV, TSV, ';'- or blank-separated, UTF-8 or ASCII, lines ended by LF, CRLF or CR; an
  * optional header row (above), '#' comments (whole lines or the rest of a line, as np.loadtxt) and
  * blank lines skipped. Numbers are read as NumPy reads them: decimal, with an optional exponent,
  * inf/infinity/nan in any case, no hexadecimal, no "1_000"; every value must be finite as a float32.

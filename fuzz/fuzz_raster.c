@@ -1,0 +1,32 @@
+/* libFuzzer target: rasters through the project's GDAL reading code (`parclust segment FILE`): the
+ * input checks, then pcli_image_read of a GeoTIFF (or, by the first byte, a PNG or .npy image) with
+ * every band, nodata from the file. Built where GDAL is (PARCLUST_GDAL). */
+#include "fuzz_file.h"
+#include "raster_io.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const ext[] = {".tif", ".tif", ".png", ".npy"};
+    if (size < 1)
+        return 0;
+    const char *path = fuzz_file(0, ext[data[0] & 3], data + 1, size - 1);
+    char err[1024];
+    if (pcli_check_input_file(path, err, sizeof err) != 0)
+        return 0;
+    pcli_read_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.threads = 1;
+    pcli_image im;
+    memset(&im, 0, sizeof im);
+    if (pcli_image_read(path, &opt, &im, err, sizeof err) == 0) {
+        size_t valid = 0;
+        for (size_t i = 0; i < im.width * im.height; i++)
+            valid += (size_t)pcli_image_is_valid(&im, i);
+        if (im.width < 1 || im.height < 1 || im.bands < 1 || valid != im.n_valid)
+            abort();
+    } else if (!err[0]) {
+        abort();
+    }
+    pcli_image_free(&im);
+    return 0;
+}
