@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """parclust-mpi against the single-process parclust on the same files.
 
-Usage: mpi_test.py MPIEXEC PARCLUST PARCLUST_MPI WORKDIR kmeans|hca|meanshift|fail [SANITIZED(0|1)]
+Usage: mpi_test.py MPIEXEC PARCLUST PARCLUST_MPI WORKDIR kmeans|hca|meanshift|segment|fail [SANITIZED [HAVE_GDAL]]
 
 For P = 1..4 ranks (the file's rows not divisible by P; splits where a rank, rank 0 included, holds no
 rows), each command's outputs are compared with `parclust CMD` on the same input, which runs the
@@ -10,6 +10,8 @@ in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
           within 1e-6 relative; also text input (read by rank 0, scattered) and --init FILE;
   hca:    labels, dendrogram and components identical, centres within float rounding;
   meanshift: (gaussian, and flat with its radius) labels identical, modes and centres within 1e-4 h;
+  segment: the label raster's values equal `parclust segment`'s (GeoTIFF: type, nodata, georeferencing
+          too, read back with GDAL), HCA and k-means, each rank its rows, a rank whose rows are all nodata;
   fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
           folder that cannot be written each end the run with a non-zero exit, one error line
           (from rank 0, naming the file), and no output or staging file left behind.
@@ -23,6 +25,7 @@ import numpy as np
 
 MPIEXEC, P1, PM, WORK, WHAT = sys.argv[1:6]
 SANITIZED = len(sys.argv) > 6 and sys.argv[6] in ("1", "ON", "TRUE", "true")
+HAVE_GDAL = len(sys.argv) > 7 and sys.argv[7] == "1"
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
 # Under the sanitizers' build: no leak check at exit in MPI processes. Open MPI keeps its own
@@ -139,6 +142,46 @@ elif WHAT == "meanshift":
             dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()
             check(dm <= 1e-4 * h and dc <= 1e-4 * h,
                   f"meanshift {kernel[:2]} {tag(p, split)}: modes within {dm / h:.2g} h, centres {dc / h:.2g} h")
+elif WHAT == "segment":
+    # A float32 .npy image whose middle third of rows is nodata (NaN): rank 1 of 3 has no valid pixel.
+    img = np.zeros((60, 50, 3), np.float32)
+    yy, xx = np.mgrid[0:60, 0:50]
+    img[..., 0] = (xx // 17) * 10 + rng.normal(0, 0.5, (60, 50))
+    img[..., 1] = (yy // 13) * 10 + rng.normal(0, 0.5, (60, 50))
+    img[..., 2] = rng.normal(0, 0.5, (60, 50))
+    img[20:40] = np.nan
+    np.save("img.npy", img)
+    for alg in (["--algorithm", "hca", "--clusters", 4], ["--algorithm", "kmeans", "-k", 4]):
+        rc, out, err = run(["segment", "img.npy", "-o", "s1.npy"] + alg)
+        check(rc == 0, f"parclust segment img.npy {alg[1]}: {err.strip()}")
+        for p in (3,) if SANITIZED else (1, 3, 4):
+            rc, out, err = run(["segment", "img.npy", "-o", "sm.npy"] + alg, p)
+            check(rc == 0 and err == "" and np.array_equal(np.load("s1.npy"), np.load("sm.npy")),
+                  f"segment .npy {alg[1]} P={p} (rank 1 of 3 all nodata): labels equal {err.strip()}")
+    if HAVE_GDAL:
+        from osgeo import gdal
+
+        gdal.UseExceptions()
+        rc, out, err = run(["generate", "scene", "-o", "scene.tif", "--width", 200, "--height", 131])
+        check(rc == 0, f"parclust generate scene: {err.strip()}")
+
+        def raster(path):
+            d = gdal.Open(path)
+            b = d.GetRasterBand(1)
+            return b.ReadAsArray(), b.DataType, b.GetNoDataValue(), d.GetGeoTransform(), d.GetProjection()
+
+        for alg in (["--algorithm", "hca", "--clusters", 6], ["--algorithm", "kmeans", "-k", 6]):
+            rc, out, err = run(["segment", "scene.tif", "-o", "t1.tif"] + alg)
+            check(rc == 0, f"parclust segment scene.tif {alg[1]}: {err.strip()}")
+            ref = raster("t1.tif")
+            for p, split in ((2, None), (3, "0,100,31")):
+                rc, out, err = run(["segment", "scene.tif", "-o", "tm.tif"] + alg + split_args(split), p)
+                if rc:
+                    check(False, f"segment GeoTIFF {alg[1]} {tag(p, split)}: {err.strip()}")
+                    continue
+                got = raster("tm.tif")
+                check(np.array_equal(ref[0], got[0]) and ref[1:] == got[1:],
+                      f"segment GeoTIFF {alg[1]} {tag(p, split)}: labels, type, nodata, georeferencing equal")
 elif WHAT == "fail":
     def no_leftovers(folder="."):
         return [f for f in os.listdir(folder) if f.startswith(".pc-") or f.startswith("out")]
@@ -157,6 +200,17 @@ elif WHAT == "fail":
             check(rc != 0 and len(lines) == 1 and lines[0].startswith(f"parclust-mpi {cmd[0]}: error: {name}")
                   and why in lines[0], f"{cmd[0]} {name}: exit {rc}, one message: {lines}")
             check(no_leftovers() == [], f"{cmd[0]} {name}: no output left: {no_leftovers()}")
+    # segment: an image cut short is refused by every rank's reader; one message, no output.
+    np.save("img.npy", rng.normal(0, 1, (40, 30, 3)).astype(np.float32))
+    with open("img.npy", "rb") as f:
+        data = f.read()
+    with open("imgcut.npy", "wb") as f:
+        f.write(data[:-500])
+    rc, out, err = run(["segment", "imgcut.npy", "-o", "out.npy", "--clusters", 3], 3)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc != 0 and len(lines) == 1 and lines[0].startswith("parclust-mpi segment: error:") and "imgcut.npy" in lines[0],
+          f"segment of a truncated image: exit {rc}, one message: {lines}")
+    check(no_leftovers() == [], f"segment of a truncated image: no output left: {no_leftovers()}")
     # An output folder that disappears is refused before any work, once.
     rc, out, err = run(["kmeans", "x.npy", "-k", 5, "--labels", "nofolder/out.npy"], 2)
     lines = [l for l in err.splitlines() if l.strip()]

@@ -26,8 +26,7 @@ int mpi_rank0_verdict(int rc)
     return rc ? -1 : 0;
 }
 
-/* The rows of each rank: split "R0,R1,..." or even. 0, or -1 with the message in err. */
-static int rows_of(const char *split, size_t total, int size, int rank, size_t *first, size_t *n, char *err,
+int mpi_rows_of(const char *split, size_t total, int size, int rank, size_t *first, size_t *n, char *err,
                    size_t errsize)
 {
     if (!split) {
@@ -72,7 +71,7 @@ int mpi_read_input(const char *cmd, const char *path, pcli_header header, const 
         if (mpi_agree(cmd, rc ? PC_IO_ERROR : PC_OK, err))
             return -1;
         in->total = in->m.n;
-        rc = rows_of(split, in->total, in->size, in->rank, &in->first, &n, err, sizeof err);
+        rc = mpi_rows_of(split, in->total, in->size, in->rank, &in->first, &n, err, sizeof err);
         if (mpi_agree(cmd, rc ? PC_INVALID_ARGUMENT : PC_OK, err))
             return -1;
         pc_points all = cli_points_view(&in->m);
@@ -94,7 +93,7 @@ int mpi_read_input(const char *cmd, const char *path, pcli_header header, const 
     MPI_Bcast(shape, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
     in->total = (size_t)shape[0];
     size_t dim = (size_t)shape[1];
-    rc = rows_of(split, in->total, in->size, in->rank, &in->first, &n, err, sizeof err);
+    rc = mpi_rows_of(split, in->total, in->size, in->rank, &in->first, &n, err, sizeof err);
     if (!rc && n * dim > 0x7fffffffu)
         rc = pcli_fail(err, sizeof err, "%s: rank %d's %zu rows are too many for one message (use .npy)", path,
                        in->rank, n);

@@ -9,6 +9,7 @@
 int mpi_cmd_kmeans(int argc, char **argv);
 int mpi_cmd_hca(int argc, char **argv);
 int mpi_cmd_meanshift(int argc, char **argv);
+int mpi_cmd_segment(int argc, char **argv);
 
 static void usage(FILE *out)
 {
@@ -22,6 +23,7 @@ static void usage(FILE *out)
             "  hca INPUT           grid-based hierarchical clustering: the single-process result for any P\n"
             "  meanshift INPUT     mean shift (non-blurring), the all-pairs sums as a ring over the ranks:\n"
             "                      the single-process modes to within the stopping tolerance\n"
+            "  segment IMAGE -o L  an image by HCA or k-means, each rank its rows: parclust segment's labels\n"
             "\n"
             "  --split R0,R1,...   rows of each rank (default: as even as can be, in rank order)\n"
             "\n"
@@ -43,6 +45,8 @@ int main(int argc, char **argv)
         rc = mpi_cmd_hca(argc - 1, argv + 1);
     else if (strcmp(cmd, "meanshift") == 0)
         rc = mpi_cmd_meanshift(argc - 1, argv + 1);
+    else if (strcmp(cmd, "segment") == 0)
+        rc = mpi_cmd_segment(argc - 1, argv + 1);
     else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         if (rank == 0)
             usage(stdout);
@@ -50,9 +54,6 @@ int main(int argc, char **argv)
     } else if (rank == 0) {
         if (argc < 2)
             usage(stderr);
-        else if (strcmp(cmd, "segment") == 0)
-            fprintf(stderr, "parclust-mpi: error: '%s' does not run across ranks yet (kmeans and hca do); "
-                            "run 'parclust %s'\n", cmd, cmd);
         else
             fprintf(stderr, "parclust-mpi: error: unknown command '%s' (see 'parclust-mpi --help')\n", cmd);
     }

@@ -22,6 +22,10 @@ typedef struct {
  * -1 on every rank (message printed by rank 0) when any rank failed. */
 int mpi_read_input(const char *cmd, const char *path, pcli_header header, const char *split, mpi_input *in);
 void mpi_input_free(mpi_input *in);
+/* This rank's rows of `total` (rows of a file, of an image): split as mpi_read_input says. 0, or -1
+ * with the message in err. */
+int mpi_rows_of(const char *split, size_t total, int size, int rank, size_t *first, size_t *n, char *err,
+                size_t errsize);
 
 /* Agrees on st across the ranks; when it failed anywhere, rank 0 prints the message (one line) and
  * every rank gets -1. */

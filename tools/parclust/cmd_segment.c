@@ -7,6 +7,7 @@
 #include "preview.h"
 #include "progress.h"
 #include "raster_io.h"
+#include "segment_cli.h"
 #include "segment_stream.h"
 
 #include <errno.h>
@@ -79,37 +80,11 @@ static const char *const help =
     "Options without a value are switches: --palette=no (or =false, =0) is as if not given, =yes (=true,\n"
     "=1) as given.\n";
 
-enum { ALG_HCA = 1, ALG_KMEANS = 2, ALG_MEANSHIFT = 4, ALG_HECA = 8 };
-
 static const char *algorithm_name(int algorithm)
 {
     return algorithm == ALG_HCA ? "hca" : algorithm == ALG_HECA ? "heca" : algorithm == ALG_KMEANS ? "kmeans"
                                                                                                  : "meanshift";
 }
-
-typedef struct {
-    const char *input, *output, *preview, *truth;
-    int algorithm, palette;
-    size_t preview_size;
-    int bands[PCLI_MAX_BANDS];
-    pcli_read_options read;
-    pc_hca_params hca;
-    pc_heca_params heca;     /* the members; the cut is hca's */
-    pc_kmeans_params km;
-    pc_meanshift_image_params ms;
-    const char *only_for[32]; /* an option given that belongs to the algorithms in only_mask */
-    int only_mask[32], only_count;
-    int range_given;         /* --range-bandwidth was given (else it follows the pixel type) */
-    pcli_label_format labels_format; /* --ot, --co */
-    const char *co[64];
-    const char *init_file;   /* k-means --init FILE */
-    double max_memory;       /* --max-memory, 0: not given */
-    seg_box box;             /* --box */
-    /* Set by check_limits when the run does not fit in memory and streams: what it would hold. */
-    int stream;
-    double stream_need, stream_pixels;
-    char limit_what[160];
-} seg_cli;
 
 static int parse_bands(const char *v, seg_cli *c)
 {
@@ -308,7 +283,18 @@ static int labels_format_options(seg_cli *c)
     return 0;
 }
 
-static int parse(int argc, char **argv, seg_cli *c)
+void cli_segment_defaults(seg_cli *c)
+{
+    memset(c, 0, sizeof *c);
+    c->algorithm = ALG_HCA;
+    c->preview_size = 2048;
+    pc_hca_params_init(&c->hca);
+    pc_heca_params_init(&c->heca);
+    pc_kmeans_params_init(&c->km);
+    pc_meanshift_image_params_init(&c->ms);
+}
+
+int cli_segment_parse(int argc, char **argv, seg_cli *c)
 {
     cli_args a;
     cli_args_init(&a, "segment", argc, argv);
@@ -687,14 +673,8 @@ static int stream(seg_cli *c, cli_outputs *out)
 int cmd_segment(int argc, char **argv)
 {
     seg_cli c;
-    memset(&c, 0, sizeof c);
-    c.algorithm = ALG_HCA;
-    c.preview_size = 2048;
-    pc_hca_params_init(&c.hca);
-    pc_heca_params_init(&c.heca);
-    pc_kmeans_params_init(&c.km);
-    pc_meanshift_image_params_init(&c.ms);
-    int rc = parse(argc, argv, &c);
+    cli_segment_defaults(&c);
+    int rc = cli_segment_parse(argc, argv, &c);
     if (rc)
         return rc > 0 ? CLI_OK : CLI_USAGE;
     if (!pcli_have_gdal() && (!cli_has_extension(c.input, ".npy") || !cli_has_extension(c.output, ".npy"))) {
