@@ -3,7 +3,10 @@
  * at m = 32, pc_heca with its 5 default members, and pc_hca with refine_borders at m = 32, on the CPU
  * backends (OpenMP with OMP_NUM_THREADS or --threads), medians of --repeats runs, and their ratios.
  *
- *   bench_heca [--mpix 5,115] [--bands 3] [--repeats 3] [--threads T] [--clusters 8]
+ * With --backend cuda, HECA's members are counted and labelled on the GPU (host pixels in, host labels
+ * out) and HCA runs on the GPU through pc_hca (host in and out); HCA-MS's refinement runs on the CPU.
+ *
+ *   bench_heca [--mpix 5,115] [--bands 3] [--repeats 3] [--threads T] [--clusters 8] [--backend openmp|cuda]
  */
 #include "parclust.h"
 
@@ -55,17 +58,25 @@ int main(int argc, char **argv)
     const char *mpix = "5,115";
     size_t bands = 3, clusters = 8;
     int repeats = 3, threads = 0;
+    pc_backend backend = PC_BACKEND_OPENMP;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--mpix")) mpix = argv[i + 1];
         else if (!strcmp(argv[i], "--bands")) bands = (size_t)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--repeats")) repeats = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--clusters")) clusters = (size_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--backend")) {
+            if (pc_backend_parse(argv[i + 1], &backend) != PC_OK) {
+                fprintf(stderr, "bench_heca: unknown backend %s\n", argv[i + 1]);
+                return 2;
+            }
+        }
         else {
             fprintf(stderr, "bench_heca: unknown option %s\n", argv[i]);
             return 2;
         }
     }
+    printf("backend %s, %d OpenMP threads\n\n", pc_backend_name(backend), threads ? threads : pc_openmp_max_threads());
     printf("| image | HCA m 32 (s) | HECA, 5 members (s) | ratio | HCA-MS m 32 (s) | ratio | border / changed pixels |\n");
     printf("|---|---|---|---|---|---|---|\n");
     char list[256];
@@ -84,7 +95,7 @@ int main(int argc, char **argv)
                 pc_hca_params_init(&p);
                 p.m = 32;
                 p.clusters = clusters;
-                p.backend = PC_BACKEND_OPENMP;
+                p.backend = backend;
                 p.threads = threads;
                 p.refine_borders = a == 2;
                 pc_heca_params h;

@@ -436,7 +436,8 @@ typedef struct {
     double refine_bandwidth; /* h in data units; < 0 (default) = one cell width (the largest side) of the
                                 finer of the grid and pc_hca_auto_m's (docs/heca.md); 0 = no move */
     double refine_eps;       /* a climb stops once a shift is below this; < 0 (default) = 1e-3 h */
-    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100 */
+    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100. The refinement runs on the CPU
+                                whatever the backend (a CUDA plan's run takes host points then) */
 } pc_hca_params;
 
 void pc_hca_params_init(pc_hca_params *params);
@@ -508,7 +509,12 @@ typedef struct {
 void pc_heca_params_init(pc_heca_params *params);
 /* The result: labels, centres, sizes (numbered by size), the dendrogram and components over the
  * prototype groups, the cell count of the reference grid, the members (pc_result_member_count, _m and
- * _components) and per-stage timings. */
+ * _components) and per-stage timings. Backends: sequential, OpenMP, and CUDA: host points, each member
+ * counted into its grid on the GPU (the HCA stream's device state), the reference member's device state
+ * labelling every point with its cell and summing the cells; the cells' work (links, components,
+ * dendrograms, the averaging, the cut) on the host's cores. The same labels and dendrogram as the CPU's
+ * (tested for uint8 pixels and float32 points). AUTO: CUDA from 2^20 points where a device is present
+ * (the CPU where the device is busy or full). */
 pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_result **result);
 size_t pc_result_member_count(const pc_result *result);
 int pc_result_member_m(const pc_result *result, size_t member);
@@ -603,8 +609,12 @@ pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *bloc
  * a single stream would have kept.
  * n_init is 1 (a stream is not rewound for other starts). The memory taken: the sample (default
  * max(100 k, 65536) points, within 256 MiB), and per thread k x dim sums and the k - 1 points
- * farthest from their centres; blocks are read in place and never kept. Backends: sequential and
- * OpenMP (CUDA: PC_UNSUPPORTED for now; AUTO takes OpenMP). */
+ * farthest from their centres; blocks are read in place and never kept. Backends: sequential, OpenMP,
+ * and CUDA: the nearest centres of a block's points (the k x dim work a point) are found on the GPU
+ * in pieces of 2^18 rows, by the CPU's own arithmetic (its |c|^2, then one fused multiply-add a
+ * dimension in order), so the labels and the whole stream equal the CPU backends' bit for bit; the
+ * rest of a pass runs on the host's OpenMP threads; the GPU holds a piece and the centres. AUTO takes
+ * OpenMP. */
 typedef struct pc_kmeans_stream pc_kmeans_stream;
 
 /* dim: values per point (1 to 4096), every block's; dtype may differ from block to block. sample:

@@ -424,7 +424,132 @@ static pc_status prototype_means(const pc__hca_grid *g, const pc_points *points,
     return PC_OK;
 }
 
-static pc_status run(const pc_points *points, const pc_heca_params *p, int threads, pc_result *r)
+/* The GPU's histogram of a member, as (key, count) pairs in fold order (keys may repeat across folds). */
+typedef struct {
+    uint64_t *key;
+    int64_t *count;
+    size_t n, cap;
+} hist_sink;
+
+static pc_status sink_reserve(void *ctx, size_t cells)
+{
+    hist_sink *h = ctx;
+    if (h->n + cells <= h->cap)
+        return PC_OK;
+    size_t cap = h->cap ? h->cap : 1024;
+    while (cap < h->n + cells)
+        cap *= 2;
+    uint64_t *k = realloc(h->key, cap * sizeof *k);
+    if (k)
+        h->key = k;
+    int64_t *c = k ? realloc(h->count, cap * sizeof *c) : NULL;
+    if (c)
+        h->count = c;
+    if (!k || !c)
+        return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot hold a member's histogram of %zu cells", h->n + cells);
+    h->cap = cap;
+    return PC_OK;
+}
+
+static void sink_add(void *ctx, uint64_t first, const uint64_t *keys, const int32_t *counts, size_t n)
+{
+    hist_sink *h = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (counts[i]) {
+            h->key[h->n] = keys ? keys[i] : first + i;
+            h->count[h->n++] = counts[i];
+        }
+}
+
+typedef struct {
+    uint64_t key;
+    int64_t count;
+} key_count;
+
+static int by_cell_key(const void *x, const void *y)
+{
+    uint64_t a = ((const key_count *)x)->key, b = ((const key_count *)y)->key;
+    return (a > b) - (a < b);
+}
+
+/* A member on the GPU: the device counts the points into its grid over the given box (the HCA stream's
+ * GPU state), the host builds the grid of non-empty cells from the histogram, then HCA's stages 2-5 on
+ * the cells as the CPU path. The state is kept in *gpu when asked (the reference member labels with it). */
+static pc_status member_gpu(member *mb, const pc_points *points, const pc_hca_params *hca, int m, const double *lo,
+                            const double *hi, int threads, pc__hca_stream_gpu **keep)
+{
+    pc__hca_grid *g = &mb->g;
+    memset(g, 0, sizeof *g);
+    g->n = points->n;
+    g->dim = points->dim;
+    g->m = m;
+    g->threads = threads;
+    memcpy(g->lo, lo, g->dim * sizeof *lo);
+    memcpy(g->hi, hi, g->dim * sizeof *hi);
+    uint64_t total;
+    pc_status st = pc__hca_grid_strides(g, &total);
+    if (st != PC_OK)
+        return st;
+    pc_hca_params q = *hca;
+    q.m = m;
+    pc__hca_stream_gpu *gpu = NULL;
+    hist_sink h = {NULL, NULL, 0, 0};
+    key_count *list = NULL;
+    pc__hca_fold_sink sink = {sink_reserve, sink_add, &h};
+    int dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= hca->memory_budget;
+    if ((st = pc__hca_stream_gpu_new(&q, g->dim, dense, &gpu)) != PC_OK ||
+        (st = pc__hca_stream_gpu_start(gpu, lo, hi)) != PC_OK || (st = pc__hca_stream_gpu_add(gpu, points, &sink)) != PC_OK ||
+        (st = pc__hca_stream_gpu_fold(gpu, &sink)) != PC_OK)
+        goto done;
+    st = PC_OUT_OF_MEMORY;
+    if (!(list = pc__alloc(h.n ? h.n : 1, sizeof *list, "HECA member histogram")))
+        goto done;
+    for (size_t i = 0; i < h.n; i++) {
+        list[i].key = h.key[i];
+        list[i].count = h.count[i];
+    }
+    qsort(list, h.n, sizeof *list, by_cell_key);
+    size_t cells = 0;
+    for (size_t i = 0; i < h.n; i++) {
+        if (cells && list[cells - 1].key == list[i].key)
+            list[cells - 1].count += list[i].count;
+        else
+            list[cells++] = list[i];
+    }
+    g->key = pc__alloc(cells, sizeof *g->key, "HCA cells");
+    g->density = pc__alloc(cells, sizeof *g->density, "HCA densities");
+    if (!g->key || !g->density)
+        goto done;
+    for (size_t c = 0; c < cells; c++) {
+        g->key[c] = list[c].key;
+        g->density[c] = list[c].count;
+    }
+    g->cells = cells;
+    g->dense = dense;
+    if (dense) {
+        if (!(g->slot = pc__alloc((size_t)total, sizeof *g->slot, "HCA dense grid")))
+            goto done;
+        memset(g->slot, 0xff, (size_t)total * sizeof *g->slot);
+        for (size_t c = 0; c < cells; c++)
+            g->slot[g->key[c]] = (int32_t)c;
+    }
+    pc__hca_grid_deltas(g);
+    if ((st = pc__hca_graph_build(g, &mb->gr)) != PC_OK || (st = pc__hca_dendrogram(&mb->gr, &mb->z)) != PC_OK ||
+        (st = member_forest(mb)) != PC_OK)
+        goto done;
+    if (keep) {
+        *keep = gpu;
+        gpu = NULL;
+    }
+done:
+    pc__hca_stream_gpu_free(gpu);
+    free(h.key);
+    free(h.count);
+    free(list);
+    return st;
+}
+
+static pc_status run(const pc_points *points, const pc_heca_params *p, int threads, int gpu, pc_result *r)
 {
     size_t n = points->n, dim = points->dim;
     int ms[PC_HECA_MAX_MEMBERS];
@@ -437,6 +562,8 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                 ref = (int)l;
     }
     member *mb = pc__calloc(L, sizeof *mb, "HECA members");
+    pc__hca_stream_gpu *ref_gpu = NULL;
+    double *cell_sums = NULL;
     int32_t *scratch = NULL, **comp = NULL, *cluster_of_cell = NULL;
     double *mean = NULL, *U = NULL, *sums = NULL;
     uint8_t *same = NULL;
@@ -461,6 +588,12 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
             blo[j] = lo[j] - half;
             bhi[j] = hi[j] + half;
         }
+        if (gpu) {
+            if ((st = member_gpu(&mb[l], points, &p->hca, ms[l] + mb[l].shifted, blo, bhi, threads,
+                                 (int)l == ref ? &ref_gpu : NULL)) != PC_OK)
+                goto done;
+            continue;
+        }
         int32_t *into = (int)l == ref ? r->labels : scratch;
         if (!into && !(into = scratch = pc__alloc_large(n, sizeof *scratch, "HECA member cells")))
             goto done;
@@ -481,7 +614,24 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     comp = pc__calloc(L, sizeof *comp, "HECA prototypes");
     if (!mean || !comp)
         goto done;
-    if ((st = prototype_means(g, points, r->labels, mean)) != PC_OK)
+    if (gpu) {
+        /* The device labels every point with its reference cell (the identity map) and sums the cells. */
+        int32_t *identity = pc__alloc(P, sizeof *identity, "HECA prototypes");
+        cell_sums = pc__calloc(P * (dim + 1), sizeof *cell_sums, "HECA prototypes");
+        if (!identity || !cell_sums) {
+            free(identity);
+            goto done;
+        }
+        for (size_t c = 0; c < P; c++)
+            identity[c] = (int32_t)c;
+        st = pc__hca_stream_gpu_label(ref_gpu, points, P, g->key, identity, P, r->labels, cell_sums);
+        free(identity);
+        if (st != PC_OK)
+            goto done;
+        for (size_t c = 0; c < P; c++)
+            for (size_t j = 0; j < dim; j++)
+                mean[c * dim + j] = cell_sums[c * (dim + 1) + j] / cell_sums[c * (dim + 1) + dim];
+    } else if ((st = prototype_means(g, points, r->labels, mean)) != PC_OK)
         goto done;
     st = PC_OUT_OF_MEMORY;
     for (size_t l = 0; l < L; l++) {
@@ -528,8 +678,19 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     st = PC_OUT_OF_MEMORY;
     if (!(sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums")))
         goto done;
-    if ((st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK ||
-        (st = pc__hca_finish(r, &mb[ref].g, &groups, sums, k)) != PC_OK)
+    if (gpu) {
+        /* labels hold the points' reference cells: their clusters on all cores; the clusters' sums from
+         * the cells' (in cell order). */
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (long i = 0; i < (long)n; i++)
+            r->labels[i] = cluster_of_cell[r->labels[i]];
+        for (size_t c = 0; c < P; c++)
+            if (cluster_of_cell[c] >= 0)
+                for (size_t j = 0; j <= dim; j++)
+                    sums[(size_t)cluster_of_cell[c] * (dim + 1) + j] += cell_sums[c * (dim + 1) + j];
+    } else if ((st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK)
+        goto done;
+    if ((st = pc__hca_finish(r, &mb[ref].g, &groups, sums, k)) != PC_OK)
         goto done;
     t4 = pc__now();
     r->grid_m = mb[ref].m;
@@ -555,6 +716,8 @@ done:
                 free(comp[l]);
         }
     free(mb);
+    pc__hca_stream_gpu_free(ref_gpu);
+    free(cell_sums);
     free(comp);
     free(scratch);
     free(mean);
@@ -576,19 +739,27 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
     double work = points->n >= ((size_t)1 << 20) ? INFINITY : 0;
     if ((st = pc__choose_backend(params->hca.backend, work, &backend)) != PC_OK)
         return st;
-    /* The GPU members are not written yet: CUDA runs on all cores. */
-    if (backend == PC_BACKEND_CUDA)
-        backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
     int threads = 1;
 #ifdef _OPENMP
-    if (backend == PC_BACKEND_OPENMP)
+    if (backend == PC_BACKEND_OPENMP || backend == PC_BACKEND_CUDA) /* CUDA: the cells' work on all cores */
         threads = params->hca.threads > 0 ? params->hca.threads : omp_get_max_threads();
 #endif
     pc_result *r = pc__result_new(points->n, points->dim);
     if (!r)
         return PC_OUT_OF_MEMORY;
     r->backend = backend;
-    if ((st = run(points, params, threads, r)) != PC_OK) {
+    st = run(points, params, threads, backend == PC_BACKEND_CUDA, r);
+    if (st != PC_OK && backend == PC_BACKEND_CUDA && params->hca.backend == PC_BACKEND_AUTO &&
+        (st == PC_DEVICE_OUT_OF_MEMORY || st == PC_DEVICE_ERROR || st == PC_NO_DEVICE)) {
+        /* AUTO does not fail for want of a GPU that is busy or full: the CPU does the work. */
+        pc__clear_error();
+        pc_result_free(r);
+        if (!(r = pc__result_new(points->n, points->dim)))
+            return PC_OUT_OF_MEMORY;
+        r->backend = PC_BACKEND_OPENMP;
+        st = run(points, params, threads, 0, r);
+    }
+    if (st != PC_OK) {
         pc_result_free(r);
         return st;
     }
