@@ -13,6 +13,7 @@
  * the points and steps to the same centres. */
 #include "internal_mpi.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,8 +215,9 @@ static double own_inertia(const pc_points *p, const int32_t *labels, const float
     return sum;
 }
 
-pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
-                        pc_result **result, pc_mpi_report *report)
+/* One run (n_init 1). */
+static pc_status kmeans_once(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
+                             pc_result **result, pc_mpi_report *report)
 {
     pc_mpi_report times = {0, 0, 0, 0};
     team t;
@@ -290,5 +292,53 @@ done:
     pc_kmeans_stream_free(local);
     pc_kmeans_stream_free(s);
     team_free(&t);
+    return st;
+}
+
+/* --n-init: the runs pc_kmeans makes, run r from seed + 0x9E3779B97F4A7C15 r (its rule), each a
+ * stream of its own (a stream is not rewound: each run scans again); the lowest inertia of the final
+ * labels to the final centres wins, the first of equals. */
+pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
+                        pc_result **result, pc_mpi_report *report)
+{
+    if (!params || !result || params->init == PC_INIT_GIVEN || params->n_init <= 1)
+        return kmeans_once(comm, points, params, labels, result, report);
+    size_t n = points ? points->n : 0;
+    int32_t *trial = malloc((n + 1) * sizeof *trial);
+    pc_status st = pc_mpi_agree(comm, trial ? PC_OK : PC_OUT_OF_MEMORY, "out of memory for a run's labels");
+    if (st != PC_OK) {
+        free(trial);
+        return st;
+    }
+    pc_mpi_report best = {0, 0, 0, INFINITY}, sum = {0, 0, 0, 0};
+    *result = NULL;
+    for (int run = 0; run < params->n_init && st == PC_OK; run++) {
+        pc_kmeans_params one = *params;
+        one.n_init = 1;
+        one.seed = params->seed + 0x9E3779B97F4A7C15ull * (uint64_t)run;
+        pc_result *r = NULL;
+        pc_mpi_report times;
+        if ((st = kmeans_once(comm, points, &one, trial, &r, &times)) != PC_OK)
+            break;
+        sum.setup += times.setup;
+        sum.compute += times.compute;
+        sum.communication += times.communication;
+        if (run == 0 || times.inertia < best.inertia) { /* the same decision on every rank: the sum is */
+            pc_result_free(*result);
+            *result = r;
+            best.inertia = times.inertia;
+            if (n)
+                memcpy(labels, trial, n * sizeof *labels);
+        } else
+            pc_result_free(r);
+    }
+    free(trial);
+    if (st != PC_OK) {
+        pc_result_free(*result);
+        *result = NULL;
+    } else if (report) {
+        *report = sum;
+        report->inertia = best.inertia;
+    }
     return st;
 }

@@ -92,6 +92,14 @@ if WHAT == "kmeans":
         check(same_bytes("cm.csv", "c1.csv"), f"kmeans {tag(p, split)}: centres identical")
         check(abs(inertia(out) - inertia(out1)) <= 1e-6 * inertia(out1),
               f"kmeans {tag(p, split)}: inertia {inertia(out)} vs {inertia(out1)}")
+    # --n-init: pc_kmeans's runs from its seeds, the lowest inertia kept (random starts: runs differ).
+    for seed in (1, 2):
+        opts = ["-k", 5, "--init", "random", "--n-init", 4, "--seed", seed]
+        rc, out1, err = run(["kmeans", "x.npy", "--labels", "n1.npy"] + opts)
+        rc2, out, err2 = run(["kmeans", "x.npy", "--labels", "nm.npy"] + opts, 3)
+        check(rc == 0 and rc2 == 0 and same_bytes("n1.npy", "nm.npy")
+              and abs(inertia(out) - inertia(out1)) <= 1e-6 * inertia(out1),
+              f"kmeans --n-init 4 --init random --seed {seed}, P=3: labels identical, inertia {err.strip()} {err2.strip()}")
     # Text input: read by rank 0 and scattered; --init FILE: the same given centres on every rank.
     np.savetxt("x.csv", x, delimiter=",", fmt="%.9g")
     init = x[[3, 500, 1000, 1500, 2000]]

@@ -30,10 +30,9 @@ int mpi_cmd_kmeans(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (a.c.out.plot || (a.p.n_init != 1 && a.p.init != PC_INIT_GIVEN)) {
+    if (a.c.out.plot) {
         if (rank == 0)
-            cli_error(cmd, a.c.out.plot ? "--plot is not available across ranks (the points stay on their ranks)"
-                                        : "--n-init: parclust-mpi runs k-means once (--n-init 1)");
+            cli_error(cmd, "--plot is not available across ranks (the points stay on their ranks)");
         return CLI_USAGE;
     }
     double t_start = MPI_Wtime();
