@@ -569,9 +569,9 @@ static const char *wide_encoding(const unsigned char *b, size_t len)
  * held is the values, the block and one line. A line may be at most TEXT_MAX_LINE bytes; the values
  * at most the memory limit, and the text read at most TEXT_MAX_RATIO times it (blank lines and
  * comments hold nothing, but an input of them only, fed forever, must still end). */
-#define TEXT_BLOCK ((size_t)1 << 20)
-#define TEXT_MAX_LINE ((size_t)64 << 20)
-#define TEXT_MAX_RATIO 4
+#define TEXT_BLOCK PCLI_TEXT_BLOCK
+#define TEXT_MAX_LINE PCLI_TEXT_MAX_LINE
+#define TEXT_MAX_RATIO PCLI_TEXT_MAX_RATIO
 
 /* The end of the text: the checks on what was read. */
 static int text_done(const text_parser *p, char *err, size_t errsize)

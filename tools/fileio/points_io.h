@@ -41,6 +41,9 @@ const float *pcli_matrix_f32(pcli_matrix *m, char *err, size_t errsize);
  * program's (pcli_set_memory_limit, > 0), else the environment's PARCLUST_MAX_MEMORY ("512M", "2G",
  * "8GiB", bytes), else half of the physical memory, or ulimit -v if lower. why (may be NULL): which. */
 void pcli_set_memory_limit(double bytes);
+#define PCLI_TEXT_BLOCK ((size_t)1 << 20)     /* text is read and parsed this many bytes at a time */
+#define PCLI_TEXT_MAX_LINE ((size_t)64 << 20) /* the longest line of text taken */
+#define PCLI_TEXT_MAX_RATIO 4                 /* text read: at most this many times the memory limit */
 double pcli_memory_limit(const char **why);
 
 /* Whether the first row of a text file is a header (the first line that is neither blank nor a

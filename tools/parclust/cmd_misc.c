@@ -1,6 +1,7 @@
 /* parclust generate, score and info: synthetic data, comparing labelings, what this build can do. */
 #include "cli.h"
 #include "points_io.h"
+#include "raster_io.h"
 
 #include <float.h>
 #include <math.h>
@@ -244,6 +245,28 @@ done:
     return rc;
 }
 
+/* The limits each command holds to, as the checks that refuse them state them (tests/cli_crash_limits.sh
+ * runs each just beyond its limit and finds the same number in the refusal). */
+static void print_limits(void)
+{
+    const char *why;
+    double limit = pcli_memory_limit(&why);
+    printf("limits (beyond them a run is refused before its work, naming the limit):\n");
+    printf("  memory: %.0f bytes (%.1f MiB; %s%s) for what the points, labels and centres readers hold\n", limit,
+           limit / 1048576, why, strcmp(why, "PARCLUST_MAX_MEMORY") == 0 ? "" : "; PARCLUST_MAX_MEMORY=SIZE sets it");
+    printf("  text input: values within the memory limit; lines of at most %zu MiB; at most %d x the memory limit of "
+           "text read; read %zu KiB at a time\n", PCLI_TEXT_MAX_LINE >> 20, PCLI_TEXT_MAX_RATIO, PCLI_TEXT_BLOCK >> 10);
+    printf("  .npy input: 1 or 2 dimensions, C order, little-endian; the file exactly as long as its header says\n");
+    printf("  hca: 1 to 8 dimensions; -m 2 to 65536 (m^d cells in 64-bit indices); up to %d points at once "
+           "(segment streams more); up to %d non-empty cells\n", 2147483647, 2147483647);
+    printf("  kmeans: -k 1 to 2000000000 and at most the points; up to 4096 dimensions\n");
+    printf("  meanshift (segment): up to %d pixels in memory (larger images are streamed)\n", 2147483647);
+    printf("  generate: --n 1 to 2000000000, --dim 1 to 4096, --n x --dim up to 2^31 values; blobs: --clusters x --dim "
+           "up to 4096\n");
+    printf("  segment: up to %d bands (HCA: 8); labels --ot Byte up to 255 clusters, UInt16 up to 65535, Int32 beyond\n",
+           PCLI_MAX_BANDS);
+}
+
 int cmd_info(int argc, char **argv)
 {
     cli_args a;
@@ -255,7 +278,8 @@ int cmd_info(int argc, char **argv)
         if (cli_switch(&a, &on))
             return CLI_USAGE;
         if (on) {
-            puts("usage: parclust info\n\nPrints the version, the backends built, OpenMP threads and CUDA devices.");
+            puts("usage: parclust info\n\nPrints the version, the backends built, OpenMP threads, CUDA devices and the\n"
+                 "limits each command holds to (refused before any work, with the limit named).");
             return CLI_OK;
         }
     }
@@ -273,5 +297,6 @@ int cmd_info(int argc, char **argv)
         pc_cuda_device_describe(i, desc, sizeof desc);
         printf("CUDA device %d: %s\n", i, desc);
     }
+    print_limits();
     return CLI_OK;
 }
