@@ -71,6 +71,11 @@ int pc_openmp_max_threads(void);
 int pc_cuda_device_count(void);
 /* Writes "NAME, CC x.y, N MiB" for device `index` into buf. PC_NO_DEVICE if there is none. */
 pc_status pc_cuda_device_describe(int index, char *buf, size_t size);
+/* Makes device `index` (0 .. pc_cuda_device_count() - 1) the calling thread's current device: the GPU
+ * that later runs, plans and streams of this thread use (they take the current device). For processes
+ * sharing a host's GPUs, one each (parclust-mpi: local rank modulo the devices). PC_NO_DEVICE for an
+ * index out of range, PC_UNSUPPORTED without CUDA. */
+pc_status pc_cuda_select_device(int index);
 
 typedef enum {
     PC_SCHEDULE_DYNAMIC = 0, /* default: points converge at different speeds */

@@ -45,3 +45,17 @@ extern "C" pc_status pc_cuda_device_describe(int index, char *buf, size_t size)
                  prop.minor, (size_t)(prop.totalGlobalMem >> 20), prop.multiProcessorCount);
     return PC_OK;
 }
+
+extern "C" pc_status pc_cuda_select_device(int index)
+{
+    pc__clear_error();
+    int count = pc_cuda_device_count();
+    if (index < 0 || index >= count)
+        return pc__fail(PC_NO_DEVICE, "no CUDA device %d (%d found)", index, count);
+    cudaError_t err = cudaSetDevice(index);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return pc__fail(PC_DEVICE_ERROR, "CUDA device %d: %s", index, cudaGetErrorString(err));
+    }
+    return PC_OK;
+}

@@ -12,3 +12,9 @@ pc_status pc_cuda_device_describe(int index, char *buf, size_t size)
         snprintf(buf, size, "built without CUDA");
     return PC_UNSUPPORTED;
 }
+
+pc_status pc_cuda_select_device(int index)
+{
+    (void)index;
+    return pc__fail(PC_UNSUPPORTED, "this parclust was built without CUDA: no device to select");
+}

@@ -195,3 +195,21 @@ int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, cons
     }
     return mpi_agree(cmd, rc ? PC_IO_ERROR : PC_OK, named);
 }
+
+int mpi_pick_device(const char *cmd, pc_backend backend)
+{
+    if (backend != PC_BACKEND_CUDA && backend != PC_BACKEND_AUTO)
+        return 0;
+    MPI_Comm local;
+    int rank = 0, local_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank);
+    MPI_Comm_free(&local);
+    int count = pc_cuda_device_count();
+    pc_status st = count > 0 ? pc_cuda_select_device(local_rank % count) : PC_OK; /* none: AUTO runs on the CPU */
+    char why[300] = "";
+    if (st != PC_OK)
+        snprintf(why, sizeof why, "rank %d: %s", rank, pc_last_error());
+    return mpi_agree(cmd, st, why);
+}

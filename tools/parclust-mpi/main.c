@@ -28,7 +28,9 @@ static void usage(FILE *out)
             "  --split R0,R1,...   rows of each rank (default: as even as can be, in rank order)\n"
             "\n"
             "A .npy INPUT is read by every rank, its own rows only; a text INPUT by rank 0, its rows scattered.\n"
-            "--labels .npy is written by every rank at its rows' offset; the other outputs by rank 0.\n",
+            "--labels .npy is written by every rank at its rows' offset; the other outputs by rank 0.\n"
+            "HCA with --backend cuda (or auto, for blocks of 2^20 points or more) runs each rank on a GPU of its\n"
+            "host: the local rank modulo the devices present.\n",
             pc_version());
 }
 

@@ -38,6 +38,11 @@ int mpi_rank0_verdict(int rc);
 int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, const mpi_input *in,
                      const int32_t *labels);
 
+/* --backend cuda or auto on a host with GPUs: this rank's GPU is the local rank (MPI_COMM_TYPE_SHARED)
+ * modulo the devices present, so P ranks on a host of P GPUs use one each. 0, or -1 on every rank
+ * (printed by rank 0). */
+int mpi_pick_device(const char *cmd, pc_backend backend);
+
 /* options.c: takes "--split V" out of argv (in place; *split NULL when absent); -1 when V is missing
  * (printed by rank 0). Then mpi_parse: parse(argc, argv, ctx), one of parclust's parsers, run by rank
  * 0 first (errors and --help printed once), by the others once it succeeded; its result (0, -1, -2). */
