@@ -10,8 +10,9 @@ if [ "${1:-}" = "test" ]; then
     # the installed-library test builds a program with pkg-config.
     # clang and libclang-rt-dev (libFuzzer): the fuzz targets' short runs (fuzz/run.sh).
     packages="$packages clang libclang-rt-dev pkgconf python3 python3-numpy python3-scipy python3-sklearn python3-gdal gdal-bin"
-    # The Python package's test builds its extension (Python's headers, setuptools) and runs pytest.
-    packages="$packages python3-dev python3-setuptools python3-pytest"
+    # The Python package's tests build its extension (Python's headers, setuptools), run pytest, and
+    # install it with pip as the README says (--target, and a venv).
+    packages="$packages python3-dev python3-setuptools python3-pytest python3-pip python3-wheel python3-venv"
     # Open MPI: parclust-mpi and its tests (built only where CMake finds MPI).
     packages="$packages libopenmpi-dev openmpi-bin"
 fi
