@@ -1,13 +1,17 @@
-/* parclust-mpi's input and labels: each rank its rows of a .npy (mapped: a rank touches only its
- * rows' pages), text read by rank 0 and scattered; labels written by each rank at its offset. */
+/* parclust-mpi's input and labels: each rank its rows of a .npy (the header checked through the
+ * reader's mapping, the rows read with pread at their offset), text read by rank 0 and scattered;
+ * labels written by each rank at its offset. */
 #include "mpi_cli.h"
 
 #include "npy_rows.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 int mpi_agree(const char *cmd, pc_status st, const char *message)
 {
@@ -79,6 +83,36 @@ int mpi_read_input(const char *cmd, const char *path, pcli_header header, const 
         in->points = all;
         in->points.data = (const unsigned char *)all.data + in->first * row;
         in->points.n = n;
+        if (!in->m.map) /* converted on reading (integer types other than uint8/uint16): held already */
+            return 0;
+        /* The file itself: the rank's rows read with pread from their offset (the data end the file,
+         * whose length the reader checked), so that an unreadable slice is an error (EIO) on its rank,
+         * not a SIGBUS through the mapping; the mapping, of which only the header was touched, goes. */
+        size_t bytes = n * row;
+        off_t at = (off_t)(in->m.map_len - in->total * row + in->first * row);
+        int fd = -1;
+        rc = !(in->rows = malloc(bytes + 1)) ? pcli_fail(err, sizeof err, "rank %d: out of memory for its %zu rows",
+                                                          in->rank, n)
+             : (fd = open(path, O_RDONLY)) < 0 ? pcli_fail(err, sizeof err, "%s: cannot open: %s", path, strerror(errno))
+                                               : 0;
+        for (size_t done = 0; !rc && done < bytes;) {
+            ssize_t got = pread(fd, (char *)in->rows + done, bytes - done, at + (off_t)done);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                rc = pcli_fail(err, sizeof err, "%s: rank %d cannot read rows %zu to %zu: %s", path, in->rank, in->first,
+                               in->first + n - 1, got < 0 ? strerror(errno) : "the file ends early");
+            else
+                done += (size_t)got;
+        }
+        if (fd >= 0)
+            close(fd);
+        if (mpi_agree(cmd, rc ? PC_IO_ERROR : PC_OK, err))
+            return -1;
+        in->points.data = in->rows;
+        munmap(in->m.map, in->m.map_len);
+        in->m.map = NULL;
+        in->m.values = NULL;
         return 0;
     }
     /* Text: rank 0 reads and converts to float32, then scatters the rows. */
@@ -97,7 +131,7 @@ int mpi_read_input(const char *cmd, const char *path, pcli_header header, const 
     if (!rc && n * dim > 0x7fffffffu)
         rc = pcli_fail(err, sizeof err, "%s: rank %d's %zu rows are too many for one message (use .npy)", path,
                        in->rank, n);
-    if (!rc && !(in->rows = malloc((n * dim + 1) * sizeof *in->rows)))
+    if (!rc && !(in->rows = malloc((n * dim + 1) * sizeof(float))))
         rc = pcli_fail(err, sizeof err, "rank %d: out of memory for %zu rows", in->rank, n);
     if (mpi_agree(cmd, rc ? PC_INVALID_ARGUMENT : PC_OK, err))
         return -1;

@@ -9,9 +9,9 @@
 
 typedef struct {
     int rank, size;
-    pcli_matrix m;       /* .npy: the file, mapped on every rank (only the rank's rows are touched); text:
+    pcli_matrix m;       /* .npy: the header (checked through a mapping) and the shape; text:
                             read by rank 0 */
-    float *rows;         /* text: this rank's rows, scattered from rank 0 */
+    void *rows;          /* this rank's rows: read from the .npy, or (text, float32) scattered from rank 0 */
     pc_points points;    /* this rank's rows */
     size_t total, first; /* rows of the data, index of this rank's first */
     pcli_read_info info; /* rank 0's */
