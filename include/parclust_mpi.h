@@ -54,6 +54,16 @@ typedef struct {
 pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
                         pc_result **result, pc_mpi_report *report);
 
+/* k-means|| across the ranks, as Spark MLlib initialises k-means: a first centre drawn uniformly,
+ * `rounds` rounds each taking every point as a candidate with probability min(1, l d^2 / phi)
+ * (l = oversampling x k; Spark's defaults: initializationSteps 2, l = 2k), the
+ * candidates weighted by their closest points, then k-means++ and 30 weighted Lloyd iterations on
+ * them, alike on every rank: centres (k x dim, every rank). The draws follow the points' indices
+ * among all the points, not the ranks (mpi/kmeans_parallel.c). Then pc_mpi_kmeans with
+ * PC_INIT_GIVEN and these centres. */
+pc_status pc_mpi_kmeans_parallel_init(MPI_Comm comm, const pc_points *points, size_t k, uint64_t seed, int rounds,
+                                      double oversampling, float *centres);
+
 /* HCA (params as pc_hca's). labels: points->n int32. result (every rank): dendrogram, components,
  * cluster count and sizes, cells, no labels. centres: NULL, or receives (every rank) a malloc'd
  * k x dim array of the clusters' means (sums over the ranks in double precision, MPI_SUM: equal to

@@ -100,6 +100,21 @@ if WHAT == "kmeans":
         check(rc == 0 and rc2 == 0 and same_bytes("n1.npy", "nm.npy")
               and abs(inertia(out) - inertia(out1)) <= 1e-6 * inertia(out1),
               f"kmeans --n-init 4 --init random --seed {seed}, P=3: labels identical, inertia {err.strip()} {err2.strip()}")
+    # k-means|| across the ranks (Spark's, --kpar-*): its draws follow the points' indices, so every P
+    # gives the same centres and labels; its clustering is as good as pc_kmeans's k-means|| on the
+    # sample (inertia within 2%: well separated blobs).
+    z = (rng.uniform(-30, 30, (12, 3))[rng.integers(0, 12, 6007)] + rng.normal(0, 1, (6007, 3))).astype(np.float32)
+    np.save("z.npy", z)
+    rc, out1, err = run(["kmeans", "z.npy", "-k", 12, "--init", "kmeans-par"])
+    kp = ["kmeans", "z.npy", "-k", 12, "--init", "kmeans-par", "--kpar-rounds", 3, "--kpar-oversampling", 2]
+    rc1, outp, err1 = run(kp + ["--labels", "kp1.npy"], 1)
+    check(rc == 0 and rc1 == 0 and inertia(outp) <= 1.02 * inertia(out1),
+          f"k-means|| across ranks: inertia {inertia(outp) if rc1 == 0 else None} vs pc_kmeans's {inertia(out1) if rc == 0 else None}")
+    for p in (2, 3) if SANITIZED else (2, 3, 4):
+        rc, out, err = run(kp + ["--labels", "kpm.npy"], p)
+        check(rc == 0 and same_bytes("kp1.npy", "kpm.npy"), f"k-means|| across ranks P={p}: the labels of P=1 {err.strip()}")
+    rc, out, err = run(["kmeans", "z.npy", "-k", 12, "--kpar-rounds", 3], 2)
+    check(rc == 2 and len(err.strip().splitlines()) == 1, f"--kpar-rounds without --init kmeans-par: exit {rc}, {err.strip()}")
     # Text input: read by rank 0 and scattered; --init FILE: the same given centres on every rank.
     np.savetxt("x.csv", x, delimiter=",", fmt="%.9g")
     init = x[[3, 500, 1000, 1500, 2000]]

@@ -23,7 +23,10 @@ int mpi_cmd_kmeans(int argc, char **argv)
     const char *cmd = "kmeans", *split = NULL;
     km_args a = {0};
     pc_kmeans_params_init(&a.p);
-    if (mpi_take_split(cmd, &argc, argv, &split))
+    const char *rounds_text = NULL, *over_text = NULL;
+    if (mpi_take_split(cmd, &argc, argv, &split) ||
+        mpi_take_option(cmd, "--kpar-rounds", &argc, argv, &rounds_text) ||
+        mpi_take_option(cmd, "--kpar-oversampling", &argc, argv, &over_text))
         return CLI_USAGE;
     int rc = mpi_parse(parse, argc, argv, &a);
     if (rc == -2)
@@ -33,6 +36,22 @@ int mpi_cmd_kmeans(int argc, char **argv)
     if (a.c.out.plot) {
         if (rank == 0)
             cli_error(cmd, "--plot is not available across ranks (the points stay on their ranks)");
+        return CLI_USAGE;
+    }
+    /* --kpar-rounds / --kpar-oversampling: k-means|| across the ranks (Spark's) instead of on the
+     * gathered sample; --init kmeans-par then means that one. */
+    int kpar = rounds_text || over_text, rounds = 2;
+    double oversampling = 2;
+    char *end = NULL;
+    if (kpar && ((rounds_text && (rounds = (int)strtol(rounds_text, &end, 10), !end || *end || rounds < 1 ||
+                                  rounds > 1000)) ||
+                 (over_text && (oversampling = strtod(over_text, &end), !end || *end || !(oversampling > 0) ||
+                                oversampling > 1e6)) ||
+                 (a.p.init != PC_INIT_KMEANS_PARALLEL))) {
+        if (rank == 0)
+            cli_error(cmd, a.p.init != PC_INIT_KMEANS_PARALLEL
+                               ? "--kpar-rounds and --kpar-oversampling go with --init kmeans-par"
+                               : "--kpar-rounds takes 1 to 1000 rounds, --kpar-oversampling a factor > 0 (x k)");
         return CLI_USAGE;
     }
     double t_start = MPI_Wtime();
@@ -69,10 +88,29 @@ int mpi_cmd_kmeans(int argc, char **argv)
     pc_result *r = NULL;
     pc_mpi_report report;
     double t_read = MPI_Wtime() - t_start, t0 = MPI_Wtime();
+    float *kpar_centres = NULL;
+    if (kpar) {
+        kpar_centres = malloc((a.p.k * in.points.dim + 1) * sizeof *kpar_centres);
+        pc_status kst = kpar_centres ? pc_mpi_kmeans_parallel_init(MPI_COMM_WORLD, &in.points, a.p.k, a.p.seed, rounds,
+                                                                   oversampling, kpar_centres)
+                                     : pc_mpi_agree(MPI_COMM_WORLD, PC_OUT_OF_MEMORY, "out of memory for the centres");
+        if (kst != PC_OK) {
+            if (rank == 0)
+                cli_error(cmd, "%s: %s", a.c.input, pc_mpi_last_error());
+            free(kpar_centres);
+            free(labels);
+            mpi_input_free(&in);
+            return CLI_FAILED;
+        }
+        a.p.init = PC_INIT_GIVEN;
+        a.p.initial_centers = kpar_centres;
+        a.p.n_init = 1;
+    }
     pc_status st = labels ? pc_mpi_kmeans(MPI_COMM_WORLD, &in.points, &a.p, labels, &r, &report)
                           : pc_mpi_agree(MPI_COMM_WORLD, PC_OUT_OF_MEMORY, "out of memory for the labels");
     double seconds = MPI_Wtime() - t0;
     pcli_matrix_free(&init);
+    free(kpar_centres);
     if (st != PC_OK) {
         if (rank == 0)
             cli_error(cmd, "%s: %s", a.c.input, pc_mpi_last_error());

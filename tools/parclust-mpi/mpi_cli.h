@@ -47,6 +47,8 @@ int mpi_pick_device(const char *cmd, pc_backend backend);
  * (printed by rank 0). Then mpi_parse: parse(argc, argv, ctx), one of parclust's parsers, run by rank
  * 0 first (errors and --help printed once), by the others once it succeeded; its result (0, -1, -2). */
 int mpi_take_split(const char *cmd, int *argc, char **argv, const char **split);
+/* The same for any option of parclust-mpi's own, "NAME V" or "NAME=V". */
+int mpi_take_option(const char *cmd, const char *name, int *argc, char **argv, const char **value);
 int mpi_parse(int (*parse)(int, char **, void *), int argc, char **argv, void *ctx);
 
 #endif

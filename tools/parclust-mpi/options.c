@@ -5,25 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Removes "--split V" / "--split=V" from argv (in place); *split: V or NULL. -1 (printed) when V is missing. */
-int mpi_take_split(const char *cmd, int *argc, char **argv, const char **split)
+int mpi_take_option(const char *cmd, const char *name, int *argc, char **argv, const char **value)
 {
-    *split = NULL;
+    *value = NULL;
+    size_t len = strlen(name);
     int out = 0;
     for (int i = 0; i < *argc; i++) {
-        if (strncmp(argv[i], "--split=", 8) == 0) {
-            *split = argv[i] + 8;
+        if (strncmp(argv[i], name, len) == 0 && argv[i][len] == '=') {
+            *value = argv[i] + len + 1;
             continue;
         }
-        if (strcmp(argv[i], "--split") == 0) {
+        if (strcmp(argv[i], name) == 0) {
             if (i + 1 >= *argc) {
                 int rank = 0;
                 MPI_Comm_rank(MPI_COMM_WORLD, &rank);
                 if (rank == 0)
-                    cli_error(cmd, "option --split needs a value");
+                    cli_error(cmd, "option %s needs a value", name);
                 return -1;
             }
-            *split = argv[++i];
+            *value = argv[++i];
             continue;
         }
         argv[out++] = argv[i];
@@ -31,6 +31,11 @@ int mpi_take_split(const char *cmd, int *argc, char **argv, const char **split)
     *argc = out;
     argv[out] = NULL;
     return 0;
+}
+
+int mpi_take_split(const char *cmd, int *argc, char **argv, const char **split)
+{
+    return mpi_take_option(cmd, "--split", argc, argv, split);
 }
 
 int mpi_parse(int (*parse)(int, char **, void *), int argc, char **argv, void *ctx)
