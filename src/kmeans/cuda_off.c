@@ -1,6 +1,7 @@
 /* k-means built without CUDA: its GPU entry point says so (pc__choose_backend refuses the CUDA
  * backend before it is reached; this keeps the link whole). */
 #include "internal_km.h"
+#include "stream_gpu.h"
 
 pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
                             pc_kmeans_cuda_variant variant, float *centres, int32_t *labels, int *iterations,
@@ -9,4 +10,32 @@ pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, cons
     (void)x, (void)n, (void)dim, (void)k, (void)o, (void)variant, (void)centres, (void)labels, (void)iterations;
     (void)inertia, (void)gpu_seconds;
     return pc__fail(PC_UNSUPPORTED, "k-means' CUDA backend was not built into this parclust");
+}
+
+/* The stream's GPU pieces: never created without CUDA (pc_kmeans_stream_create refuses the backend
+ * first), so only the creation says why. */
+pc_status pc__km_stream_gpu_create(size_t k, size_t dim, pc__km_stream_gpu **gpu)
+{
+    (void)k, (void)dim;
+    *gpu = NULL;
+    return pc__fail(PC_UNSUPPORTED, "k-means' CUDA backend was not built into this parclust");
+}
+void pc__km_stream_gpu_free(pc__km_stream_gpu *gpu) { (void)gpu; }
+void pc__km_stream_gpu_lock(pc__km_stream_gpu *gpu) { (void)gpu; }
+void pc__km_stream_gpu_unlock(pc__km_stream_gpu *gpu) { (void)gpu; }
+float *pc__km_stream_gpu_rows(pc__km_stream_gpu *gpu)
+{
+    (void)gpu;
+    return NULL;
+}
+pc_status pc__km_stream_gpu_centres(pc__km_stream_gpu *gpu, const float *ct, const float *cc, size_t kpad,
+                                    uint64_t version)
+{
+    (void)gpu, (void)ct, (void)cc, (void)kpad, (void)version;
+    return PC_UNSUPPORTED;
+}
+pc_status pc__km_stream_gpu_assign(pc__km_stream_gpu *gpu, size_t m, int32_t *labels)
+{
+    (void)gpu, (void)m, (void)labels;
+    return PC_UNSUPPORTED;
 }

@@ -157,9 +157,6 @@ pc_status pc_kmeans_stream_create(const pc_kmeans_params *params, size_t dim, si
     if (st != PC_OK)
         return st;
     pc_backend backend = params->backend;
-    if (backend == PC_BACKEND_CUDA)
-        return pc__fail(PC_UNSUPPORTED, "k-means streams run on the CPU (seq or openmp): the CUDA backend does "
-                        "not take blocks yet");
     if (backend == PC_BACKEND_AUTO)
         backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
     else if ((st = pc__choose_backend(backend, 0, &backend)) != PC_OK)
@@ -174,9 +171,14 @@ pc_status pc_kmeans_stream_create(const pc_kmeans_params *params, size_t dim, si
     s->backend = backend;
     s->threads = 1;
 #ifdef _OPENMP
-    if (backend == PC_BACKEND_OPENMP)
+    /* (with CUDA, the host's part of a pass runs on OpenMP's threads where it was built) */
+    if (backend == PC_BACKEND_OPENMP || (backend == PC_BACKEND_CUDA && pc_backend_available(PC_BACKEND_OPENMP)))
         s->threads = params->threads > 0 ? params->threads : omp_get_max_threads();
 #endif
+    if (backend == PC_BACKEND_CUDA && (st = pc__km_stream_gpu_create(s->k, dim, &s->gpu)) != PC_OK) {
+        pc_kmeans_stream_free(s);
+        return st;
+    }
     s->phase = PC__KM_SCAN;
     size_t cap = params->init == PC_INIT_GIVEN ? 0 : sample ? sample : default_sample(s->k, dim);
     if (params->init == PC_INIT_GIVEN) {
@@ -206,6 +208,7 @@ void pc_kmeans_stream_free(pc_kmeans_stream *s)
         pc__km_pass_part_free(&s->team[q]);
     free(s->team);
     free(s->sizes);
+    pc__km_stream_gpu_free(s->gpu);
     free(s);
 }
 

@@ -4,6 +4,7 @@
 #define PC_KMEANS_STREAM_INTERNAL_H
 
 #include "internal_km.h"
+#include "stream_gpu.h"
 
 #define PC__KM_CHUNK 1024 /* rows converted, assigned and summed while they are in cache */
 
@@ -62,6 +63,7 @@ struct pc_kmeans_stream {
     size_t dim, k;
     int threads;             /* 1: sequential */
     pc_backend backend;
+    pc__km_stream_gpu *gpu;  /* CUDA: the nearest centres of the passes' pieces */
     int phase;
     int iterations;          /* passes stepped */
     pc__km_scan_part scan;

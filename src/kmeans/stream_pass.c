@@ -5,6 +5,7 @@
 #include "stream_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -153,6 +154,32 @@ static inline void inertia_add(pc__i128 *buckets, double dist)
     buckets[e] += (int64_t)((u & 0x7fffffu) | (e ? 0x800000u : 0u));
 }
 
+/* CUDA: the nearest centres of rows [p0, p1) of the block (at most a GPU piece) into out, found on the
+ * GPU from the rows centred here on the stream's threads. The caller holds the GPU's lock. Rows a pass
+ * refuses are refused by the pass's own check afterwards; the GPU's labels of those are not used. */
+static pc_status gpu_nearest(const pc_kmeans_stream *s, const pc_points *b, size_t p0, size_t p1, int32_t *out)
+{
+    float *x = pc__km_stream_gpu_rows(s->gpu);
+    const pc__km_frame *f = &s->frame;
+    long chunks = chunk_count(p1 - p0);
+    int threads = s->threads;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && chunks >= 4) schedule(static)
+    for (long ch = 0; ch < chunks; ch++) {
+        size_t begin = p0 + (size_t)ch * PC__KM_CHUNK, end = begin + PC__KM_CHUNK < p1 ? begin + PC__KM_CHUNK : p1;
+        pc__km_centred_rows(b, begin, end, f->mean, f->unit, x + (begin - p0) * s->dim);
+    }
+    pc_status st = pc__km_stream_gpu_centres(s->gpu, s->layout.ct, s->layout.cc, s->layout.kpad, s->fingerprint);
+    return st != PC_OK ? st : pc__km_stream_gpu_assign(s->gpu, p1 - p0, out);
+}
+
+/* The rows of a piece: a whole block on the CPU, a GPU piece with CUDA (a multiple of the chunk). */
+static size_t piece_rows(const pc_kmeans_stream *s, size_t n)
+{
+    _Static_assert(PC__KM_GPU_PIECE % PC__KM_CHUNK == 0, "GPU pieces are whole chunks");
+    return s->gpu ? PC__KM_GPU_PIECE : n > 0 ? n : 1;
+}
+
 pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
 {
     size_t n = b->n, dim = s->dim, k = s->k;
@@ -162,58 +189,78 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
     float scale = f->scale;
     fault bad = {SIZE_MAX, 0};
     int failed = 0;
-    long chunks = chunk_count(n);
+    pc_status st = PC_OK;
     for (int q = 0; q < threads; q++)
         pc__km_pass_part_clear(&s->team[q], k, dim);
-#pragma omp parallel num_threads(threads) if (threads > 1 && chunks >= 4) reduction(| : failed)
-    {
-        pc__km_pass_part *t = &s->team[thread_index()];
-        float *x = malloc(PC__KM_CHUNK * dim * sizeof *x);
-        int32_t *labels = malloc(PC__KM_CHUNK * sizeof *labels);
-        failed |= !x || !labels;
-        size_t mine = SIZE_MAX;
+    int32_t *pre = s->gpu ? pc__alloc(PC__KM_GPU_PIECE, sizeof *pre, "k-means GPU labels") : NULL;
+    if (s->gpu && !pre)
+        return PC_OUT_OF_MEMORY;
+    if (s->gpu)
+        pc__km_stream_gpu_lock(s->gpu);
+    for (size_t p0 = 0, piece = piece_rows(s, n); p0 < n && !failed && bad.row == SIZE_MAX && st == PC_OK;
+         p0 += piece) {
+        size_t p1 = n - p0 < piece ? n : p0 + piece;
+        if (pre && (st = gpu_nearest(s, b, p0, p1, pre)) != PC_OK)
+            break;
+        long c0 = (long)(p0 / PC__KM_CHUNK), c1 = chunk_count(p1);
+#pragma omp parallel num_threads(threads) if (threads > 1 && c1 - c0 >= 4) reduction(| : failed)
+        {
+            pc__km_pass_part *t = &s->team[thread_index()];
+            float *x = malloc(PC__KM_CHUNK * dim * sizeof *x);
+            int32_t *labels = malloc(PC__KM_CHUNK * sizeof *labels);
+            failed |= !x || !labels;
+            size_t mine = SIZE_MAX;
 #pragma omp for schedule(static)
-        for (long ch = 0; ch < chunks; ch++) {
-            size_t begin = (size_t)ch * PC__KM_CHUNK, end = begin + PC__KM_CHUNK < n ? begin + PC__KM_CHUNK : n;
-            size_t m = end - begin;
-            if (failed || mine != SIZE_MAX)
-                continue;
-            pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
-            /* Values the scan did not see could overflow the fixed-point sums: the blocks added must be
-             * those scanned (NaN fails the test too). */
-            for (size_t i = 0; i < m && mine == SIZE_MAX; i++) {
-                int out = 0;
-                for (size_t d = 0; d < dim; d++)
-                    out |= !(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d]);
-                for (size_t d = 0; out && d < dim; d++)
-                    if (!(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d])) {
-                        mine = begin + i;
-                        note_fault(&bad, mine, d);
-                        break;
-                    }
-            }
-            if (mine != SIZE_MAX)
-                continue;
-            pc__km_assign(x, 0, m, &s->layout, labels);
-            for (size_t i = 0; i < m; i++) {
-                const float *xi = x + i * dim;
-                size_t c = (size_t)labels[i];
-                int64_t *sum = t->sums + c * dim;
-                for (size_t d = 0; d < dim; d++) {
-                    int64_t qv = pc__km_fixed(xi[d], scale);
-                    sum[d] += qv;
-                    if (first_pass)
-                        t->squares[d] += (pc__i128)qv * qv;
+            for (long ch = c0; ch < c1; ch++) {
+                size_t begin = (size_t)ch * PC__KM_CHUNK, end = begin + PC__KM_CHUNK < p1 ? begin + PC__KM_CHUNK : p1;
+                size_t m = end - begin;
+                if (failed || mine != SIZE_MAX)
+                    continue;
+                pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
+                /* Values the scan did not see could overflow the fixed-point sums: the blocks added must be
+                 * those scanned (NaN fails the test too). */
+                for (size_t i = 0; i < m && mine == SIZE_MAX; i++) {
+                    int out = 0;
+                    for (size_t d = 0; d < dim; d++)
+                        out |= !(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d]);
+                    for (size_t d = 0; out && d < dim; d++)
+                        if (!(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d])) {
+                            mine = begin + i;
+                            note_fault(&bad, mine, d);
+                            break;
+                        }
                 }
-                t->counts[c]++;
-                double dist = pc__km_dist2(xi, centres + c * dim, dim);
-                inertia_add(t->inertia, dist);
-                pc__km_far_offer(&t->far, dist, (int32_t)c, xi);
+                if (mine != SIZE_MAX)
+                    continue;
+                if (pre)
+                    memcpy(labels, pre + (begin - p0), m * sizeof *labels);
+                else
+                    pc__km_assign(x, 0, m, &s->layout, labels);
+                for (size_t i = 0; i < m; i++) {
+                    const float *xi = x + i * dim;
+                    size_t c = (size_t)labels[i];
+                    int64_t *sum = t->sums + c * dim;
+                    for (size_t d = 0; d < dim; d++) {
+                        int64_t qv = pc__km_fixed(xi[d], scale);
+                        sum[d] += qv;
+                        if (first_pass)
+                            t->squares[d] += (pc__i128)qv * qv;
+                    }
+                    t->counts[c]++;
+                    double dist = pc__km_dist2(xi, centres + c * dim, dim);
+                    inertia_add(t->inertia, dist);
+                    pc__km_far_offer(&t->far, dist, (int32_t)c, xi);
+                }
             }
+            free(x);
+            free(labels);
         }
-        free(x);
-        free(labels);
     }
+    if (s->gpu)
+        pc__km_stream_gpu_unlock(s->gpu);
+    free(pre);
+    if (st != PC_OK)
+        return st;
     if (failed)
         return pc__fail(PC_OUT_OF_MEMORY, "k-means stream: cannot allocate a thread's chunk buffers");
     if (bad.row != SIZE_MAX) {
@@ -240,34 +287,48 @@ pc_status pc__km_stream_label_block(const pc_kmeans_stream *s, const pc_points *
     const pc__km_frame *f = &s->frame;
     fault bad = {SIZE_MAX, 0};
     int failed = 0;
-    long chunks = chunk_count(n);
-#pragma omp parallel num_threads(threads) if (threads > 1 && chunks >= 4) reduction(| : failed)
-    {
-        float *x = malloc(PC__KM_CHUNK * dim * sizeof *x);
-        failed |= !x;
-        size_t mine = SIZE_MAX;
+    pc_status st = PC_OK;
+    if (s->gpu)
+        pc__km_stream_gpu_lock(s->gpu);
+    for (size_t p0 = 0, piece = piece_rows(s, n); p0 < n && !failed && bad.row == SIZE_MAX && st == PC_OK;
+         p0 += piece) {
+        size_t p1 = n - p0 < piece ? n : p0 + piece;
+        int on_gpu = s->gpu != NULL; /* the labels are in place: the loop below only checks the rows */
+        if (on_gpu && (st = gpu_nearest(s, b, p0, p1, labels + p0)) != PC_OK)
+            break;
+        long c0 = (long)(p0 / PC__KM_CHUNK), c1 = chunk_count(p1);
+#pragma omp parallel num_threads(threads) if (threads > 1 && c1 - c0 >= 4) reduction(| : failed)
+        {
+            float *x = malloc(PC__KM_CHUNK * dim * sizeof *x);
+            failed |= !x;
+            size_t mine = SIZE_MAX;
 #pragma omp for schedule(static)
-        for (long ch = 0; ch < chunks; ch++) {
-            size_t begin = (size_t)ch * PC__KM_CHUNK, end = begin + PC__KM_CHUNK < n ? begin + PC__KM_CHUNK : n;
-            if (failed || mine != SIZE_MAX)
-                continue;
-            pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
-            /* Any points may be labelled, not only those scanned, but float32's |c|^2 - 2 x.c needs them
-             * within 2^40 of the points' spread (as given centres). */
-            int out = 0;
-            for (size_t q = 0; q < (end - begin) * dim; q++)
-                out |= !(fabsf(x[q]) <= 0x1p40f);
-            for (size_t q = 0; out && q < (end - begin) * dim; q++)
-                if (!(fabsf(x[q]) <= 0x1p40f)) {
-                    mine = begin + q / dim;
-                    note_fault(&bad, mine, q % dim);
-                    break;
-                }
-            if (mine == SIZE_MAX)
-                pc__km_assign(x, 0, end - begin, &s->layout, labels + begin);
+            for (long ch = c0; ch < c1; ch++) {
+                size_t begin = (size_t)ch * PC__KM_CHUNK, end = begin + PC__KM_CHUNK < p1 ? begin + PC__KM_CHUNK : p1;
+                if (failed || mine != SIZE_MAX)
+                    continue;
+                pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
+                /* Any points may be labelled, not only those scanned, but float32's |c|^2 - 2 x.c needs them
+                 * within 2^40 of the points' spread (as given centres). */
+                int out = 0;
+                for (size_t q = 0; q < (end - begin) * dim; q++)
+                    out |= !(fabsf(x[q]) <= 0x1p40f);
+                for (size_t q = 0; out && q < (end - begin) * dim; q++)
+                    if (!(fabsf(x[q]) <= 0x1p40f)) {
+                        mine = begin + q / dim;
+                        note_fault(&bad, mine, q % dim);
+                        break;
+                    }
+                if (mine == SIZE_MAX && !on_gpu)
+                    pc__km_assign(x, 0, end - begin, &s->layout, labels + begin);
+            }
+            free(x);
         }
-        free(x);
     }
+    if (s->gpu)
+        pc__km_stream_gpu_unlock(s->gpu);
+    if (st != PC_OK)
+        return st;
     if (failed)
         return pc__fail(PC_OUT_OF_MEMORY, "k-means stream: cannot allocate a thread's chunk buffer");
     if (bad.row != SIZE_MAX) {

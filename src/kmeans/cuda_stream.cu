@@ -1,0 +1,154 @@
+// The CUDA backend under pc_kmeans_stream (stream_pass.c): the nearest centre of every point of a
+// piece of a block on the GPU; the host centres the rows before and gathers the pass (fixed-point sums,
+// inertia, farthest points) after, as it does for its own labels. The GPU computes the host's very
+// numbers: from |c|^2 as the host rounded it (pc__km_centres' norms, uploaded), one fused multiply-add
+// of -2 x_j and c_j per dimension in dimension order, the smallest kept and ties to the lower index.
+// pc__km_assign does the same on processors with FMA (its AVX2 + FMA path: every x86-64 machine this
+// project runs on), so the labels, and with them the whole stream, equal the CPU backend's bit for
+// bit. What the GPU takes off the host is the k x dim work a point; the host keeps the dim work.
+#include "../cuda/common.cuh"
+
+#include <math.h>
+#include <mutex>
+#include <string.h>
+#include <new>
+
+extern "C" {
+#include "stream_gpu.h"
+}
+
+namespace {
+
+constexpr int THREADS = 256;
+
+// One thread a point, the centres read through the cache (every thread of a warp reads the same one).
+__global__ void __launch_bounds__(THREADS) nearest_kernel(const float *__restrict__ x, size_t m, int dim, int k,
+                                                          int kpad, const float *__restrict__ ct,
+                                                          const float *__restrict__ cc, int32_t *labels)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x) {
+        const float *xi = x + i * (size_t)dim;
+        float best = INFINITY;
+        int arg = 0;
+        for (int c = 0; c < k; c++) {
+            float d = __ldg(cc + c);
+            for (int j = 0; j < dim; j++)
+                d = fmaf(-2.0f * xi[j], __ldg(ct + (size_t)j * kpad + c), d);
+            if (d < best) {
+                best = d;
+                arg = c;
+            }
+        }
+        labels[i] = arg;
+    }
+}
+
+} // namespace
+
+struct pc__km_stream_gpu {
+    size_t k, dim, kpad = 0;
+    uint64_t version = 0;
+    bool loaded = false;
+    int sms = 1;
+    cudaStream_t stream = nullptr;
+    float *host_rows = nullptr; // pinned: PC__KM_GPU_PIECE x dim
+    int32_t *host_labels = nullptr; // pinned: PC__KM_GPU_PIECE
+    pc__device_buffer<float> x, ct, cc;
+    pc__device_buffer<int32_t> labels;
+    std::mutex lock;
+};
+
+extern "C" pc_status pc__km_stream_gpu_create(size_t k, size_t dim, pc__km_stream_gpu **gpu)
+{
+    *gpu = nullptr;
+    int device = 0, count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return pc__fail(PC_NO_DEVICE, "k-means stream: no CUDA device (%s)",
+                        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    }
+    pc__km_stream_gpu *g = new (std::nothrow) pc__km_stream_gpu;
+    if (!g)
+        return pc__fail(PC_OUT_OF_MEMORY, "k-means stream: GPU state");
+    g->k = k;
+    g->dim = dim;
+    pc_status st = PC_OK;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device);
+    if ((st = pc__cuda_status(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "k-means stream: "
+                              "cudaStreamCreate")) != PC_OK ||
+        (st = pc__cuda_status(cudaMallocHost((void **)&g->host_rows, PC__KM_GPU_PIECE * dim * sizeof(float)),
+                              "k-means stream: pinned rows")) != PC_OK ||
+        (st = pc__cuda_status(cudaMallocHost((void **)&g->host_labels, PC__KM_GPU_PIECE * sizeof(int32_t)),
+                              "k-means stream: pinned labels")) != PC_OK ||
+        (st = g->x.alloc(PC__KM_GPU_PIECE * dim, "k-means stream rows")) != PC_OK ||
+        (st = g->labels.alloc(PC__KM_GPU_PIECE, "k-means stream labels")) != PC_OK) {
+        pc__km_stream_gpu_free(g);
+        return st;
+    }
+    *gpu = g;
+    return PC_OK;
+}
+
+extern "C" void pc__km_stream_gpu_free(pc__km_stream_gpu *g)
+{
+    if (!g)
+        return;
+    if (g->stream)
+        cudaStreamSynchronize(g->stream);
+    if (g->host_rows)
+        cudaFreeHost(g->host_rows);
+    if (g->host_labels)
+        cudaFreeHost(g->host_labels);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+    delete g;
+}
+
+extern "C" void pc__km_stream_gpu_lock(pc__km_stream_gpu *g) { g->lock.lock(); }
+
+extern "C" void pc__km_stream_gpu_unlock(pc__km_stream_gpu *g) { g->lock.unlock(); }
+
+extern "C" float *pc__km_stream_gpu_rows(pc__km_stream_gpu *g) { return g->host_rows; }
+
+extern "C" pc_status pc__km_stream_gpu_centres(pc__km_stream_gpu *g, const float *ct, const float *cc, size_t kpad,
+                                               uint64_t version)
+{
+    if (g->loaded && g->version == version && g->kpad == kpad)
+        return PC_OK;
+    pc_status st;
+    if (g->kpad != kpad) {
+        if ((st = g->ct.alloc(g->dim * kpad, "k-means stream centres")) != PC_OK ||
+            (st = g->cc.alloc(kpad, "k-means stream centre norms")) != PC_OK)
+            return st;
+        g->kpad = kpad;
+    }
+    PC_CUDA_TRY(cudaMemcpyAsync(g->ct.ptr, ct, g->dim * kpad * sizeof(float), cudaMemcpyHostToDevice, g->stream),
+                "k-means stream: centres to the GPU");
+    PC_CUDA_TRY(cudaMemcpyAsync(g->cc.ptr, cc, kpad * sizeof(float), cudaMemcpyHostToDevice, g->stream),
+                "k-means stream: centre norms to the GPU");
+    g->version = version;
+    g->loaded = true;
+    return PC_OK;
+}
+
+extern "C" pc_status pc__km_stream_gpu_assign(pc__km_stream_gpu *g, size_t m, int32_t *labels)
+{
+    if (m == 0)
+        return PC_OK;
+    if (m > PC__KM_GPU_PIECE || !g->loaded)
+        return pc__fail(PC_INTERNAL_ERROR, "k-means stream: a GPU piece of %zu rows (at most %zu), centres %s", m,
+                        (size_t)PC__KM_GPU_PIECE, g->loaded ? "loaded" : "not loaded");
+    PC_CUDA_TRY(cudaMemcpyAsync(g->x.ptr, g->host_rows, m * g->dim * sizeof(float), cudaMemcpyHostToDevice, g->stream),
+                "k-means stream: rows to the GPU");
+    size_t blocks = (m + THREADS - 1) / THREADS, most = 16 * (size_t)g->sms;
+    nearest_kernel<<<(unsigned)(blocks < most ? blocks : most), THREADS, 0, g->stream>>>(
+        g->x.ptr, m, (int)g->dim, (int)g->k, (int)g->kpad, g->ct.ptr, g->cc.ptr, g->labels.ptr);
+    PC_CUDA_LAUNCHED("k-means stream: nearest-centre kernel");
+    PC_CUDA_TRY(cudaMemcpyAsync(g->host_labels, g->labels.ptr, m * sizeof(int32_t), cudaMemcpyDeviceToHost, g->stream),
+                "k-means stream: labels from the GPU");
+    PC_CUDA_TRY(cudaStreamSynchronize(g->stream), "k-means stream: nearest-centre kernel");
+    memcpy(labels, g->host_labels, m * sizeof(int32_t));
+    return PC_OK;
+}
