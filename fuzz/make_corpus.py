@@ -176,6 +176,8 @@ cli = {
                "--help"],
     "hca": ["-m\n32\n--clusters\n5", "-m\n16\n--threshold\n0.3\n--noise\n--min-cluster-size\n10",
             "--clusters\n3\n--dendrogram\nd.npy\n--components\nc.csv\n--labels\nl.tsv", "--help"],
+    "heca": ["--m-list\n16,24,32\n-k\n4", "--m-list\n8,12\n--shifts\n--reference\n2\n--threshold\n0.4\n--noise",
+             "-k\n3\n--min-cluster-size\n5\n--dendrogram\nd.npy\n--components\nc.csv\n--labels\nl.csv", "--help"],
     "segment": ["-k\n6\n-o\nlabels.tif", "--algorithm\nkmeans\n-k\n4\n--bands\n3,1\n-o\nl.npy\n--preview\np.png",
                 "--algorithm\nmeanshift\n--spatial-bandwidth\n8\n--range-bandwidth\n16\n-o\nr.tif",
                 "-k\n3\n-o\nl.tif\n--co\nCOMPRESS=ZSTD\n--ot\nUInt16\n--nodata\nnan\n--max-memory\n512M",
