@@ -11,6 +11,7 @@ The overhead table comes first, scikit-learn's after: its own OpenMP runtime's t
 after each of its parallel regions, and would slow the timings that follow in the same process.
 Each side makes one untimed call first (the floor too).
 Usage: bench_python.py FLOOR [--reps R] [--sklearn-reps S] [--full] [--no-sklearn]
+       bench_python.py FLOOR --fixed-cost   (the estimators' own Python beyond the _core call, tiny inputs)
   FLOOR: the bench_python_floor program built against the same library the package links.
 Run with the package importable (PYTHONPATH=BUILD/python after ctest -R python, or installed).
 """
@@ -53,6 +54,29 @@ def timed(fn, reps):
     return statistics.median(times), min(times), result
 
 
+def fixed_cost(calls=2000):
+    """The estimators' own Python (input checks, attributes) beyond parclust._core's call, by the clock on
+    tiny inputs (where the library's work is a few microseconds), one thread, median of `calls`."""
+    X = points("blobs", 1000, 2, 3, 1.0, 10.0)
+    init = X[:3].copy()
+    U = np.clip(np.rint(X.astype(np.float64) * 10 + 128), 0, 255).astype(np.uint8)
+    S = X[:200].copy()
+    pairs = [
+        ("KMeans 1000 x 2, k 3, 1 it", lambda: parclust.KMeans(3, init=init, max_iter=1, tol=0.0, n_jobs=1).fit(X),
+         lambda: _core.kmeans(X, 3, init="given", centers=init, max_iter=1, tol=0.0, threads=1)),
+        ("MeanShift 200 x 2, 1 it", lambda: parclust.MeanShift(2.0, max_iter=1, n_jobs=1).fit(S),
+         lambda: _core.meanshift(S, 2.0, kernel="flat", max_iter=1, threads=1)),
+        ("HCA 1000 x 2 uint8, m 8", lambda: parclust.HCA(3, m=8, n_jobs=1).fit(U),
+         lambda: _core.hca(U, m=8, clusters=3, threads=1)),
+    ]
+    print("| tiny fit (1 thread) | estimator fit (us) | parclust._core call (us) | the estimator's own cost (us) |")
+    print("| --- | --- | --- | --- |")
+    for name, estimator, core in pairs:
+        e = timed(estimator, calls)[0] * 1e6
+        c = timed(core, calls)[0] * 1e6
+        print("| %s | %.1f | %.1f | %.1f |" % (name, e, c, e - c), flush=True)
+
+
 def workloads(full):
     # (name, algorithm, generator args (dataset, n, dim, clusters, spread, box), algorithm args)
     w = [
@@ -83,7 +107,11 @@ def main():
     ap.add_argument("--sklearn-reps", type=int, default=1)
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--fixed-cost", action="store_true", help="only the estimators' own cost on tiny inputs")
     a = ap.parse_args()
+    if a.fixed_cost:
+        fixed_cost()
+        return
     import sklearn
     from sklearn.metrics import adjusted_rand_score
 
