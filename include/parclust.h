@@ -496,7 +496,8 @@ int64_t pc_result_changed_points(const pc_result *result);
  * cluster size). The dendrogram's leaves are the groups of prototypes that every member puts in one
  * component (joined at height 0: the prototype dendrogram with its zero-height merges collapsed); they
  * are the result's components (representative: the group's densest cell of the reference grid). With
- * one member and no shift the result is pc_hca's (labels, dendrogram heights, components). */
+ * one member and no shift the result is pc_hca's (labels, dendrogram, components). Packed uint8 rows
+ * of 1 or 2 bands are counted once by value, the members' histograms taken from the values' counts. */
 #define PC_HECA_MAX_MEMBERS 16
 typedef struct {
     int m[PC_HECA_MAX_MEMBERS]; /* the members' cells per dimension (each 2 to 65536) */
