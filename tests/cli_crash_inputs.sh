@@ -23,11 +23,11 @@ stop_writers() {
 }
 trap stop_writers EXIT
 
-# expect NAME RC PATTERN CMD...: the run ends (within 60 s) with exit RC and PATTERN in its stderr.
+# expect NAME RC PATTERN CMD...: the run ends (within 120 s: sanitizers on a loaded machine) with exit RC and PATTERN in its stderr.
 expect() {
     name=$1 want_rc=$2 pattern=$3
     shift 3
-    timeout 60 "$@" >out.txt 2>err.txt
+    timeout 120 "$@" >out.txt 2>err.txt
     rc=$?
     if [ "$rc" != "$want_rc" ] || ! cat err.txt out.txt | grep -q -- "$pattern"; then
         fail "$name: exit $rc (expected $want_rc), stderr: $(head -c 400 err.txt)"

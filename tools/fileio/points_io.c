@@ -647,8 +647,12 @@ static int parse_stream(text_parser *p, FILE *fp, char *err, size_t errsize)
             if (rc)
                 break;
         }
+        /* The carried part of a line holds no line end (but a last CR): not scanned again, so a long line
+         * costs its length, not its length times its blocks. */
+        size_t known = s == buf && have ? (buf[have - 1] == '\r' ? have - 1 : have) : 0;
         while (s < end) {
-            char *line_end = s;
+            char *line_end = s + known;
+            known = 0;
             while (line_end < end && *line_end != '\n' && *line_end != '\r' && *line_end)
                 line_end++;
             /* a line the block cut, or a CR that may be the first half of a CRLF: with the next block */
