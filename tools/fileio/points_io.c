@@ -589,26 +589,31 @@ static int text_done(const text_parser *p, char *err, size_t errsize)
  * np.loadtxt, take too). */
 static int parse_stream(text_parser *p, FILE *fp, char *err, size_t errsize)
 {
-    size_t cap = TEXT_BLOCK, have = 0, lineno = 0;
+    /* A file smaller than a block gets a buffer of its size (a pipe or device, a whole block). */
+    struct stat st;
+    size_t block = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size < TEXT_BLOCK
+                       ? (size_t)st.st_size + 1
+                       : TEXT_BLOCK;
+    size_t cap = block, have = 0, lineno = 0;
     double limit = pcli_memory_limit(NULL), total = 0;
     char *buf = malloc(cap + 1);
     int first = 1, eof = 0, rc = 0;
     if (!buf)
         return pcli_fail(err, errsize, "%s: out of memory for a block of text", p->name);
     while (!eof) {
-        if (cap - have < TEXT_BLOCK) { /* a long line: room for it and a block more */
+        if (cap - have < block) { /* a long line: room for it and a block more */
             if (have > TEXT_MAX_LINE) {
                 rc = pcli_fail(err, errsize, "%s: line %zu is longer than %zu MiB (no line end): not a text file "
                                "of points? (.npy for binary data)", p->name, lineno + 1, TEXT_MAX_LINE >> 20);
                 break;
             }
-            char *bigger = realloc(buf, have + TEXT_BLOCK + 1);
+            char *bigger = realloc(buf, have + block + 1);
             if (!bigger) {
                 rc = pcli_fail(err, errsize, "%s: out of memory at line %zu", p->name, lineno + 1);
                 break;
             }
             buf = bigger;
-            cap = have + TEXT_BLOCK;
+            cap = have + block;
         }
         size_t got = fread(buf + have, 1, cap - have, fp);
         if (got == 0) {
