@@ -62,6 +62,8 @@ int mpi_cmd_kmeans(int argc, char **argv)
     cli_outputs_add_common(&out, &a.c.out);
     if (mpi_rank0_verdict(rank == 0 ? cli_outputs_check(&out) : 0))
         return CLI_FAILED;
+    if (mpi_pick_device(cmd, a.p.backend)) /* the k-means stream's CUDA backend: one GPU per rank */
+        return CLI_FAILED;
     mpi_input in;
     if (mpi_read_input(cmd, a.c.input, a.c.header, split, &in))
         return CLI_FAILED;

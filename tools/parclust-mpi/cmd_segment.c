@@ -75,7 +75,7 @@ int mpi_cmd_segment(int argc, char **argv)
     cli_outputs_add(&out, "--output", c.output);
     if (mpi_rank0_verdict(rank == 0 ? cli_outputs_check(&out) : 0))
         return CLI_FAILED;
-    if (c.algorithm == ALG_HCA && mpi_pick_device(cmd, c.hca.backend))
+    if (mpi_pick_device(cmd, c.algorithm == ALG_HCA ? c.hca.backend : c.km.backend))
         return CLI_FAILED;
     char err[1024] = "";
     pcli_window_reader *reader = NULL;

@@ -33,8 +33,8 @@ static void usage(FILE *out)
             "\n"
             "A .npy INPUT is read by every rank, its own rows only; a text INPUT by rank 0, its rows scattered.\n"
             "--labels .npy is written by every rank at its rows' offset; the other outputs by rank 0.\n"
-            "HCA with --backend cuda (or auto, for blocks of 2^20 points or more) runs each rank on a GPU of its\n"
-            "host: the local rank modulo the devices present.\n",
+            "HCA and k-means with --backend cuda (or auto, where the stream sends a block to the GPU) run each\n"
+            "rank on a GPU of its host: the local rank modulo the devices present.\n",
             pc_version());
 }
 
