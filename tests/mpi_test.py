@@ -139,10 +139,11 @@ elif WHAT == "hca":
               f"hca {tag(p, split)}: centres equal to rounding")
     # uint8 rows (pixels), binned as they are.
     np.save("u.npy", rng.integers(0, 256, (3001, 3)).astype(np.uint8))
-    rc, out, err = run(["hca", "u.npy", "-m", 8, "--labels", "ul1.npy", "--dendrogram", "ud1.npy"])
-    rc2, out, err2 = run(["hca", "u.npy", "-m", 8, "--labels", "ulm.npy", "--dendrogram", "udm.npy"], 4)
-    check(rc == 0 and rc2 == 0 and same_bytes("ul1.npy", "ulm.npy") and same_bytes("ud1.npy", "udm.npy"),
-          f"hca uint8 P=4: labels and dendrogram identical {err.strip()} {err2.strip()}")
+    for m in ([], ["-m", 8]):  # the default m (auto, from all the points) and a given one
+        rc, out, err = run(["hca", "u.npy", "--labels", "ul1.npy", "--dendrogram", "ud1.npy"] + m)
+        rc2, out, err2 = run(["hca", "u.npy", "--labels", "ulm.npy", "--dendrogram", "udm.npy"] + m, 4)
+        check(rc == 0 and rc2 == 0 and same_bytes("ul1.npy", "ulm.npy") and same_bytes("ud1.npy", "udm.npy"),
+              f"hca uint8 {m or 'default m'} P=4: labels and dendrogram identical {err.strip()} {err2.strip()}")
 elif WHAT == "meanshift":
     # Separated blobs: the ring's double-precision sums and pc_meanshift's float32 ones reach the same
     # modes to within the stopping tolerance (eps 1e-6 h here), and so the same labels.

@@ -38,6 +38,8 @@ int mpi_cmd_hca(int argc, char **argv)
     const char *cmd = "hca", *split = NULL;
     hca_args a = {0};
     pc_hca_params_init(&a.p);
+    a.p.m = 0; /* -m auto: parclust hca's default, which cmd_hca() sets before its parser (pc_mpi_hca
+                  resolves it on the points of all the ranks) */
     if (mpi_take_split(cmd, &argc, argv, &split))
         return CLI_USAGE;
     int rc = mpi_parse(parse, argc, argv, &a);
