@@ -5,7 +5,9 @@
 # did it in BUILD/fuzz-artifacts/. Usage: fuzz/run.sh BUILD SECONDS [TARGET ...]
 # For hours: fuzz/run.sh BUILD 14400 fuzz_npy (docs/FUZZING.md).
 set -eu
-BUILD=$1
+# Absolute: the CLI targets work in a folder of their own (fuzz_cli.c chdir()s), where libFuzzer
+# would not find a relative corpus folder again.
+BUILD=$(cd "$1" && pwd)
 SECONDS_EACH=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
