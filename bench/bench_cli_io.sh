@@ -6,17 +6,23 @@
 # Each input is generated once (not timed) and read from the page cache; every command runs RUNS times
 # and the run with the median wall time is reported with its stages (the CLI's "time" lines; other_s
 # is the rest: start-up, checks, exit) and its maximum resident set beside the size of the input.
+# OLD says what the output replaces: keep (default) the previous run's, back to back, as a user re-running
+# at once; synced: the same, but written out to disk first (sync, then 1 s), as after a while (ext4 then
+# frees the old file's blocks and cached pages, 0.1-0.2 s for 400 MB, where a file still in memory only
+# costs its pages); none: no file (removed and synced before each run).
 #
-# usage: sh bench/bench_cli_io.sh BUILD_DIR [WORK_DIR] [RUNS]
+# usage: sh bench/bench_cli_io.sh BUILD_DIR [WORK_DIR] [RUNS] [OLD]
 set -e
 B=${1:-build}
 D=${2:-$B/bench_cli_io_tmp}
 RUNS=${3:-5}
+OLD=${4:-keep}
+case $OLD in keep | synced | none) ;; *) echo "OLD is keep, synced or none, not '$OLD'"; exit 2 ;; esac
 P=$B/parclust
 [ -x "$P" ] || { echo "no $P: build first"; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (Debian: time)"; exit 1; }
 mkdir -p "$D"
-echo "# parclust CLI end to end, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date +%F)"
+echo "# parclust CLI end to end, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date +%F), old outputs: $OLD"
 printf '%-12s %9s %9s %9s %9s %9s %11s %10s\n' workload read_s cluster_s write_s other_s total_s maxrss_MiB input_MiB
 
 [ -f "$D/scene.tif" ] || "$P" generate scene --width 10000 --height 10000 --bands 4 --classes 6 --seed 11 \
@@ -30,14 +36,18 @@ if [ ! -f "$D/image.npy" ]; then # the scene's pixels as rows: (H, W, 4) written
 fi
 [ -f "$D/points.npy" ] || "$P" generate blobs --n 10000000 --dim 3 --clusters 8 --seed 3 -o "$D/points.npy" >/dev/null
 
-# measure NAME INPUT COMMAND...: RUNS runs, the median by total time
+# measure NAME INPUT OUTPUT COMMAND...: RUNS runs, the median by total time
 measure() {
-    name=$1 input=$2
-    shift 2
+    name=$1 input=$2 output=$3
+    shift 3
     cat "$D/scene.tif" "$D/image.npy" "$D/points.npy" >/dev/null # into the page cache
     : >"$D/runs.txt"
     r=0
     while [ $r -lt "$RUNS" ]; do
+        case $OLD in
+        synced) sync && sleep 1 ;;
+        none) rm -f "$output" && sync && sleep 1 ;;
+        esac
         /usr/bin/time -v "$@" >"$D/out.txt" 2>"$D/time.txt" || { cat "$D/out.txt" "$D/time.txt"; exit 1; }
         # total: the wall clock of the whole process (start-up and exit included); stages: the CLI's lines
         awk -v rss="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$D/time.txt")" \
@@ -52,6 +62,6 @@ measure() {
             printf "%-12s %9.3f %9.3f %9.3f %9.3f %9.3f %11.0f %10d\n", name, $2, $3, $4, $1 - $2 - $3 - $4, $1, $5 / 1024, in_mib }'
 }
 
-measure hca-npy "$D/image.npy" "$P" hca "$D/image.npy" -m 32 --clusters 6 --labels "$D/labels.npy" --verbose
-measure segment-tif "$D/scene.tif" "$P" segment "$D/scene.tif" -k 6 -o "$D/labels.tif"
-measure kmeans-npy "$D/points.npy" "$P" kmeans "$D/points.npy" -k 8 --seed 1 --labels "$D/klabels.npy" --verbose
+measure hca-npy "$D/image.npy" "$D/labels.npy" "$P" hca "$D/image.npy" -m 32 --clusters 6 --labels "$D/labels.npy" --verbose
+measure segment-tif "$D/scene.tif" "$D/labels.tif" "$P" segment "$D/scene.tif" -k 6 -o "$D/labels.tif"
+measure kmeans-npy "$D/points.npy" "$D/klabels.npy" "$P" kmeans "$D/points.npy" -k 8 --seed 1 --labels "$D/klabels.npy" --verbose
