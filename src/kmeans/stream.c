@@ -230,8 +230,9 @@ static pc_status in_phase(const pc_kmeans_stream *s, int phase, const char *call
         return pc__fail(PC_INVALID_ARGUMENT, "%s: the stream is NULL", call);
     if (s->phase == phase)
         return PC_OK;
-    static const char *const wants[] = {"", "before pc_kmeans_stream_start", "between pc_kmeans_stream_start and "
-                                        "the step that says done", "after the step that says done"};
+    static const char *const wants[] = {"", "before pc_kmeans_stream_start",
+                                        ("between pc_kmeans_stream_start and the step that says done"),
+                                        "after the step that says done"};
     return pc__fail(PC_INVALID_ARGUMENT, "%s comes %s; the stream is %s", call, wants[phase], phase_text(s->phase));
 }
 
