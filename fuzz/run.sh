@@ -13,6 +13,10 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 targets=${*:-$(cat "$BUILD/fuzz/targets.txt")}
 mkdir -p "$BUILD/fuzz-artifacts"
+# The readers' memory limit (half of the physical memory by default) under libFuzzer's 2 GiB: an
+# input that claims more is then refused by the readers' own limit, as a real run's would be.
+PARCLUST_MAX_MEMORY=${PARCLUST_MAX_MEMORY:-1G}
+export PARCLUST_MAX_MEMORY
 rm -rf "$BUILD/fuzz-seeds"
 /usr/bin/python3 "$here/make_corpus.py" "$BUILD/fuzz-seeds" "$BUILD/parclust" ||
     python3 "$here/make_corpus.py" "$BUILD/fuzz-seeds" "$BUILD/parclust"
