@@ -386,6 +386,18 @@ typedef enum {
 } pc_kmeans_cuda_variant;
 pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
 
+/* How the iterations find each point's nearest centre. Every choice gives the same labels, centres,
+ * iterations and inertia (Lloyd's, bit for bit): the bounds only skip work they prove unneeded. */
+typedef enum {
+    PC_KMEANS_AUTO = 0, /* default: Hamerly where it wins (the CPU backends, k >= 8), else Lloyd */
+    PC_KMEANS_LLOYD,    /* every point against every centre, every iteration */
+    PC_KMEANS_HAMERLY   /* Hamerly's bounds (CPU backends; CUDA runs Lloyd): a point is scanned only
+                           when its bounds no longer prove its centre nearest with a margin above the
+                           float32 rounding of Lloyd's distances */
+} pc_kmeans_algorithm;
+const char *pc_kmeans_algorithm_name(pc_kmeans_algorithm algorithm); /* "auto", "lloyd", "hamerly" */
+pc_status pc_kmeans_algorithm_parse(const char *name, pc_kmeans_algorithm *out);
+
 typedef struct {
     size_t k;                     /* clusters, 1 <= k <= n. No default (0 is an error) */
     pc_kmeans_init init;          /* default PC_INIT_KMEANSPP */
@@ -401,6 +413,7 @@ typedef struct {
     pc_kmeans_cuda_variant cuda_variant; /* default PC_KMEANS_CUDA_FAST */
     pc_progress_fn progress;      /* optional, called after each iteration */
     void *progress_user;
+    pc_kmeans_algorithm algorithm; /* default PC_KMEANS_AUTO */
 } pc_kmeans_params;
 
 void pc_kmeans_params_init(pc_kmeans_params *params);
@@ -408,6 +421,11 @@ void pc_kmeans_params_init(pc_kmeans_params *params);
 /* Lloyd's k-means. The result has labels, centres (cluster c is centre c, in the order the
  * initialisation chose), sizes, iterations and inertia. */
 pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result);
+/* k-means: the point-to-centre distances the iterations evaluated (Lloyd: n k an iteration; Hamerly:
+ * those of the points scanned, the bounds tightened, and the centre-to-centre ones); 0 for others. */
+double pc_result_distance_evaluations(const pc_result *result);
+/* k-means: the algorithm that ran (PC_KMEANS_AUTO resolved). */
+pc_kmeans_algorithm pc_result_kmeans_algorithm(const pc_result *result);
 
 /* ---------------------------------------------------------------- HCA */
 

@@ -56,6 +56,8 @@ struct pc_result {
     int64_t border_points, changed_points;
     int iterations;
     double inertia;   /* k-means */
+    double distance_evaluations; /* k-means */
+    int kmeans_algorithm;        /* k-means: pc_kmeans_algorithm */
     pc_backend backend;
     size_t stage_count;
     const char *stage_names[PC__MAX_STAGES]; /* static strings */

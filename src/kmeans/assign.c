@@ -111,3 +111,73 @@ void pc__km_assign(const float *x, size_t begin, size_t end, const pc__km_centre
     for (; i < end; i++)
         assign_tile(x + i * dim, dim, c, labels + i, 1);
 }
+
+/* assign_tile's labels (the same arithmetic, lane for lane, and the same choice among equal values) and
+ * beside them the smallest value and the second smallest over the other centres: Hamerly's full scan
+ * (hamerly.c) needs the labels exactly as Lloyd's, and the runner-up for its lower bound. */
+PC__INLINE void assign_tile_two(const float *x, size_t dim, const pc__km_centres *c, int32_t *labels, float *first,
+                                float *second, int P)
+{
+    vfloat best[4], next[4];
+    vint best_idx[4];
+    const vint lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int p = 0; p < P; p++) {
+        best[p] = next[p] = (vfloat){0} + INFINITY;
+        best_idx[p] = (vint){0};
+    }
+    for (size_t j = 0; j < c->kpad; j += 2 * PC__KM_LANES) {
+        vfloat a0[4], a1[4];
+        vfloat n0 = load(c->cc + j), n1 = load(c->cc + j + PC__KM_LANES);
+        for (int p = 0; p < P; p++) {
+            a0[p] = n0;
+            a1[p] = n1;
+        }
+        for (size_t d = 0; d < dim; d++) {
+            vfloat c0 = load(c->ct + d * c->kpad + j), c1 = load(c->ct + d * c->kpad + j + PC__KM_LANES);
+            for (int p = 0; p < P; p++) {
+                float m2x = -2.0f * x[p * dim + d];
+                a0[p] += m2x * c0;
+                a1[p] += m2x * c1;
+            }
+        }
+        for (int p = 0; p < P; p++) {
+            vint lt0 = a0[p] < best[p];
+            next[p] = select_f(lt0, best[p], select_f(a0[p] < next[p], a0[p], next[p]));
+            best[p] = select_f(lt0, a0[p], best[p]);
+            best_idx[p] = select_i(lt0, lane + (int32_t)j, best_idx[p]);
+            vint lt1 = a1[p] < best[p];
+            next[p] = select_f(lt1, best[p], select_f(a1[p] < next[p], a1[p], next[p]));
+            best[p] = select_f(lt1, a1[p], best[p]);
+            best_idx[p] = select_i(lt1, lane + (int32_t)(j + PC__KM_LANES), best_idx[p]);
+        }
+    }
+    for (int p = 0; p < P; p++) {
+        float b = best[p][0];
+        int32_t bi = best_idx[p][0];
+        int bl = 0;
+        for (int l = 1; l < PC__KM_LANES; l++)
+            if (best[p][l] < b || (best[p][l] == b && best_idx[p][l] < bi)) {
+                b = best[p][l];
+                bi = best_idx[p][l];
+                bl = l;
+            }
+        float s = next[p][bl];
+        for (int l = 0; l < PC__KM_LANES; l++)
+            if (l != bl && best[p][l] < s)
+                s = best[p][l];
+        labels[p] = bi;
+        first[p] = b;
+        second[p] = s;
+    }
+}
+
+PC__MULTIVERSION
+void pc__km_assign_two(const float *x, size_t count, const pc__km_centres *c, int32_t *labels, float *first,
+                       float *second)
+{
+    size_t dim = c->dim, i = 0;
+    for (; i + 4 <= count; i += 4)
+        assign_tile_two(x + i * dim, dim, c, labels + i, first + i, second + i, 4);
+    for (; i < count; i++)
+        assign_tile_two(x + i * dim, dim, c, labels + i, first + i, second + i, 1);
+}

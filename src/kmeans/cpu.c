@@ -103,11 +103,46 @@ pc_status pc__km_relocate_empty(const float *x, size_t n, size_t dim, size_t k, 
     return PC_OK;
 }
 
+/* The empty-cluster rule on the fixed-point sums and counts of labels[] (a no-op without an empty
+ * cluster): the empty clusters take the points farthest from their centres. */
+pc_status pc__km_empty_rule_cpu(const float *x, size_t n, size_t dim, size_t k, const float *centres,
+                                const int32_t *labels, float scale, int64_t *sums, int64_t *counts)
+{
+    size_t empty = 0;
+    for (size_t j = 0; j < k; j++)
+        empty += counts[j] == 0;
+    if (empty) { /* rare: the rule needs every point's distance to its centre */
+        pc__km_far far;
+        if (farthest(x, n, dim, empty, centres, labels, &far) != PC_OK)
+            return PC_OUT_OF_MEMORY;
+        pc__km_relocate_fixed(&far, k, dim, scale, sums, counts);
+        pc__km_far_free(&far);
+    }
+    return PC_OK;
+}
+
+/* Block sums added in order, so that n_init compares the same numbers at any thread count. */
+double pc__km_inertia_cpu(const float *x, size_t n, size_t dim, const float *centres, const int32_t *labels,
+                          int threads)
+{
+    double part[PC__KM_SUM_BLOCKS] = {0}, total = 0;
+    size_t per = (n + PC__KM_SUM_BLOCKS - 1) / PC__KM_SUM_BLOCKS;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long b = 0; b < PC__KM_SUM_BLOCKS; b++)
+        for (size_t i = (size_t)b * per; i < n && i < ((size_t)b + 1) * per; i++)
+            part[b] += pc__km_dist2(x + i * dim, centres + (size_t)labels[i] * dim, dim);
+    for (int b = 0; b < PC__KM_SUM_BLOCKS; b++)
+        total += part[b];
+    return total;
+}
+
 typedef struct {
     const float *x;
     size_t n, dim, k;
     int threads;
     int shift;
+    double *distances;
     int32_t *labels, *previous;
     int64_t *fixed; /* k x dim */
     pc__km_centres c;
@@ -122,16 +157,9 @@ static pc_status cpu_step(void *ctx, const float *centres, double *sums, int64_t
     pc_status st = assign_and_sum(e->x, e->n, e->dim, e->k, &e->c, e->threads, scale, e->labels, e->fixed, counts);
     if (st != PC_OK)
         return st;
-    size_t empty = 0;
-    for (size_t j = 0; j < e->k; j++)
-        empty += counts[j] == 0;
-    if (empty) { /* rare: the rule needs every point's distance to its centre */
-        pc__km_far far;
-        if (farthest(e->x, e->n, e->dim, empty, centres, e->labels, &far) != PC_OK)
-            return PC_OUT_OF_MEMORY;
-        pc__km_relocate_fixed(&far, e->k, e->dim, scale, e->fixed, counts);
-        pc__km_far_free(&far);
-    }
+    if ((st = pc__km_empty_rule_cpu(e->x, e->n, e->dim, e->k, centres, e->labels, scale, e->fixed, counts)) != PC_OK)
+        return st;
+    *e->distances += (double)e->n * (double)e->k;
     pc__km_fixed_to_double(e->fixed, e->k * e->dim, e->shift, sums);
     size_t diff = 0;
     for (size_t i = 0; i < e->n; i++)
@@ -157,6 +185,7 @@ static pc_status cpu_finish(void *ctx, const float *centres, int relabel, double
     (void)threads;
     long chunks = (long)((n + CHUNK - 1) / CHUNK);
     if (relabel) {
+        *e->distances += (double)n * (double)e->k;
         pc__km_centres_set(&e->c, centres);
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
         for (long ch = 0; ch < chunks; ch++) {
@@ -164,24 +193,14 @@ static pc_status cpu_finish(void *ctx, const float *centres, int relabel, double
             pc__km_assign(x, b, end, &e->c, e->labels);
         }
     }
-    /* Block sums added in order, so that n_init compares the same numbers at any thread count. */
-    double part[PC__KM_SUM_BLOCKS] = {0}, total = 0;
-    const int32_t *labels = e->labels;
-    size_t per = (n + PC__KM_SUM_BLOCKS - 1) / PC__KM_SUM_BLOCKS;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (long b = 0; b < PC__KM_SUM_BLOCKS; b++)
-        for (size_t i = (size_t)b * per; i < n && i < ((size_t)b + 1) * per; i++)
-            part[b] += pc__km_dist2(x + i * dim, centres + (size_t)labels[i] * dim, dim);
-    for (int b = 0; b < PC__KM_SUM_BLOCKS; b++)
-        total += part[b];
-    *inertia = total;
+    *inertia = pc__km_inertia_cpu(x, n, dim, centres, e->labels, threads);
     return PC_OK;
 }
 
-pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
+pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o, float *centres,
                            int32_t *labels, int *iterations, double *inertia)
 {
-    cpu_engine e = {x, n, dim, k, o->threads, o->fixed_shift, labels, pc__alloc(n, sizeof(int32_t), "labels"),
+    cpu_engine e = {x, n, dim, k, o->threads, o->fixed_shift, &o->distances, labels, pc__alloc(n, sizeof(int32_t), "labels"),
                     pc__alloc(k, dim * sizeof(int64_t), "centre sums"), {0, 0, 0, NULL, NULL}};
     pc_status st = PC_OUT_OF_MEMORY;
     if (e.previous && e.fixed && pc__km_centres_init(&e.c, k, dim) == PC_OK) {

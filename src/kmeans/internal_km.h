@@ -25,6 +25,11 @@ void pc__km_centres_free(pc__km_centres *c);
  * distance less |x|^2), ties to the lower index. */
 void pc__km_assign(const float *x, size_t begin, size_t end, const pc__km_centres *c, int32_t *labels);
 
+/* Rows 0..count-1 of x: labels[i] as pc__km_assign gives them (the same values, the same ties), first[i]
+ * its value |c|^2 - 2 x.c and second[i] the smallest value of the other centres (+inf with k = 1). */
+void pc__km_assign_two(const float *x, size_t count, const pc__km_centres *c, int32_t *labels, float *first,
+                       float *second);
+
 /* Blocks for sums that must not depend on the thread count: each block's partial sum is added in
  * block order (an OpenMP reduction adds in whatever order threads finish). */
 #define PC__KM_SUM_BLOCKS 256
@@ -53,6 +58,7 @@ typedef struct {
     pc_progress_fn progress;
     void *progress_user;
     int fixed_shift; /* the CPU's fixed-point sums: x x 2^fixed_shift (pc__km_fixed_shift) */
+    double distances; /* out: point-to-centre (and centre-to-centre) distances evaluated, added to */
 } pc__km_options;
 
 /* Where Lloyd's iterations run: the loop (lloyd.c) is the same for every backend. */
@@ -75,8 +81,20 @@ pc_status pc__km_lloyd(const pc__km_engine *e, const float *x, size_t n, size_t 
                        float *centres, int *iterations, double *inertia);
 
 /* The CPU engine over labels[] (n), sequential or OpenMP by o->threads. */
-pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o, float *centres,
+pc_status pc__km_lloyd_cpu(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o, float *centres,
                            int32_t *labels, int *iterations, double *inertia);
+
+/* The same iterations with Hamerly's bounds (hamerly.c): the labels, centres, iterations and inertia of
+ * pc__km_lloyd_cpu, most points settled by their bounds without a scan of the centres. */
+pc_status pc__km_hamerly_cpu(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o, float *centres,
+                             int32_t *labels, int *iterations, double *inertia);
+
+/* Shared by the CPU engines (cpu.c): the inertia of labels[] under `centres`, in blocks added in order;
+ * the fixed-point sums and counts of the clusters of labels[]. */
+double pc__km_inertia_cpu(const float *x, size_t n, size_t dim, const float *centres, const int32_t *labels,
+                          int threads);
+pc_status pc__km_empty_rule_cpu(const float *x, size_t n, size_t dim, size_t k, const float *centres,
+                                const int32_t *labels, float scale, int64_t *sums, int64_t *counts);
 
 /* The CUDA backend of Lloyd's iterations (cuda.cu; cuda_off.c without CUDA): the same loop and
  * rules as pc__km_lloyd_cpu, iterations on the GPU. */

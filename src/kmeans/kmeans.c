@@ -27,6 +27,31 @@ pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out)
                     name ? name : "(null)");
 }
 
+static const char *const algorithm_names[] = {"auto", "lloyd", "hamerly"};
+
+const char *pc_kmeans_algorithm_name(pc_kmeans_algorithm algorithm)
+{
+    return (unsigned)algorithm < 3 ? algorithm_names[algorithm] : "unknown";
+}
+
+pc_status pc_kmeans_algorithm_parse(const char *name, pc_kmeans_algorithm *out)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, algorithm_names[i]) == 0) {
+            *out = (pc_kmeans_algorithm)i;
+            return PC_OK;
+        }
+    return pc__fail(PC_INVALID_ARGUMENT, "unknown k-means algorithm '%s' (expected auto, lloyd or hamerly)",
+                    name ? name : "(null)");
+}
+
+double pc_result_distance_evaluations(const pc_result *result) { return result ? result->distance_evaluations : 0; }
+
+pc_kmeans_algorithm pc_result_kmeans_algorithm(const pc_result *result)
+{
+    return result ? (pc_kmeans_algorithm)result->kmeans_algorithm : PC_KMEANS_AUTO;
+}
+
 void pc_kmeans_params_init(pc_kmeans_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -62,6 +87,8 @@ static pc_status check(const pc_points *points, const pc_kmeans_params *p)
         return pc__fail(PC_INVALID_ARGUMENT, "tol must be a finite number >= 0, got %g", p->tol);
     if (p->threads < 0)
         return pc__fail(PC_INVALID_ARGUMENT, "threads must be >= 0 (0 = OpenMP's default), got %d", p->threads);
+    if ((unsigned)p->algorithm > PC_KMEANS_HAMERLY)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown k-means algorithm %d", (int)p->algorithm);
     return PC_OK;
 }
 
@@ -218,7 +245,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         }
     }
     x = owned;
-    pc__km_options o = {params->max_iter, 0, threads, params->progress, params->progress_user, frame.shift};
+    pc__km_options o = {params->max_iter, 0, threads, params->progress, params->progress_user, frame.shift, 0};
     if ((st = absolute_tolerance(x, n, dim, frame.shift, threads, params->tol, &o.tol_abs)) != PC_OK)
         goto fail;
     int runs = params->init == PC_INIT_GIVEN ? 1 : params->n_init;
@@ -235,6 +262,9 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         double t1 = pc__now();
         int iterations;
         double inertia;
+        /* Hamerly's bounds on the CPU backends; the CUDA backend runs Lloyd's kernels. AUTO: below 8
+         * centres a scan costs little more than checking the bounds. */
+        int bounded = params->algorithm == PC_KMEANS_HAMERLY || (params->algorithm == PC_KMEANS_AUTO && k >= 8);
         if (backend == PC_BACKEND_CUDA) {
             st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, centres, labels, &iterations, &inertia,
                                    &t_gpu);
@@ -242,12 +272,17 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
                 backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
                 if (params->init == PC_INIT_GIVEN)
                     pc__km_given_centres(params->initial_centers, k, dim, mean, e, centres); /* checked above */
-                st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
+                st = bounded ? pc__km_hamerly_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)
+                             : pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
             }
         } else
-            st = pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
+            st = bounded ? pc__km_hamerly_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)
+                         : pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
+        r->kmeans_algorithm = backend == PC_BACKEND_CUDA || !bounded ? PC_KMEANS_LLOYD : PC_KMEANS_HAMERLY;
         if (st != PC_OK)
             goto fail;
+        if (backend == PC_BACKEND_CUDA) /* Lloyd's: every point against every centre, each iteration */
+            o.distances += (double)n * (double)k * iterations;
         t_init += t1 - t0;
         t_lloyd += pc__now() - t1;
         if (run == 0 || inertia < r->inertia) { /* keep the best run */
@@ -269,6 +304,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     for (size_t q = 0; q < k * dim; q++) /* back from the centred, scaled copy */
         r->centers[q] = (float)(ldexp(r->centers[q], -e) + mean[q % dim]);
     r->inertia = ldexp(r->inertia, -2 * e);
+    r->distance_evaluations = o.distances;
     r->sizes = pc__calloc(k, sizeof *r->sizes, "cluster sizes");
     if (!r->sizes) {
         st = PC_OUT_OF_MEMORY;

@@ -26,11 +26,14 @@ static const char *const help =
     "  --backend B          auto (default), seq, openmp or cuda\n"
     "  --cuda-variant V     fast (default: the best of the others by size), seed (seed 002's kernels),\n"
     "                       gemm, direct or tensor (see pc_kmeans_cuda_variant in parclust.h)\n"
+    "  --algorithm A        auto (default: hamerly on the CPU for k >= 8, else lloyd), lloyd or hamerly\n"
+    "                       (bounds that skip the centres where they prove the label; the same labels,\n"
+    "                       centres and iterations as lloyd; the CUDA backend runs lloyd)\n"
     "  --threads T          OpenMP threads (default: all cores)\n"
     "  --labels OUT         one label per point (.csv/.txt/.tsv or .npy)\n"
     "  --centers OUT        the centres, one row each\n"
     "  --plot OUT           the points coloured by cluster (.png or .svg)\n"
-    "  --verbose            per-stage timings\n"
+    "  --verbose            per-stage timings, the algorithm and the distances it evaluated\n"
     "  --header H           yes, no or auto (default): whether the first row of a text INPUT (and of\n"
     "                       an --init file) is a header to skip (auto: when none of its fields is a\n"
     "                       number)\n"
@@ -86,6 +89,12 @@ int cli_kmeans_parse(int argc, char **argv, km_cli *c, pc_kmeans_params *p)
             p->seed = (uint64_t)l;
         } else if (cli_backend_option(&a, &p->backend, &p->threads, &bad)) {
             if (bad) return -1;
+        } else if (cli_is(&a, "--algorithm")) {
+            if (!(v = cli_value(&a))) return -1;
+            if (pc_kmeans_algorithm_parse(v, &p->algorithm) != PC_OK) {
+                cli_error(a.cmd, "--algorithm: unknown algorithm '%s' (expected auto, lloyd or hamerly)", v);
+                return -1;
+            }
         } else if (cli_is(&a, "--cuda-variant")) {
             static const char *const variants[] = {"fast", "seed", "gemm", "direct", "tensor"};
             if (!(v = cli_value(&a))) return -1;
@@ -193,8 +202,12 @@ int cmd_kmeans(int argc, char **argv)
     cli_print_read(c.input, &read);
     if (c.init_file)
         cli_print_read(c.init_file, &init_read);
-    if (c.verbose)
+    if (c.verbose) {
         cli_print_stages(r);
+        printf("  algorithm %s, %.6g distance evaluations (%.3g an iteration per point and centre)\n",
+               pc_kmeans_algorithm_name(pc_result_kmeans_algorithm(r)), pc_result_distance_evaluations(r),
+               pc_result_distance_evaluations(r) / ((double)m.n * (double)k * (pc_result_iterations(r) + 1)));
+    }
     double t_write = cli_seconds();
     rc = write_outputs(&c, &out, &m, r);
     if (c.verbose)
