@@ -67,6 +67,11 @@ pc_status pc_backend_parse(const char *name, pc_backend *out);
 int pc_backend_available(pc_backend backend);
 /* Threads OpenMP would use by default (1 without OpenMP). */
 int pc_openmp_max_threads(void);
+/* The instruction set the CPU kernels with several paths run (mean shift's weights, HCA's cell index):
+ * "avx512", "avx2" or "baseline". The best the processor has, chosen at the first call; the
+ * environment variable PARCLUST_CPU_PATH = baseline | avx2 | avx512, read then, asks for a lower one
+ * (a path the processor lacks falls back to the best it has). */
+const char *pc_cpu_path(void);
 /* Number of CUDA devices usable (0 without CUDA or without a device). */
 int pc_cuda_device_count(void);
 /* Writes "NAME, CC x.y, N MiB" for device `index` into buf. PC_NO_DEVICE if there is none. */
@@ -459,8 +464,14 @@ typedef struct {
     double refine_bandwidth; /* h in data units; < 0 (default) = one cell width (the largest side) of the
                                 finer of the grid and pc_hca_auto_m's (docs/heca.md); 0 = no move */
     double refine_eps;       /* a climb stops once a shift is below this; < 0 (default) = 1e-3 h */
-    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100. The refinement runs on the CPU
-                                whatever the backend (a CUDA plan's run takes host points then) */
+    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100. The refinement runs on the plan's
+                                backend: on the GPU, labels identical to the CPU's (docs/heca.md) */
+    /* Optional: called from the calling thread with the fraction done, between the stages (grid,
+     * components, dendrogram, cut, refinement, labelling; the CUDA backend from the host between its
+     * stages) and within the CPU's passes over the points every 2^16 points or so; non-zero stops the
+     * run with PC_CANCELLED and no result. pc_heca calls it too; pc_hca_stream does not. */
+    pc_progress_fn progress;
+    void *progress_user;
 } pc_hca_params;
 
 void pc_hca_params_init(pc_hca_params *params);

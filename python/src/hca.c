@@ -35,14 +35,16 @@ PyObject *pcpy_hca(PyObject *self, PyObject *args, PyObject *kw)
     pc_hca_params p;
     if (!PyArg_ParseTuple(args, "O", &x) || pcpy_points(x, "X", &points) < 0 || hca_params(kw, &p) < 0)
         return NULL;
-    /* pc_hca takes no progress callback: it is a few passes over the points, so no Ctrl-C check. */
+    /* Ctrl-C: pc_hca reports between its stages and every 10 ms within its passes over the points. */
     pcpy_call call;
+    p.progress = pcpy_progress;
+    p.progress_user = &call;
     pc_result *r = NULL;
     PCPY_RELEASE(call);
     pc_status status = pc_hca(&points, &p, &r);
     PCPY_ACQUIRE(call);
-    if (status != PC_OK)
-        return pcpy_fail(&call, status);
+    if (pcpy_check(&call, status, r) < 0)
+        return NULL;
     PyObject *cap = pcpy_result_capsule(r);
     if (!cap)
         return NULL;
@@ -85,18 +87,23 @@ PyObject *pcpy_hca_label(PyObject *self, PyObject *args, PyObject *kw)
     pc_hca_stream *s = NULL;
     pc_result *r = NULL;
     PCPY_RELEASE(call);
+    /* The stream takes no progress callback: Ctrl-C is looked for between its passes. */
     pc_status status = pc_hca_stream_create(&p, train.dim, &s);
     if (status == PC_OK)
         status = pc_hca_stream_bound(s, &train);
-    if (status == PC_OK)
+    if (status == PC_OK && !pcpy_progress(&call, 0.25))
         status = pc_hca_stream_add(s, &train);
-    if (status == PC_OK)
+    if (status == PC_OK && !pcpy_progress(&call, 0.5))
         status = pc_hca_stream_finish(s, &r);
-    if (status == PC_OK)
+    if (status == PC_OK && !pcpy_progress(&call, 0.75))
         status = pc_hca_stream_label(s, &points, PyArray_DATA((PyArrayObject *)labels), NULL);
     PCPY_ACQUIRE(call);
     pc_result_free(r);
     pc_hca_stream_free(s);
+    if (call.interrupted && PyErr_Occurred()) {
+        Py_DECREF(labels);
+        return NULL;
+    }
     if (status != PC_OK) {
         Py_DECREF(labels);
         return pcpy_fail(&call, status);

@@ -101,6 +101,150 @@ pc_status load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, siz
     return pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA: copying the points to the GPU");
 }
 
+// ---------------------------------------------------------------- host to host, overlapped (issue 17)
+//
+// A host input that the card holds whole goes in through a ring of RING pinned buffers of STAGE_BYTES:
+// all cores fill one while the bus empties the others on s.copy, and the bounding box of each chunk
+// runs on s.stream as soon as its copy is there. The labels come back the same way: each chunk of
+// rows is labelled and narrowed to bytes on s.stream, its bytes go out on s.copy while the next chunk
+// is labelled, and all cores widen them into the caller's labels while the bus brings the next.
+// PC_HCA_CUDA_OVERLAP=0 takes round one's way (one copy in, then the kernels, then the labels out).
+constexpr int RING = 4;
+constexpr int RING_AHEAD = 2; // copies out in flight while the host widens
+
+bool overlap_wanted()
+{
+    const char *e = getenv("PC_HCA_CUDA_OVERLAP");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+// The ring and the copy stream, made on first use; false when pinned memory cannot be had.
+bool have_ring(pc__hca_gpu &s)
+{
+    if (!s.copy && cudaStreamCreate(&s.copy) != cudaSuccess) {
+        s.copy = nullptr;
+        cudaGetLastError();
+        return false;
+    }
+    for (int b = 0; b < RING; b++) {
+        if (!s.ring_done[b] && cudaEventCreateWithFlags(&s.ring_done[b], cudaEventDisableTiming) != cudaSuccess) {
+            s.ring_done[b] = nullptr;
+            cudaGetLastError();
+            return false;
+        }
+        if (!s.piece_done[b] && cudaEventCreateWithFlags(&s.piece_done[b], cudaEventDisableTiming) != cudaSuccess) {
+            s.piece_done[b] = nullptr;
+            cudaGetLastError();
+            return false;
+        }
+        if (!s.ring[b] && cudaMallocHost((void **)&s.ring[b], STAGE_BYTES) != cudaSuccess) {
+            s.ring[b] = nullptr;
+            cudaGetLastError();
+            return false;
+        }
+    }
+    return true;
+}
+
+void free_ring(pc__hca_gpu &s)
+{
+    if (s.copy) {
+        cudaStreamSynchronize(s.copy);
+        cudaStreamDestroy(s.copy);
+        s.copy = nullptr;
+    }
+    for (int b = 0; b < RING; b++) {
+        if (s.ring[b])
+            cudaFreeHost(s.ring[b]);
+        if (s.ring_done[b])
+            cudaEventDestroy(s.ring_done[b]);
+        if (s.piece_done[b])
+            cudaEventDestroy(s.piece_done[b]);
+        s.ring[b] = nullptr;
+        s.ring_done[b] = s.piece_done[b] = nullptr;
+    }
+}
+
+// Rows per chunk: whole rows in STAGE_BYTES (a chunk's bytes of labels fit in one buffer too).
+size_t ring_rows(const pc__hca_gpu &s) { return STAGE_BYTES / s.rowbytes; }
+
+// When the overlapped way applies: host rows, packed, all on the card at once, large enough.
+bool overlap_applies(pc__hca_gpu &s, const pc_points &points, int device_input, size_t stride, size_t n)
+{
+    return !device_input && stride == s.rowbytes && s.piece_rows >= n && n * s.rowbytes >= STAGED_MIN &&
+           overlap_wanted() && have_ring(s);
+}
+
+// All n rows into s.data, and the box of each chunk folded into the words at w as it arrives.
+pc_status load_and_bound(pc__hca_gpu &s, const unsigned char *src, size_t n, unsigned long long *w,
+                         const pc__hca_point_pass &pass)
+{
+    size_t per = ring_rows(s), chunks = (n + per - 1) / per;
+    for (size_t i = 0; i < chunks; i++) {
+        int b = (int)(i % RING);
+        size_t off = i * per, count = n - off < per ? n - off : per, len = count * s.rowbytes;
+        if (i >= (size_t)RING) // this buffer's previous copy has left
+            PC_CUDA_TRY(cudaEventSynchronize(s.ring_done[b]), "HCA: copying to the GPU");
+        pc__hca_copy_parallel(s.ring[b], src + off * s.rowbytes, len);
+        PC_CUDA_TRY(cudaMemcpyAsync(s.data.ptr + off * s.rowbytes, s.ring[b], len, cudaMemcpyHostToDevice, s.copy),
+                    "HCA: copying to the GPU");
+        PC_CUDA_TRY(cudaEventRecord(s.ring_done[b], s.copy), "HCA: copying to the GPU");
+        PC_CUDA_TRY(cudaStreamWaitEvent(s.stream, s.ring_done[b], 0), "HCA: copying to the GPU");
+        pc__hca_rows rows = {s.data.ptr + off * s.rowbytes, count, s.rowbytes, (int)s.dim, s.dtype};
+        pc_status st = pc__hca_cuda_bounds(rows, w, w + PC__HCA_MAX_DIM, w + 2 * PC__HCA_MAX_DIM, pass);
+        if (st != PC_OK)
+            return st;
+    }
+    return pc__cuda_status(cudaStreamSynchronize(s.copy), "HCA: copying to the GPU");
+}
+
+// Labels of all n resident rows to the host as bytes (k < 255), chunk by chunk; *copy_seconds: the
+// host's time from the first chunk's bytes on their way to the last one widened.
+pc_status label_overlapped(pc__hca_gpu &s, size_t n, size_t k, const int32_t *cluster_of_cell, int32_t *host,
+                           const pc__hca_scale &scale, const pc__hca_point_pass &pass)
+{
+    size_t per = ring_rows(s), chunks = (n + per - 1) / per;
+    if (per > STAGE_BYTES)
+        per = STAGE_BYTES;
+    // Every chunk labelled and narrowed on s.stream, an event after each; the copies wait on them.
+    // The bytes of a chunk go where its rows began (row off's bytes start at off * rowbytes >= off):
+    // only rows of this chunk or earlier ones, labelled already, are overwritten.
+    auto enqueue = [&](size_t i) -> pc_status {
+        size_t off = i * per, count = n - off < per ? n - off : per;
+        pc__hca_rows rows = {s.data.ptr + off * s.rowbytes, count, s.rowbytes, (int)s.dim, s.dtype};
+        pc_status st = pc__hca_cuda_label(rows, s.bin, pc__hca_view(s), cluster_of_cell, s.labels.ptr + off, k,
+                                          s.sums.ptr, scale, pass);
+        if (st == PC_OK)
+            st = pc__hca_cuda_narrow(s.labels.ptr + off, s.data.ptr + off, count, s.stream);
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaEventRecord(s.piece_done[i % RING], s.stream), "HCA label kernel");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaStreamWaitEvent(s.copy, s.piece_done[i % RING], 0), "HCA label kernel");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaMemcpyAsync(s.ring[i % RING], s.data.ptr + off, count, cudaMemcpyDeviceToHost,
+                                                 s.copy),
+                                 "HCA: copying the labels to the host");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaEventRecord(s.ring_done[i % RING], s.copy), "HCA: copying the labels to the host");
+        return st;
+    };
+    pc_status st = PC_OK;
+    for (size_t i = 0; st == PC_OK && i < chunks && i < (size_t)RING_AHEAD; i++)
+        st = enqueue(i);
+    for (size_t i = 0; st == PC_OK && i < chunks; i++) {
+        // Chunk i's buffer is widened below; chunk i + RING_AHEAD takes a buffer widened before.
+        if (i + RING_AHEAD < chunks && (st = enqueue(i + RING_AHEAD)) != PC_OK)
+            break;
+        if ((st = pc__cuda_status(cudaEventSynchronize(s.ring_done[i % RING]), "HCA: copying the labels to the host")) !=
+            PC_OK)
+            break;
+        size_t off = i * per, count = n - off < per ? n - off : per;
+        pc__hca_widen_labels(s.ring[i % RING], count, host + off);
+    }
+    cudaError_t e = cudaStreamSynchronize(s.copy);
+    return st != PC_OK ? st : pc__cuda_status(e, "HCA: copying the labels to the host");
+}
+
 // The rows [off, off + count) as the kernels read them: in place for device input, else copied into
 // the plan's buffer (unless they are there already: a resident input is copied once per run).
 struct row_source {
@@ -110,6 +254,7 @@ struct row_source {
     size_t stride;
     size_t loaded_off = 0, loaded_count = 0;
     double copy_seconds = 0;
+    bool overlap = false; // the copies overlapped with the kernels (issue 17)
 
     pc_status rows(size_t off, size_t count, pc__hca_rows *out)
     {
@@ -248,7 +393,16 @@ pc_status bounding_box(pc__hca_gpu &s, row_source &src, size_t n, int device_inp
     PC_CUDA_TRY(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s.stream), "HCA bounding box");
     PC_CUDA_TRY(cudaMemsetAsync(w + PC__HCA_MAX_DIM, 0, (PC__HCA_MAX_DIM + 1) * sizeof *w, s.stream),
                 "HCA bounding box");
-    for (size_t off = 0; off < n; off += s.piece_rows) {
+    if (src.overlap) {
+        double t0 = pc__now();
+        pc_status st = load_and_bound(s, (const unsigned char *)src.points.data, n, w, pass);
+        if (st != PC_OK)
+            return st;
+        src.copy_seconds += pc__now() - t0; // the box's kernels ran under the copies
+        src.loaded_off = 0;
+        src.loaded_count = n;
+    }
+    for (size_t off = 0; off < n && !src.overlap; off += s.piece_rows) {
         pc__hca_rows rows;
         size_t count = n - off < s.piece_rows ? n - off : s.piece_rows;
         pc_status st = src.rows(off, count, &rows);
@@ -338,6 +492,13 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
         scale.origin[j] = j < s.dim ? s.bin.lo[j] : 0;
     }
     *copy_back_seconds = 0;
+    if (src.overlap && host_labels && k < 255) {
+        double t0 = pc__now();
+        if ((st = label_overlapped(s, n, k, s.cluster.ptr, host_labels, scale, pass)) != PC_OK)
+            return st;
+        *copy_back_seconds = pc__now() - t0; // the label kernels ran under the copies
+        n = 0;                               // done: the loop below has nothing left
+    }
     for (size_t off = 0; off < n; off += s.piece_rows) {
         pc__hca_rows rows;
         size_t count = n - off < s.piece_rows ? n - off : s.piece_rows;
@@ -421,6 +582,7 @@ void pc__hca_gpu_close(pc__hca_gpu &s)
         s.staging[b] = nullptr;
         s.staged[b] = nullptr;
     }
+    free_ring(s);
     cudaGetLastError();
 }
 
@@ -543,6 +705,7 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
             return PC_OUT_OF_MEMORY;
     }
     row_source src{*s, *points, device_input, stride};
+    src.overlap = overlap_applies(*s, *points, device_input, stride, n);
     pc__hca_point_pass pass{s->sms, s->stream, (size_t)s->shared_optin};
     size_t cells = 0, components = 0, edges = 0, forest = 0, k = 0;
     host_model model;
@@ -553,15 +716,18 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
     if ((st = bounding_box(*s, src, n, device_input, pass)) != PC_OK || (st = histogram(*s, src, n, pass)) != PC_OK ||
         (st = pc__hca_cuda_cells(*s, &cells)) != PC_OK)
         return st;
+    if ((st = pc__hca_progress(params, 0.35)) != PC_OK) return st; // hca.c: progress between stages
     double t1 = pc__now(), copy_in_grid = src.copy_seconds;
     if ((st = pc__hca_cuda_components(*s, cells, &components)) != PC_OK ||
         (st = pc__hca_cuda_edges(*s, cells, components, &edges)) != PC_OK)
         return st;
+    if ((st = pc__hca_progress(params, 0.45)) != PC_OK) return st;
     double t2 = pc__now();
     if ((st = pc__hca_cuda_spanning_forest(*s, components, edges, &forest)) != PC_OK ||
         (st = fetch_model(*s, n, cells, components, forest, model)) != PC_OK ||
         (st = pc__hca_dendrogram(&model.graph, &r->dendrogram)) != PC_OK)
         return st;
+    if ((st = pc__hca_progress(params, 0.5)) != PC_OK) return st;
     double t3 = pc__now();
     cluster_of_cell = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA cell clusters");
     if (!cluster_of_cell)
@@ -574,6 +740,7 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
         st = sums ? label(*s, src, n, cluster_of_cell, cells, k, device_labels, r->labels, sums, pass, &copy_back)
                   : PC_OUT_OF_MEMORY;
     }
+    if (st == PC_OK && params->refine_borders) st = pc__hca_cuda_refine(s, points, device_input, device_labels, r->labels, params, &model.grid, cluster_of_cell, k, sums, r); // HCA-MS: cuda_refine.cu
     if (st == PC_OK)
         st = pc__hca_finish(r, &model.grid, &model.graph, sums, k);
     free(cluster_of_cell);

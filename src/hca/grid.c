@@ -4,11 +4,16 @@
  * labels array, which the final labelling overwrites. */
 #include "internal_hca.h"
 
+#include "../core/cpu_path.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#if PC__HAVE_CPU_PATHS
+#include <immintrin.h>
 #endif
 
 size_t pc__hca_row_bytes(const pc_points *p)
@@ -107,6 +112,76 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
     }
 }
 
+#if PC__HAVE_CPU_PATHS
+/* The AVX-512 path of the cell index for packed 4-band uint8 pixels (the common image case), 16 pixels
+ * a step. The per-band tables become byte tables of cell coordinates (c < m <= 127), looked up 64
+ * bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for the 256
+ * values, the value's top bit picking the half); every fourth byte takes its band's table. Two
+ * multiply-adds then give (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), the same index as the
+ * int32 tables' sum, exactly (integers, no rounding). The indices go out with streaming stores when
+ * the array is aligned: it is the size of the image times four and is next read by the labelling,
+ * long after any cache would have kept it, so reading its lines in first would only add traffic.
+ * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
+ * otherwise each pixel adds to its cell's count. Pixels b0 * 16 .. min(b1 * 16, n) - 1. */
+__attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
+index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
+                  uint32_t *cell_of, int32_t *mine, int32_t *count)
+{
+    __m512i table[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int q = 0; q < 4; q++)
+            table[j][q] = _mm512_loadu_si512(coord + j * 256 + q * 64);
+    const __mmask64 band = 0x1111111111111111ull;
+    const __m512i mul_bytes = _mm512_set1_epi32(m | 1 << 8 | m << 16 | 1 << 24);
+    const __m512i mul_words = _mm512_set1_epi32(m * m | 1 << 16);
+    int aligned = ((uintptr_t)cell_of & 63) == 0;
+    uint32_t run_idx = 0;
+    int32_t run = 0;
+    uint32_t ids[16];
+    for (size_t b = b0; b < b1; b++) {
+        size_t i = b * 16;
+        __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i v = live == 0xffff ? _mm512_loadu_si512(data + 4 * i) : _mm512_maskz_loadu_epi32(live, data + 4 * i);
+        __mmask64 top = _mm512_movepi8_mask(v);
+        __m512i c = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            __m512i low = _mm512_permutex2var_epi8(table[j][0], v, table[j][1]);
+            __m512i high = _mm512_permutex2var_epi8(table[j][2], v, table[j][3]);
+            c = _mm512_mask_mov_epi8(c, (band << j) & ~top, low);
+            c = _mm512_mask_mov_epi8(c, (band << j) & top, high);
+        }
+        __m512i idx = _mm512_madd_epi16(_mm512_maddubs_epi16(c, mul_bytes), mul_words);
+        if (live != 0xffff)
+            _mm512_mask_storeu_epi32(cell_of + i, live, idx);
+        else if (aligned)
+            _mm512_stream_si512((void *)(cell_of + i), idx);
+        else
+            _mm512_storeu_si512(cell_of + i, idx);
+        if (mine && live == 0xffff && _mm512_cmpeq_epi32_mask(idx, _mm512_set1_epi32((int)run_idx)) == 0xffff) {
+            run += 16;
+            continue;
+        }
+        _mm512_storeu_si512(ids, idx);
+        int lanes = live == 0xffff ? 16 : (int)(n - i);
+        if (!mine) {
+            for (int l = 0; l < lanes; l++) {
+#pragma omp atomic
+                count[ids[l]]++;
+            }
+            continue;
+        }
+        mine[run_idx] += run; /* the run so far ends here */
+        run = 0;
+        for (int l = 0; l < lanes; l++)
+            mine[ids[l]]++;
+        run_idx = ids[lanes - 1]; /* a run of flat pixels may start here */
+    }
+    if (mine)
+        mine[run_idx] += run;
+    _mm_sfence(); /* the streamed indices are visible before the threads' barrier */
+}
+#endif
+
 /* Linear cell index of every point into cell_of[] and, in the same pass (the image is read once),
  * the count of every index: each thread counts into its own copy where the copies fit the budget,
  * since atomic increments on the cells all threads hit at once would serialise them. */
@@ -130,20 +205,38 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     int32_t *copies = NULL;
     if (threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
+    uint8_t *coord = NULL; /* the AVX-512 path's byte tables: the cell coordinate of every value, per band */
+#if PC__HAVE_CPU_PATHS
+    if (p->dtype == PC_U8 && dim == 4 && stride == 4 && g->m <= 127 && pc__cpu_path() == PC__CPU_AVX512 &&
+        pc__cpu_has_vbmi() && (coord = malloc(4 * 256)) != NULL)
+        for (size_t j = 0; j < 4; j++)
+            for (size_t v = 0; v < 256; v++)
+                coord[j * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+#endif
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        int t = 0;
+        int t = 0, team = 1;
 #ifdef _OPENMP
         t = omp_get_thread_num();
+        team = omp_get_num_threads();
 #endif
+        (void)team;
         /* Without copies every thread counts with atomics, thread 0 too. */
         int32_t *mine = threads == 1 ? count : !copies ? NULL : t == 0 ? count : copies + (size_t)(t - 1) * total;
         /* Neighbouring pixels often share a cell: counting runs in a register avoids an increment
          * that waits on the previous one through memory. */
         uint32_t run_idx = 0;
         int32_t run = 0;
+#if PC__HAVE_CPU_PATHS
+        if (coord) {
+            size_t blocks = (g->n + 15) / 16;
+            index_u8x4_avx512(base, g->n, blocks * (size_t)t / (size_t)team, blocks * (size_t)(t + 1) / (size_t)team,
+                              coord, g->m, cell_of, mine, count);
+        } else
+#endif
 #pragma omp for schedule(static)
         for (long i = 0; i < (long)g->n; i++) {
+            if (pc__hca_tick_at(g->tick, (size_t)i, g->n)) continue; /* cancelled (hca.c: progress) */
             const unsigned char *row = base + (size_t)i * stride;
             uint32_t idx = 0;
             if (p->dtype == PC_U8)
@@ -184,6 +277,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     }
     free(copies);
     free(table);
+    free(coord);
     return PC_OK;
 }
 
@@ -344,6 +438,7 @@ pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, con
                                  size_t memory_budget, int threads, int32_t *scratch)
 {
     memset(g, 0, sizeof *g);
+    g->tick = pc__hca_grid_tick; /* the calling thread's HCA run, if it reports progress (hca.c) */
     g->n = p->n;
     g->dim = p->dim;
     g->m = m;

@@ -50,6 +50,41 @@ pc_status pc__hca_check_params(const pc_hca_params *p, size_t dim)
     return PC_OK;
 }
 
+__thread struct pc__hca_tick *pc__hca_grid_tick;
+
+pc_status pc__hca_progress(const pc_hca_params *p, double fraction)
+{
+    if (p->progress && p->progress(p->progress_user, fraction))
+        return pc__fail(PC_CANCELLED, "HCA cancelled by the progress callback at %.0f%%", 100 * fraction);
+    return PC_OK;
+}
+
+int pc__hca_tick_report(struct pc__hca_tick *tick, size_t done, size_t total)
+{
+#ifdef _OPENMP
+    if (omp_get_thread_num() != 0) /* the callback runs on the calling thread only */
+        return 0;
+#endif
+    /* A report every 10 ms at most: a Python callback takes the GIL each time. */
+    double now = pc__now();
+    if (now - tick->last_time < 0.01)
+        return 0;
+    tick->last_time = now;
+    double f = tick->from + (tick->to - tick->from) * (total ? (double)done / (double)total : 1);
+    if (!tick->params->progress(tick->params->progress_user, f))
+        return 0;
+    __atomic_store_n(&tick->cancelled, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+pc_status pc__hca_tick_status(const struct pc__hca_tick *tick)
+{
+    if (!tick || !__atomic_load_n(&tick->cancelled, __ATOMIC_RELAXED))
+        return PC_OK;
+    return pc__fail(PC_CANCELLED, "HCA cancelled by the progress callback between %.0f%% and %.0f%%", 100 * tick->from,
+                    100 * tick->to);
+}
+
 /* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
  * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
  * grid's cell map is turned into a cluster map in place: its last use. */
@@ -83,29 +118,36 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
          * memory when it changes (a read-modify-write per pixel would chain through memory). */
         uint64_t run[PC__HCA_MAX_DIM + 1] = {0};
         int32_t run_cluster = -1;
+        /* Blocks of points, so that a cancelled run stops within one block on every thread. */
+        const size_t block = 65536;
 #pragma omp for schedule(static)
-        for (long i = 0; i < (long)g->n; i++) {
-            int32_t c = small ? (small[labels[i]] == 255 ? -1 : small[labels[i]]) : map[labels[i]];
-            labels[i] = c;
-            if (c < 0)
+        for (long b = 0; b < (long)((g->n + block - 1) / block); b++) {
+            if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n))
                 continue;
-            if (isum) {
-                if (c != run_cluster) {
-                    if (run_cluster >= 0)
-                        for (size_t j = 0; j <= dim; j++)
-                            isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
-                    memset(run, 0, sizeof run);
-                    run_cluster = c;
+            size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
+            for (long i = (long)((size_t)b * block); i < (long)end; i++) {
+                int32_t c = small ? (small[labels[i]] == 255 ? -1 : small[labels[i]]) : map[labels[i]];
+                labels[i] = c;
+                if (c < 0)
+                    continue;
+                if (isum) {
+                    if (c != run_cluster) {
+                        if (run_cluster >= 0)
+                            for (size_t j = 0; j <= dim; j++)
+                                isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
+                        memset(run, 0, sizeof run);
+                        run_cluster = c;
+                    }
+                    for (size_t j = 0; j < dim; j++)
+                        run[j] += u8[(size_t)i * dim + j];
+                    run[dim]++;
+                } else if (mine) {
+                    pc__points_row_f32(points, (size_t)i, row);
+                    double *s = mine + (size_t)c * (dim + 1);
+                    for (size_t j = 0; j < dim; j++)
+                        s[j] += row[j];
+                    s[dim] += 1;
                 }
-                for (size_t j = 0; j < dim; j++)
-                    run[j] += u8[(size_t)i * dim + j];
-                run[dim]++;
-            } else if (mine) {
-                pc__points_row_f32(points, (size_t)i, row);
-                double *s = mine + (size_t)c * (dim + 1);
-                for (size_t j = 0; j < dim; j++)
-                    s[j] += row[j];
-                s[dim] += 1;
             }
         }
         if (isum && run_cluster >= 0)
@@ -119,7 +161,9 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         free(isum);
     }
     free(small);
-    return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums") : PC_OK;
+    if (failed)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums");
+    return pc__hca_tick_status(g->tick);
 }
 
 void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels)
@@ -193,13 +237,24 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         st = PC_OUT_OF_MEMORY;
         goto done;
     }
-    if ((st = pc__hca_grid_build(&g, points, params->m, params->memory_budget, threads, r->labels)) != PC_OK)
+    /* The box, then the grid over it (what pc__hca_grid_build does), with a progress report between;
+     * the counting pass reports from within (the tick it takes from pc__hca_grid_tick). */
+    struct pc__hca_tick tick = {params, 0.05, 0.35, 0, 0};
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    pc__hca_bounding_box(points, threads, lo, hi);
+    if ((st = pc__hca_progress(params, 0.05)) != PC_OK)
+        goto done;
+    pc__hca_grid_tick = params->progress ? &tick : NULL;
+    st = pc__hca_grid_build_box(&g, points, params->m, lo, hi, params->memory_budget, threads, r->labels);
+    pc__hca_grid_tick = NULL;
+    g.tick = params->progress ? &tick : NULL;
+    if (st != PC_OK || (st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.35)) != PC_OK)
         goto done;
     double t1 = pc__now();
-    if ((st = pc__hca_graph_build(&g, &gr)) != PC_OK)
+    if ((st = pc__hca_graph_build(&g, &gr)) != PC_OK || (st = pc__hca_progress(params, 0.45)) != PC_OK)
         goto done;
     double t2 = pc__now();
-    if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK)
+    if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK || (st = pc__hca_progress(params, 0.5)) != PC_OK)
         goto done;
     double t3 = pc__now();
     cluster_of_cell = pc__alloc(g.cells, sizeof *cluster_of_cell, "HCA cell clusters");
@@ -208,14 +263,26 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     }
     if ((st = pc__hca_cut(&g, &gr, r->dendrogram, params->clusters, params->threshold, min_size, params->noise,
-                          cluster_of_cell, &k)) != PC_OK)
+                          cluster_of_cell, &k)) != PC_OK ||
+        (st = pc__hca_progress(params, 0.55)) != PC_OK)
         goto done;
     double t4 = pc__now();
     pc__hca_border border = {0, NULL, NULL};
+    tick.from = 0.55; /* each pass's first report comes at once */
+    tick.to = 0.75;
+    tick.last_time = 0;
     if (params->refine_borders &&
         (st = pc__hca_refine(&g, points, r->labels, cluster_of_cell, params, &border)) != PC_OK)
         goto done;
+    if ((st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.75)) != PC_OK) {
+        free(border.index); /* the climbs that ran are of no use */
+        free(border.cluster);
+        goto done;
+    }
     double t4r = pc__now();
+    tick.from = 0.75;
+    tick.to = 1;
+    tick.last_time = 0;
     sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
     if (!sums) {
         st = PC_OUT_OF_MEMORY;
@@ -353,24 +420,12 @@ static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device
     r->backend = plan->backend;
     r->grid_m = plan->params.m;
     int64_t min_size = pc__hca_min_size(&plan->params, points->n);
-    if (plan->backend == PC_BACKEND_CUDA && plan->params.refine_borders) {
-        /* The border refinement runs on the CPU (its GPU kernels are not written yet): host inputs only. */
-        if (device_input) {
-            pc_result_free(r);
-            return pc__fail(PC_UNSUPPORTED, "HCA-MS (refine_borders) takes host points for now, not device memory");
-        }
-        if ((st = pc_points_check(points)) != PC_OK) {
-            pc_result_free(r);
-            return st;
-        }
-        int threads = pc_openmp_max_threads();
-        r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
-        st = run_cpu(points, &plan->params, threads, min_size, r);
-    } else {
-        st = plan->backend == PC_BACKEND_CUDA
-                 ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
-                 : run_cpu(points, &plan->params, plan->threads, min_size, r);
-    }
+    /* HCA-MS runs on the plan's backend too (the CUDA backend's in src/hca/cuda_refine.cu). */
+    st = plan->backend == PC_BACKEND_CUDA
+             ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
+             : run_cpu(points, &plan->params, plan->threads, min_size, r);
+    if (st == PC_OK) /* the last report: a stop asked for now still gives no result */
+        st = pc__hca_progress(&plan->params, 1);
     if (st != PC_OK) {
         pc_result_free(r);
         return st;

@@ -3,6 +3,7 @@
 #define PC_HCA_INTERNAL_H
 
 #include "../core/internal.h"
+#include "refine_climb.h"
 
 #include <string.h>
 
@@ -22,7 +23,35 @@ typedef struct {
     int64_t *density; /* cells: points in the cell */
     int64_t *delta;   /* index offsets of the 3^dim - 1 neighbours of an interior cell (or NULL) */
     size_t deltas;
+    struct pc__hca_tick *tick; /* optional: progress and cancellation within passes (hca.c) */
 } pc__hca_grid;
+
+/* HCA's progress (params->progress, hca.c). pc__hca_progress reports a stage's end from the calling
+ * thread: PC_CANCELLED, with the error set, when the callback says stop. Within a pass over points, any
+ * thread calls pc__hca_tick_at(tick, i, n) per point (or block) i of n: the calling thread (thread 0 of
+ * the team it started) reports at most every 10 ms, the fraction mapped into [from, to]; once the
+ * callback says stop, every thread gets 1 and skips the rest, and the pass's caller returns
+ * pc__hca_tick_status. A NULL tick never cancels. */
+struct pc__hca_tick {
+    const pc_hca_params *params;
+    double from, to; /* the fractions the pass under way spans */
+    double last_time;
+    int cancelled;   /* written by the calling thread, read by all (__atomic) */
+};
+pc_status pc__hca_progress(const pc_hca_params *params, double fraction);
+int pc__hca_tick_report(struct pc__hca_tick *tick, size_t done, size_t total);
+static inline int pc__hca_tick_at(struct pc__hca_tick *tick, size_t done, size_t total)
+{
+    if (!tick)
+        return 0;
+    if (__atomic_load_n(&tick->cancelled, __ATOMIC_RELAXED))
+        return 1;
+    return (done & 63) == 0 && pc__hca_tick_report(tick, done, total);
+}
+pc_status pc__hca_tick_status(const struct pc__hca_tick *tick);
+/* The tick pc__hca_grid_build_box gives the grid it builds (pc_hca's counting pass): set by pc_hca on
+ * the calling thread around the build, NULL otherwise. */
+extern __thread struct pc__hca_tick *pc__hca_grid_tick;
 
 /* Value j of a row of any type. */
 static inline double pc__hca_value(const unsigned char *row, pc_dtype t, size_t j)
@@ -76,6 +105,32 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
 /* Applies the border's clusters to labels, moving each changed point between the sums; returns the
  * number of points that changed cluster. Frees the border's arrays. */
 int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, int32_t *labels, double *sums);
+/* HCA-MS's parts shared with the GPU (src/hca/refine.c, the climb itself in refine_climb.h): the cells
+ * with a neighbour of another cluster (returns the points they hold), the means from the fixed-point
+ * cell sums, and where a climb from x ends (the cluster of its cell, or of the nearest mean's cell). */
+uint64_t pc__hca_border_cells(const pc__hca_grid *g, const int32_t *cluster_of_cell, uint8_t *is_border, int threads);
+void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_t *sums, double *mean);
+typedef struct {
+    pc__hca_climb climb;             /* climb.h, eps, ...; references only where h > 0 */
+    const pc__hca_grid *g;
+    const double *mean;              /* cells x dim */
+    const int32_t *cluster_of_cell;
+    double wmin;                     /* the narrowest cell side */
+} pc__hca_reach;
+pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const double *mean,
+                              const int32_t *cluster_of_cell, const pc_hca_params *params);
+void pc__hca_reach_free(pc__hca_reach *r);
+int32_t pc__hca_reach_climb(const pc__hca_reach *r, double *x); /* climbs x in place, then its end */
+int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);
+/* HCA-MS on the GPU (src/hca/cuda_refine.cu; cuda_off.c without CUDA), called by the CUDA backend's run
+ * once the points are labelled: the same border points, climbs and clusters as pc__hca_refine, the
+ * labels (device_labels, else host_labels) and the clusters' sums (as cuda.cu's label pass keeps them)
+ * moved with the points that change; r's border and changed counts set. g: the grid on the host (keys,
+ * densities, box); the device's grid, cell clusters and cells are the plan's state. */
+struct pc__hca_gpu;
+pc_status pc__hca_cuda_refine(struct pc__hca_gpu *gpu, const pc_points *points, int device_input,
+                              int32_t *device_labels, int32_t *host_labels, const pc_hca_params *params,
+                              pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, double *sums, pc_result *r);
 /* stride[] from m and dim; *total = m^dim. Fails when m^dim does not fit 64-bit indices. */
 pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total);
 /* The index offsets of the 3^d - 1 neighbours of an interior cell (delta stays NULL without memory:

@@ -774,6 +774,8 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     } else {
         pc__hca_bounding_box(points, threads, lo, hi);
     }
+    if ((st = pc__hca_progress(&p->hca, 0.02)) != PC_OK)
+        goto done;
     /* Members: HCA's stages 1-5 each; the reference member's cells of the points go to the labels. */
     for (size_t l = 0; l < L; l++) {
         mb[l].m = ms[l];
@@ -786,23 +788,34 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         }
         if (gpu) {
             if ((st = member_gpu(&mb[l], points, &p->hca, ms[l] + mb[l].shifted, blo, bhi, threads,
-                                 (int)l == ref ? &ref_gpu : NULL)) != PC_OK)
+                                 (int)l == ref ? &ref_gpu : NULL)) != PC_OK ||
+                (st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
                 goto done;
             continue;
         }
         if (values) {
             if ((st = member_values(&mb[l], points, &dv, ms[l] + mb[l].shifted, blo, bhi, threads,
-                                    p->hca.memory_budget)) != PC_OK)
+                                    p->hca.memory_budget)) != PC_OK ||
+                (st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
                 goto done;
             continue;
         }
         int32_t *into = (int)l == ref ? r->labels : scratch;
         if (!into && !(into = scratch = pc__alloc_large(n, sizeof *scratch, "HECA member cells")))
             goto done;
-        if ((st = pc__hca_grid_build_box(&mb[l].g, points, ms[l] + mb[l].shifted, blo, bhi, p->hca.memory_budget,
-                                         threads, into)) != PC_OK ||
+        /* The member's counting pass reports its progress and stops when cancelled. */
+        struct pc__hca_tick tick = {&p->hca, 0.02 + 0.58 * (double)l / (double)L,
+                                    0.02 + 0.58 * (double)(l + 1) / (double)L, 0, 0};
+        pc__hca_grid_tick = p->hca.progress ? &tick : NULL;
+        st = pc__hca_grid_build_box(&mb[l].g, points, ms[l] + mb[l].shifted, blo, bhi, p->hca.memory_budget, threads,
+                                    into);
+        pc__hca_grid_tick = NULL;
+        mb[l].g.tick = NULL;
+        if (st != PC_OK || (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK ||
             (st = pc__hca_graph_build(&mb[l].g, &mb[l].gr)) != PC_OK ||
             (st = pc__hca_dendrogram(&mb[l].gr, &mb[l].z)) != PC_OK || (st = member_forest(&mb[l])) != PC_OK)
+            goto done;
+        if ((st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
             goto done;
     }
     free(scratch);
@@ -879,7 +892,8 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         same[i] = (uint8_t)one;
     }
     t2 = pc__now();
-    if ((st = group_graph(g, pairs, U, same, npairs, &groups)) != PC_OK)
+    if ((st = pc__hca_progress(&p->hca, 0.7)) != PC_OK ||
+        (st = group_graph(g, pairs, U, same, npairs, &groups)) != PC_OK)
         goto done;
     if (L == 1 && groups.components == mb[0].gr.components) {
         /* One member: its groups are its components, numbered alike, and single linkage over U is its
@@ -906,14 +920,16 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         groups.edge_h = h;
         groups.edges = e;
     }
-    if ((st = pc__hca_dendrogram(&groups, &r->dendrogram)) != PC_OK)
+    if ((st = pc__hca_dendrogram(&groups, &r->dendrogram)) != PC_OK ||
+        (st = pc__hca_progress(&p->hca, 0.75)) != PC_OK)
         goto done;
     t3 = pc__now();
     st = PC_OUT_OF_MEMORY;
     if (!(cluster_of_cell = pc__alloc(P, sizeof *cluster_of_cell, "HECA cell clusters")))
         goto done;
     if ((st = pc__hca_cut(g, &groups, r->dendrogram, p->hca.clusters, p->hca.threshold, pc__hca_min_size(&p->hca, n),
-                          p->hca.noise, cluster_of_cell, &k)) != PC_OK)
+                          p->hca.noise, cluster_of_cell, &k)) != PC_OK ||
+        (st = pc__hca_progress(&p->hca, 0.8)) != PC_OK)
         goto done;
     st = PC_OUT_OF_MEMORY;
     if (!(sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums")))
@@ -956,8 +972,15 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                 sums[(size_t)c * (dim + 1) + j] += (double)dv.n[u] * ((dv.value[u] >> (8 * (dim - 1 - j))) & 255);
             sums[(size_t)c * (dim + 1) + dim] += (double)dv.n[u];
         }
-    } else if ((st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK)
-        goto done;
+    } else {
+        /* The labelling pass reports its progress and stops when cancelled. */
+        struct pc__hca_tick tick = {&p->hca, 0.8, 1, 0, 0};
+        mb[ref].g.tick = p->hca.progress ? &tick : NULL;
+        st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, r->labels, sums);
+        mb[ref].g.tick = NULL;
+        if (st != PC_OK)
+            goto done;
+    }
     if ((st = pc__hca_finish(r, &mb[ref].g, &groups, sums, k)) != PC_OK)
         goto done;
     t4 = pc__now();
@@ -1030,6 +1053,8 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
         r->backend = PC_BACKEND_OPENMP;
         st = run(points, params, threads, 0, r);
     }
+    if (st == PC_OK) /* the last report: a stop asked for now still gives no result */
+        st = pc__hca_progress(&params->hca, 1);
     if (st != PC_OK) {
         pc_result_free(r);
         return st;
