@@ -140,6 +140,12 @@ struct pc__hca_gpu {
     // copying one while the bus moves the other; made on first use.
     unsigned char *staging[2];
     cudaEvent_t staged[2];
+    // Host to host with the copies overlapped (issue 17, cuda.cu): a ring of pinned buffers, their
+    // copies on a stream of their own while the kernels run on `stream`; made on first use.
+    unsigned char *ring[4] = {nullptr, nullptr, nullptr, nullptr};
+    cudaEvent_t ring_done[4] = {nullptr, nullptr, nullptr, nullptr};
+    cudaEvent_t piece_done[4] = {nullptr, nullptr, nullptr, nullptr};
+    cudaStream_t copy = nullptr;
 };
 
 // Each of the two pinned staging buffers; copies of fewer bytes go the driver's way.
