@@ -1,6 +1,7 @@
 /* What the vectorised CPU loops share: 8-lane GCC vector types (one AVX register, or two SSE ones)
- * and the run-time choice between AVX2+FMA code and the baseline (target_clones), so that one binary
- * runs everywhere without -march=native. */
+ * and the run-time choice of instruction set, so that one binary runs everywhere without
+ * -march=native: target_clones (AVX2+FMA or the baseline, chosen at load time) for the loops that
+ * have no AVX-512 kernel, explicit paths (cpu_path.h: baseline, AVX2, AVX-512) for those that have. */
 #ifndef PC_SIMD_H
 #define PC_SIMD_H
 
@@ -10,8 +11,16 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PC_NO_MULTIVERSION)
 #define PC__MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* Kernels with explicit paths (cpu_path.h): one wrapper per instruction set around the same inline
+ * body, chosen at run time by pc__cpu_path(). */
+#define PC__HAVE_CPU_PATHS 1
+#define PC__TARGET_AVX2 __attribute__((target("arch=x86-64-v3")))
+#define PC__TARGET_AVX512 __attribute__((target("arch=x86-64-v4")))
 #else
 #define PC__MULTIVERSION
+#define PC__HAVE_CPU_PATHS 0
+#define PC__TARGET_AVX2
+#define PC__TARGET_AVX512
 #endif
 #define PC__INLINE static inline __attribute__((always_inline))
 

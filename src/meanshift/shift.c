@@ -1,12 +1,16 @@
 /* The hot loop of mean shift on the CPU. Written over 8 independent lanes (a vector type) so that no
- * sum is ever reordered (results are the same at every thread count), and compiled for two
- * instruction sets (AVX2 + FMA, and the x86-64 baseline) with run-time dispatch instead of
- * -march=native. */
+ * sum is ever reordered (results are the same at every thread count), and compiled for three
+ * instruction sets (the x86-64 baseline, AVX2 + FMA, and AVX-512 with 16-lane kernels below
+ * PC__SHIFT_LANE_DIM dimensions), chosen at run time (cpu_path.h) instead of -march=native. */
 #include "shift.h"
 
 #include <math.h>
 #include <string.h>
+#include "../core/cpu_path.h"
 #include "../core/simd.h"
+#if PC__HAVE_CPU_PATHS
+#include <immintrin.h>
+#endif
 
 #define LANES PC__LANES
 #define MAX_FAST_DIM PC__SHIFT_LANE_DIM
@@ -289,34 +293,213 @@ PC__INLINE void shift_rows(const pc__shift_refs *r, const float *const *q, size_
     }
 }
 
-PC__MULTIVERSION
-void pc__shift_points(const pc__shift_refs *r, const float *const *q, size_t count, const size_t *begin,
-                      const size_t *end, size_t ranges, pc__shift_work *work, float *out, int *moved)
+#if PC__HAVE_CPU_PATHS
+/* The AVX-512 path of the dimension-major loop: 16 references at once, with the same arithmetic per
+ * lane as the 8-lane loop (the same polynomial on the same reduced argument, the same fused
+ * multiply-adds), so each weight is bit for bit the AVX2 path's; only which float lane sums which
+ * reference (i mod 16 instead of i mod 8) differs, a rounding-level difference in the modes. Rounding
+ * to the nearest integer (the 1.5 * 2^23 trick) and the scaling by 2^n (the exponent bits) are one
+ * instruction each here (roundscale, scalef, both exact); every select is a mask register, which also
+ * reads the tail of a range, so no reference is weighed by scalar code. */
+#define LANES16 16
+#define PC__V16 static inline __attribute__((always_inline, target("arch=x86-64-v4")))
+
+/* Weighs the `live` lanes of x[0 .. dim) (zeros elsewhere) and adds them to the sums. */
+PC__V16 void weigh16(pc_kernel kernel, size_t dim, const __m512 *x, const __m512 *qk, __mmask16 live, float scale,
+                     float h2, float r2, __m512 *restrict acc, __m512 *restrict wacc)
 {
-    shift_rows(r, q, count, begin, end, ranges, work, out, moved);
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 d2 = zero;
+    for (size_t k = 0; k < dim; k++) {
+        __m512 t = x[k] - qk[k];
+        d2 += t * t;
+    }
+    __mmask16 keep = live & _mm512_cmp_ps_mask(d2, _mm512_set1_ps(r2), _CMP_LE_OQ);
+    __m512 w;
+    switch (kernel) {
+    case PC_KERNEL_FLAT:
+        keep &= _mm512_cmp_ps_mask(d2, _mm512_set1_ps(h2), _CMP_LE_OQ);
+        w = _mm512_set1_ps(1.0f);
+        break;
+    case PC_KERNEL_EPANECHNIKOV:
+        keep &= _mm512_cmp_ps_mask(d2, _mm512_set1_ps(h2), _CMP_LE_OQ);
+        w = 1.0f - d2 * scale;
+        break;
+    default: {
+        __m512 e = zero - d2 * scale;
+        const __m512 floor_ = _mm512_set1_ps(-125.0f);
+        keep &= _mm512_cmp_ps_mask(e, floor_, _CMP_GE_OQ); /* below -125 the weight is 0 */
+        __m512 xc = _mm512_max_ps(e, floor_);
+        __m512 n = _mm512_roundscale_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 f = xc - n;
+        __m512 p = EXP2_POLY(f);
+        w = _mm512_scalef_ps(p, n);
+        break;
+    }
+    }
+    w = _mm512_maskz_mov_ps(keep, w);
+    *wacc += w;
+    for (size_t k = 0; k < dim; k++)
+        acc[k] += w * x[k];
 }
 
-#define PC__DIM_CASES(kernel)                                                                   \
+PC__V16 void accumulate16(const pc__shift_refs *r, pc_kernel kernel, size_t dim, const __m512 *qk, size_t begin,
+                          size_t end, __m512 *restrict acc, __m512 *restrict wacc)
+{
+    const float *soa = r->soa;
+    size_t stride = r->stride;
+    __m512 x[MAX_FAST_DIM];
+    size_t i = begin;
+    for (; i + LANES16 <= end; i += LANES16) {
+        for (size_t k = 0; k < dim; k++)
+            x[k] = _mm512_loadu_ps(soa + k * stride + i);
+        weigh16(kernel, dim, x, qk, (__mmask16)0xffff, r->scale, r->h2, r->r2, acc, wacc);
+    }
+    if (i < end) {
+        __mmask16 live = (__mmask16)((1u << (end - i)) - 1);
+        for (size_t k = 0; k < dim; k++)
+            x[k] = _mm512_maskz_loadu_ps(live, soa + k * stride + i);
+        weigh16(kernel, dim, x, qk, live, r->scale, r->h2, r->r2, acc, wacc);
+    }
+}
+
+/* shift_fixed on 16 lanes: the same flushes into double totals, every FLUSH_EVERY references. */
+PC__V16 int shift_fixed16(const pc__shift_refs *r, pc_kernel kernel, size_t dim, const float *q, const size_t *begin,
+                          const size_t *end, size_t ranges, float *out)
+{
+    double tot[MAX_FAST_DIM] = {0}, wsum = 0;
+    __m512 acc[MAX_FAST_DIM], wacc = _mm512_setzero_ps(), qk[MAX_FAST_DIM];
+    for (size_t k = 0; k < dim; k++) {
+        acc[k] = _mm512_setzero_ps();
+        qk[k] = _mm512_set1_ps(q[k]);
+    }
+    size_t pending = 0;
+    for (size_t g = 0; g < ranges; g++) {
+        for (size_t b = begin[g]; b < end[g];) {
+            size_t e = end[g] - b > FLUSH_EVERY - pending ? b + (FLUSH_EVERY - pending) : end[g];
+            accumulate16(r, kernel, dim, qk, b, e, acc, &wacc);
+            pending += e - b;
+            b = e;
+            if (pending == FLUSH_EVERY || (g + 1 == ranges && b == end[g])) {
+                for (int l = 0; l < LANES16; l++) {
+                    wsum += wacc[l];
+                    for (size_t k = 0; k < dim; k++)
+                        tot[k] += acc[k][l];
+                }
+                for (size_t k = 0; k < dim; k++)
+                    acc[k] = _mm512_setzero_ps();
+                wacc = _mm512_setzero_ps();
+                pending = 0;
+            }
+        }
+    }
+    if (!(wsum > 0)) {
+        memcpy(out, q, dim * sizeof *out);
+        return 0;
+    }
+    for (size_t k = 0; k < dim; k++)
+        out[k] = (float)(tot[k] / wsum);
+    return 1;
+}
+#endif
+
+#define PC__DIM_CASES(fixed, kernel)                                                            \
     switch (r->dim) {                                                                           \
-    case 1: return shift_fixed(r, kernel, 1, q, begin, end, ranges, out);                      \
-    case 2: return shift_fixed(r, kernel, 2, q, begin, end, ranges, out);                      \
-    case 3: return shift_fixed(r, kernel, 3, q, begin, end, ranges, out);                      \
-    case 4: return shift_fixed(r, kernel, 4, q, begin, end, ranges, out);                      \
-    default: return shift_fixed(r, kernel, r->dim, q, begin, end, ranges, out);                \
+    case 1: return fixed(r, kernel, 1, q, begin, end, ranges, out);                            \
+    case 2: return fixed(r, kernel, 2, q, begin, end, ranges, out);                            \
+    case 3: return fixed(r, kernel, 3, q, begin, end, ranges, out);                            \
+    case 4: return fixed(r, kernel, 4, q, begin, end, ranges, out);                            \
+    default: return fixed(r, kernel, r->dim, q, begin, end, ranges, out);                      \
     }
 
-PC__MULTIVERSION
-int pc__shift_point(const pc__shift_refs *r, const float *q, const size_t *begin, const size_t *end,
-                    size_t ranges, pc__shift_work *work, float *out)
+#define PC__KERNEL_CASES(fixed)                                                                 \
+    switch (r->kernel) {                                                                        \
+    case PC_KERNEL_FLAT: PC__DIM_CASES(fixed, PC_KERNEL_FLAT)                                   \
+    case PC_KERNEL_EPANECHNIKOV: PC__DIM_CASES(fixed, PC_KERNEL_EPANECHNIKOV)                   \
+    default: PC__DIM_CASES(fixed, PC_KERNEL_GAUSSIAN)                                           \
+    }
+
+PC__INLINE int shift_point_lanes8(const pc__shift_refs *r, const float *q, const size_t *begin, const size_t *end,
+                                  size_t ranges, pc__shift_work *work, float *out)
 {
     if (pc__shift_point_major(r->dim)) {
         int moved;
         shift_rows(r, &q, 1, begin, end, ranges, work, out, &moved);
         return moved;
     }
-    switch (r->kernel) {
-    case PC_KERNEL_FLAT: PC__DIM_CASES(PC_KERNEL_FLAT)
-    case PC_KERNEL_EPANECHNIKOV: PC__DIM_CASES(PC_KERNEL_EPANECHNIKOV)
-    default: PC__DIM_CASES(PC_KERNEL_GAUSSIAN)
+    PC__KERNEL_CASES(shift_fixed)
+}
+
+/* One function per path (cpu_path.h), the same inline bodies inside. Above PC__SHIFT_LANE_DIM the
+ * AVX-512 path runs the 8-lane row code compiled for AVX-512 (its loops are over 8-value slices of a
+ * row, which 16 lanes would not fill at the dimensions where rows are short). */
+static void shift_points_baseline(const pc__shift_refs *r, const float *const *q, size_t count, const size_t *begin,
+                                  const size_t *end, size_t ranges, pc__shift_work *work, float *out, int *moved)
+{
+    shift_rows(r, q, count, begin, end, ranges, work, out, moved);
+}
+
+static int shift_point_baseline(const pc__shift_refs *r, const float *q, const size_t *begin, const size_t *end,
+                                size_t ranges, pc__shift_work *work, float *out)
+{
+    return shift_point_lanes8(r, q, begin, end, ranges, work, out);
+}
+
+#if PC__HAVE_CPU_PATHS
+PC__TARGET_AVX2 static void shift_points_avx2(const pc__shift_refs *r, const float *const *q, size_t count,
+                                              const size_t *begin, const size_t *end, size_t ranges,
+                                              pc__shift_work *work, float *out, int *moved)
+{
+    shift_rows(r, q, count, begin, end, ranges, work, out, moved);
+}
+
+PC__TARGET_AVX2 static int shift_point_avx2(const pc__shift_refs *r, const float *q, const size_t *begin,
+                                            const size_t *end, size_t ranges, pc__shift_work *work, float *out)
+{
+    return shift_point_lanes8(r, q, begin, end, ranges, work, out);
+}
+
+PC__TARGET_AVX512 static void shift_points_avx512(const pc__shift_refs *r, const float *const *q, size_t count,
+                                                  const size_t *begin, const size_t *end, size_t ranges,
+                                                  pc__shift_work *work, float *out, int *moved)
+{
+    shift_rows(r, q, count, begin, end, ranges, work, out, moved);
+}
+
+PC__TARGET_AVX512 static int shift_point_avx512(const pc__shift_refs *r, const float *q, const size_t *begin,
+                                                const size_t *end, size_t ranges, pc__shift_work *work, float *out)
+{
+    if (pc__shift_point_major(r->dim)) {
+        int moved;
+        shift_rows(r, &q, 1, begin, end, ranges, work, out, &moved);
+        return moved;
     }
+    PC__KERNEL_CASES(shift_fixed16)
+}
+#endif
+
+void pc__shift_points(const pc__shift_refs *r, const float *const *q, size_t count, const size_t *begin,
+                      const size_t *end, size_t ranges, pc__shift_work *work, float *out, int *moved)
+{
+#if PC__HAVE_CPU_PATHS
+    switch (pc__cpu_path()) {
+    case PC__CPU_AVX512: shift_points_avx512(r, q, count, begin, end, ranges, work, out, moved); return;
+    case PC__CPU_AVX2: shift_points_avx2(r, q, count, begin, end, ranges, work, out, moved); return;
+    default: break;
+    }
+#endif
+    shift_points_baseline(r, q, count, begin, end, ranges, work, out, moved);
+}
+
+int pc__shift_point(const pc__shift_refs *r, const float *q, const size_t *begin, const size_t *end,
+                    size_t ranges, pc__shift_work *work, float *out)
+{
+#if PC__HAVE_CPU_PATHS
+    switch (pc__cpu_path()) {
+    case PC__CPU_AVX512: return shift_point_avx512(r, q, begin, end, ranges, work, out);
+    case PC__CPU_AVX2: return shift_point_avx2(r, q, begin, end, ranges, work, out);
+    default: break;
+    }
+#endif
+    return shift_point_baseline(r, q, begin, end, ranges, work, out);
 }

@@ -149,6 +149,8 @@ static void print_summary(const ms_cli *c, const pc_meanshift_params *p, const p
                pc_kernel_name(p->kernel), h, radius, p->eps < 0 ? 1e-3 * h : p->eps,
                p->merge_radius < 0 ? h / 2 : p->merge_radius,
                p->blurring ? "blurring" : "non-blurring", p->threads ? p->threads : pc_openmp_max_threads());
+        if (pc_result_backend(r) != PC_BACKEND_CUDA)
+            printf("CPU path: %s\n", pc_cpu_path());
         cli_print_stages(r);
     }
 }

@@ -278,7 +278,8 @@ int cmd_info(int argc, char **argv)
         if (cli_switch(&a, &on))
             return CLI_USAGE;
         if (on) {
-            puts("usage: parclust info\n\nPrints the version, the backends built, OpenMP threads, CUDA devices and the\n"
+            puts("usage: parclust info\n\nPrints the version, the backends built, OpenMP threads, the CPU kernels' instruction\n"
+                 "set (avx512, avx2 or baseline; PARCLUST_CPU_PATH asks for a lower one), CUDA devices and the\n"
                  "limits each command holds to (refused before any work, with the limit named).");
             return CLI_OK;
         }
@@ -287,6 +288,8 @@ int cmd_info(int argc, char **argv)
     printf("backends: seq%s%s\n", pc_backend_available(PC_BACKEND_OPENMP) ? " openmp" : "",
            pc_cuda_device_count() > 0 ? " cuda" : "");
     printf("OpenMP threads: %d\n", pc_openmp_max_threads());
+    /* The instruction set of the CPU kernels that have several (PARCLUST_CPU_PATH can ask for a lower one). */
+    printf("CPU path: %s\n", pc_cpu_path());
     int devices = pc_cuda_device_count();
     char desc[256];
     if (devices == 0) {

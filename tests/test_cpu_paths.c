@@ -1,0 +1,233 @@
+/* The CPU kernels' instruction-set paths (src/core/cpu_path.h), each forced in turn where the processor
+ * has it: mean shift's modes against the double-precision definition (one shift) and against the
+ * baseline path (ten shifts, all pairs and the neighbour grid), OpenMP against sequential within a path;
+ * HCA's grid cell of every pixel and the cell counts against a direct count with
+ * pc__hca_cell_coordinate, and its labels identical to the baseline path's. A path the processor lacks
+ * is reported as not run (the test passes on what it could run; on an AVX-512 machine it runs all). */
+#include "check.h"
+#include "test_util.h"
+
+#include "../src/core/cpu_path.h"
+#include "../src/hca/internal_hca.h"
+
+#include <math.h>
+#include <string.h>
+
+static double kernel_weight(pc_kernel kern, double d2, double h)
+{
+    return kern == PC_KERNEL_GAUSSIAN ? exp(-d2 / (2 * h * h))
+         : d2 > h * h               ? 0
+         : kern == PC_KERNEL_FLAT   ? 1
+                                    : 1 - d2 / (h * h);
+}
+
+static float *modes_of(const float *pts, size_t n, size_t dim, const pc_meanshift_params *p)
+{
+    pc_points v = pc_points_f32(pts, n, dim);
+    pc_result *r = NULL;
+    pc_status st = pc_meanshift(&v, p, &r);
+    CHECK_MSG(st == PC_OK, "pc_meanshift: %s", pc_last_error());
+    if (st != PC_OK)
+        return NULL;
+    float *m = malloc(n * dim * sizeof *m);
+    memcpy(m, pc_result_modes(r), n * dim * sizeof *m);
+    pc_result_free(r);
+    return m;
+}
+
+static void params(pc_meanshift_params *p, pc_kernel kern, double h, int iterations, pc_backend backend)
+{
+    pc_meanshift_params_init(p);
+    p->kernel = kern;
+    p->bandwidth = h;
+    p->max_iter = iterations;
+    p->eps = 0;
+    p->backend = backend;
+}
+
+/* n = 701: ranges end inside a 16-lane (and an 8-lane) step, so the masked tails run. */
+static void test_meanshift_path(pc__cpu_path_id path, uint64_t seed)
+{
+    const size_t n = 701, dims[] = {1, 2, 3, 4, 5, 8, 9};
+    for (size_t c = 0; c < sizeof dims / sizeof dims[0]; c++) {
+        size_t dim = dims[c];
+        float *pts = test_blobs(n, dim, 4, 1.5, 6, seed + dim, NULL);
+        for (int kern = PC_KERNEL_GAUSSIAN; kern <= PC_KERNEL_EPANECHNIKOV; kern++) {
+            double h = 1.7;
+            pc_meanshift_params p;
+            /* One shift against the definition in double. */
+            params(&p, (pc_kernel)kern, h, 1, PC_BACKEND_SEQUENTIAL);
+            pc__cpu_path_force(path);
+            float *one = modes_of(pts, n, dim, &p);
+            double worst = 0;
+            size_t compared = 0;
+            for (size_t i = 0; one && i < n; i++) {
+                double num[16] = {0}, den = 0;
+                int ambiguous = 0;
+                for (size_t j = 0; j < n; j++) {
+                    double d2 = 0;
+                    for (size_t k = 0; k < dim; k++) {
+                        double d = (double)pts[i * dim + k] - pts[j * dim + k];
+                        d2 += d * d;
+                    }
+                    if (kern == PC_KERNEL_FLAT && fabs(d2 - h * h) < 1e-4 * h * h)
+                        ambiguous = 1; /* float may put this reference on either side of h */
+                    double w = kernel_weight((pc_kernel)kern, d2, h);
+                    den += w;
+                    for (size_t k = 0; k < dim; k++)
+                        num[k] += w * pts[j * dim + k];
+                }
+                if (ambiguous)
+                    continue;
+                compared++;
+                for (size_t k = 0; k < dim; k++)
+                    worst = fmax(worst, fabs(num[k] / den - one[i * dim + k]) / h);
+            }
+            CHECK(compared > n * 9 / 10);
+            CHECK_MSG(worst <= 2e-5, "path %s dim %zu kernel %s: one shift off the definition by %.3g h",
+                      pc__cpu_path_name(path), dim, pc_kernel_name((pc_kernel)kern), worst);
+            free(one);
+            /* Ten shifts, all pairs and with the neighbour grid (finite radius: ranges of cells),
+             * against the baseline path; OpenMP against sequential on this path, bit for bit. */
+            size_t few = 301; /* the first points (19 16-lane steps less 3) */
+            for (int grid = 0; grid <= 1; grid++) {
+                params(&p, (pc_kernel)kern, h, 10, PC_BACKEND_SEQUENTIAL);
+                if (grid)
+                    p.radius = 3 * h;
+                pc__cpu_path_force(PC__CPU_BASELINE);
+                float *ref = modes_of(pts, few, dim, &p);
+                pc__cpu_path_force(path);
+                float *seq = modes_of(pts, few, dim, &p);
+                p.backend = PC_BACKEND_OPENMP;
+                p.threads = 3;
+                float *omp = modes_of(pts, few, dim, &p);
+                if (ref && seq && omp) {
+                    double diff = 0;
+                    for (size_t i = 0; i < few * dim; i++)
+                        diff = fmax(diff, fabs((double)seq[i] - ref[i]) / h);
+                    /* The flat kernel's edge, and the radius that cuts the others off for the grid
+                     * (a gaussian weight of 0.011 there), can flip a reference in or out once paths
+                     * round differently; without an edge the modes stay within float rounding. */
+                    double tol = kern == PC_KERNEL_FLAT ? 1e-2 : grid ? 2e-3 : 1e-4;
+                    CHECK_MSG(diff <= tol, "path %s dim %zu kernel %s grid %d: modes %.3g h from the baseline's",
+                              pc__cpu_path_name(path), dim, pc_kernel_name((pc_kernel)kern), grid, diff);
+                    CHECK_MSG(memcmp(seq, omp, few * dim * sizeof *seq) == 0,
+                              "path %s dim %zu kernel %s grid %d: OpenMP differs from sequential",
+                              pc__cpu_path_name(path), dim, pc_kernel_name((pc_kernel)kern), grid);
+                }
+                free(ref);
+                free(seq);
+                free(omp);
+            }
+        }
+        free(pts);
+    }
+}
+
+/* A 4-band uint8 image: blocks of a few spectra plus noise, every value 0..255 somewhere (the top bit's
+ * half of the byte tables is used). */
+static uint8_t *image(size_t n, uint64_t seed)
+{
+    uint8_t *img = malloc(n * 4);
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        int cls = (int)((i / 37) % 5);
+        for (size_t b = 0; b < 4; b++) {
+            int v = 20 + cls * 45 + (int)b * 7 + (int)((s >> (8 * b)) & 31) - 16;
+            img[i * 4 + b] = (uint8_t)(i % 997 == 0 ? (int)((s >> 40) & 255) : v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+    return img;
+}
+
+/* The grid's cell of every pixel and the counts, against pc__hca_cell_coordinate directly; labels of
+ * the whole clustering, sequential and with 2 threads, identical to the baseline path's. */
+static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
+{
+    const size_t sizes[] = {5, 16, 4099, 70001};
+    /* Dense grids of m^4 cells (m = 127, the AVX-512 kernel's largest, would take a 1 GiB array). */
+    const int ms[] = {2, 7, 32};
+    for (size_t a = 0; a < sizeof sizes / sizeof sizes[0]; a++) {
+        size_t n = sizes[a];
+        uint8_t *img = image(n, seed + n);
+        pc_points v = pc_points_u8(img, n, 4);
+        for (size_t b = 0; b < sizeof ms / sizeof ms[0]; b++) {
+            int m = ms[b];
+            for (int threads = 1; threads <= 2; threads++) {
+                /* Offset by one int32: the unaligned store path. */
+                int32_t *scratch = malloc((n + 1) * sizeof *scratch);
+                for (int offset = 0; offset <= 1; offset++) {
+                    pc__cpu_path_force(path);
+                    pc__hca_grid g;
+                    pc_status st = pc__hca_grid_build(&g, &v, m, (size_t)1 << 30, threads, scratch + offset);
+                    CHECK_MSG(st == PC_OK, "grid: %s", pc_last_error());
+                    if (st != PC_OK)
+                        continue;
+                    CHECK(g.dense);
+                    int64_t *count = calloc(g.cells, sizeof *count);
+                    size_t wrong = 0;
+                    for (size_t i = 0; i < n; i++) {
+                        uint64_t key = 0;
+                        for (size_t j = 0; j < 4; j++)
+                            key += (uint64_t)pc__hca_cell_coordinate(img[i * 4 + j], g.lo[j], g.hi[j], m) * g.stride[j];
+                        wrong += (uint32_t)scratch[offset + i] != key;
+                        long c = pc__hca_find(&g, key);
+                        if (c >= 0)
+                            count[c]++;
+                        else
+                            wrong++;
+                    }
+                    for (size_t c = 0; c < g.cells; c++)
+                        wrong += count[c] != g.density[c];
+                    CHECK_MSG(wrong == 0, "path %s n %zu m %d threads %d offset %d: %zu cells or counts wrong",
+                              pc__cpu_path_name(path), n, m, threads, offset, wrong);
+                    free(count);
+                    pc__hca_grid_free(&g);
+                }
+                free(scratch);
+                pc_hca_params p;
+                pc_hca_params_init(&p);
+                p.m = m;
+                p.backend = threads == 1 ? PC_BACKEND_SEQUENTIAL : PC_BACKEND_OPENMP;
+                p.threads = threads;
+                pc_result *ref = NULL, *got = NULL;
+                pc__cpu_path_force(PC__CPU_BASELINE);
+                CHECK(pc_hca(&v, &p, &ref) == PC_OK);
+                pc__cpu_path_force(path);
+                CHECK(pc_hca(&v, &p, &got) == PC_OK);
+                if (ref && got)
+                    CHECK_MSG(memcmp(pc_result_labels(ref), pc_result_labels(got), n * sizeof(int32_t)) == 0,
+                              "path %s n %zu m %d threads %d: labels differ from the baseline path's",
+                              pc__cpu_path_name(path), n, m, threads);
+                pc_result_free(ref);
+                pc_result_free(got);
+            }
+        }
+        free(img);
+    }
+}
+
+int main(void)
+{
+    uint64_t seed = test_seed("cpu_paths");
+    pc__cpu_path_id best = pc__cpu_path_best();
+    printf("cpu_paths: best path here %s, AVX-512 VBMI %s\n", pc__cpu_path_name(best),
+           pc__cpu_has_vbmi() ? "yes" : "no");
+    for (int path = PC__CPU_BASELINE; path <= PC__CPU_AVX512; path++) {
+        pc__cpu_path_id got = pc__cpu_path_force((pc__cpu_path_id)path);
+        CHECK(got == ((pc__cpu_path_id)path <= best ? (pc__cpu_path_id)path : best));
+        CHECK(strcmp(pc_cpu_path(), pc__cpu_path_name(got)) == 0);
+        if (got != (pc__cpu_path_id)path) {
+            printf("cpu_paths: %s not run (this processor or build lacks it)\n",
+                   pc__cpu_path_name((pc__cpu_path_id)path));
+            continue;
+        }
+        printf("cpu_paths: %s\n", pc__cpu_path_name(got));
+        test_meanshift_path(got, seed);
+        test_hca_path(got, seed);
+    }
+    return check_report("cpu_paths");
+}
