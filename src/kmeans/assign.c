@@ -181,3 +181,28 @@ void pc__km_assign_two(const float *x, size_t count, const pc__km_centres *c, in
     for (; i < count; i++)
         assign_tile_two(x + i * dim, dim, c, labels + i, first + i, second + i, 1);
 }
+
+/* An upper bound on |a - b| (dim values), for Hamerly's bounds: float32 differences and squares in
+ * vector lanes (all the terms are >= 0, so in any order the sum's relative error is at most
+ * (dim + 1) 2^-24, and the differences' 2^-24 each doubles when squared), then widened by that bound. */
+PC__MULTIVERSION
+double pc__km_dist_up(const float *a, const float *b, size_t dim)
+{
+    vfloat acc = {0};
+    size_t d = 0;
+    for (; d + PC__KM_LANES <= dim; d += PC__KM_LANES) {
+        vfloat t = load(a + d) - load(b + d);
+        acc += t * t;
+    }
+    /* the lanes' sum by halves (any order bounds the same way) */
+    acc += __builtin_shufflevector(acc, acc, 4, 5, 6, 7, 0, 1, 2, 3);
+    acc += __builtin_shufflevector(acc, acc, 2, 3, 0, 1, 6, 7, 4, 5);
+    acc += __builtin_shufflevector(acc, acc, 1, 0, 3, 2, 5, 4, 7, 6);
+    float s = acc[0];
+    for (; d < dim; d++) {
+        float t = a[d] - b[d];
+        s += t * t;
+    }
+    double bound = (double)s * (1.0 + (double)(dim + 4) * 0x1.02p-23) + 0x1p-120;
+    return sqrt(bound) * (1.0 + 0x1p-50);
+}

@@ -147,7 +147,7 @@ static pc_status ham_pass(ham_engine *e, const float *centres, size_t *changed, 
                     l[i] = li;
                     if (lb > 0 && lb * lb * DOWN - ui * ui * UP > t * UP)
                         continue;
-                    ui = dist_up(xi, centres + (size_t)a * dim, dim); /* tighten u, try again */
+                    ui = pc__km_dist_up(xi, centres + (size_t)a * dim, dim); /* tighten u, try again */
                     tightened += 1;
                     u[i] = ui;
                     h = (2.0 * half[a] - ui) * DOWN;
@@ -173,7 +173,7 @@ static pc_status ham_pass(ham_engine *e, const float *centres, size_t *changed, 
                 lo2 = lo2 - fabs(lo2) * 0x1p-50 - w * 0x1p-50;
                 double up2 = ((double)f1[q] + xx) + 0.5 * eps2 * w * UP;
                 up2 = up2 + fabs(up2) * 0x1p-50 + w * 0x1p-50;
-                double ud = dist_up(xi, centres + (size_t)a * dim, dim);
+                double ud = pc__km_dist_up(xi, centres + (size_t)a * dim, dim);
                 double uf = up2 > 0 ? sqrt(up2) * UP : 0;
                 u[i] = ud < uf ? ud : uf;
                 l[i] = isinf(f2[q]) ? INFINITY : lo2 > 0 ? sqrt(lo2) * DOWN : 0;

@@ -27,6 +27,8 @@ void pc__km_assign(const float *x, size_t begin, size_t end, const pc__km_centre
 
 /* Rows 0..count-1 of x: labels[i] as pc__km_assign gives them (the same values, the same ties), first[i]
  * its value |c|^2 - 2 x.c and second[i] the smallest value of the other centres (+inf with k = 1). */
+/* An upper bound on the Euclidean distance between a and b (dim values each), in float32 lanes. */
+double pc__km_dist_up(const float *a, const float *b, size_t dim);
 void pc__km_assign_two(const float *x, size_t count, const pc__km_centres *c, int32_t *labels, float *first,
                        float *second);
 
