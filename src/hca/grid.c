@@ -122,10 +122,11 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
  * the array is aligned: it is the size of the image times four and is next read by the labelling,
  * long after any cache would have kept it, so reading its lines in first would only add traffic.
  * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
- * otherwise each pixel adds to its cell's count. Pixels b0 * 16 .. min(b1 * 16, n) - 1. */
+ * otherwise each pixel adds to its cell's count. Pixels b0 * 16 .. min(b1 * 16, n) - 1. Progress and
+ * cancellation (pc__hca_tick_at) are checked once a step, as the common loop does once a pixel. */
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
-                  uint32_t *cell_of, int32_t *mine, int32_t *count)
+                  uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
 {
     __m512i table[4][4];
     for (int j = 0; j < 4; j++)
@@ -140,6 +141,8 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
     uint32_t ids[16];
     for (size_t b = b0; b < b1; b++) {
         size_t i = b * 16;
+        if (pc__hca_tick_at(tick, i, n))
+            break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512i v = live == 0xffff ? _mm512_loadu_si512(data + 4 * i) : _mm512_maskz_loadu_epi32(live, data + 4 * i);
         __mmask64 top = _mm512_movepi8_mask(v);
@@ -231,7 +234,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
         if (coord) {
             size_t blocks = (g->n + 15) / 16;
             index_u8x4_avx512(base, g->n, blocks * (size_t)t / (size_t)team, blocks * (size_t)(t + 1) / (size_t)team,
-                              coord, g->m, cell_of, mine, count);
+                              coord, g->m, cell_of, mine, count, g->tick);
         } else
 #endif
 #pragma omp for schedule(static)
