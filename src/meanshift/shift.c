@@ -363,42 +363,51 @@ PC__V16 void accumulate16(const pc__shift_refs *r, pc_kernel kernel, size_t dim,
     }
 }
 
-/* shift_fixed on 16 lanes: the same flushes into double totals, every FLUSH_EVERY references. */
+/* shift_fixed on 16 lanes. Each float lane carries at most FLUSH_EVERY / LANES references, as in the
+ * 8-lane loop (the same bound on its rounding), before it moves into per-lane double totals, which
+ * are summed in a fixed order at the end (the same numbers at every thread count); lane by lane
+ * scalar flushes, as in the 8-lane loop, would cost a seventh of this loop's time. */
+#define FLUSH_EVERY16 (FLUSH_EVERY / LANES * LANES16)
+
+PC__V16 double sum_lanes(__m512d a, __m512d b) { return _mm512_reduce_add_pd(a + b); }
+
 PC__V16 int shift_fixed16(const pc__shift_refs *r, pc_kernel kernel, size_t dim, const float *q, const size_t *begin,
                           const size_t *end, size_t ranges, float *out)
 {
-    double tot[MAX_FAST_DIM] = {0}, wsum = 0;
+    __m512d tot[MAX_FAST_DIM][2], wtot[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
     __m512 acc[MAX_FAST_DIM], wacc = _mm512_setzero_ps(), qk[MAX_FAST_DIM];
     for (size_t k = 0; k < dim; k++) {
         acc[k] = _mm512_setzero_ps();
         qk[k] = _mm512_set1_ps(q[k]);
+        tot[k][0] = tot[k][1] = _mm512_setzero_pd();
     }
     size_t pending = 0;
     for (size_t g = 0; g < ranges; g++) {
         for (size_t b = begin[g]; b < end[g];) {
-            size_t e = end[g] - b > FLUSH_EVERY - pending ? b + (FLUSH_EVERY - pending) : end[g];
+            size_t e = end[g] - b > FLUSH_EVERY16 - pending ? b + (FLUSH_EVERY16 - pending) : end[g];
             accumulate16(r, kernel, dim, qk, b, e, acc, &wacc);
             pending += e - b;
             b = e;
-            if (pending == FLUSH_EVERY || (g + 1 == ranges && b == end[g])) {
-                for (int l = 0; l < LANES16; l++) {
-                    wsum += wacc[l];
-                    for (size_t k = 0; k < dim; k++)
-                        tot[k] += acc[k][l];
-                }
-                for (size_t k = 0; k < dim; k++)
+            if (pending == FLUSH_EVERY16 || (g + 1 == ranges && b == end[g])) {
+                wtot[0] += _mm512_cvtps_pd(_mm512_castps512_ps256(wacc));
+                wtot[1] += _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(wacc), 1)));
+                for (size_t k = 0; k < dim; k++) {
+                    tot[k][0] += _mm512_cvtps_pd(_mm512_castps512_ps256(acc[k]));
+                    tot[k][1] += _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k]), 1)));
                     acc[k] = _mm512_setzero_ps();
+                }
                 wacc = _mm512_setzero_ps();
                 pending = 0;
             }
         }
     }
+    double wsum = sum_lanes(wtot[0], wtot[1]);
     if (!(wsum > 0)) {
         memcpy(out, q, dim * sizeof *out);
         return 0;
     }
     for (size_t k = 0; k < dim; k++)
-        out[k] = (float)(tot[k] / wsum);
+        out[k] = (float)(sum_lanes(tot[k][0], tot[k][1]) / wsum);
     return 1;
 }
 #endif
