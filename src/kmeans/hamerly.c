@@ -125,7 +125,7 @@ static pc_status ham_pass(ham_engine *e, const float *centres, size_t *changed, 
     {
         int64_t *s = calloc(k * (dim + 1), sizeof *s), *cnt = s ? s + k * dim : NULL;
         float *rows = malloc(CHUNK * dim * sizeof *rows), *f1 = malloc(CHUNK * 2 * sizeof *f1), *f2 = f1 ? f1 + CHUNK : NULL;
-        size_t *which = malloc(CHUNK * sizeof *which);
+        size_t *which = malloc(2 * CHUNK * sizeof *which), *tight = which ? which + CHUNK : NULL;
         int32_t *lab = malloc(CHUNK * sizeof *lab);
         int ok = s && rows && f1 && which && lab;
         failed |= !ok;
@@ -133,10 +133,15 @@ static pc_status ham_pass(ham_engine *e, const float *centres, size_t *changed, 
         for (long ch = 0; ch < chunks; ch++) {
             if (!ok)
                 continue;
-            size_t b = (size_t)ch * CHUNK, end = b + CHUNK < n ? b + CHUNK : n, m = 0;
-            for (size_t i = b; i < end; i++) {
-                const float *xi = x + i * dim;
-                if (!first) {
+            size_t b = (size_t)ch * CHUNK, end = b + CHUNK < n ? b + CHUNK : n, m = 0, nt = 0;
+            /* Three sweeps: the bounds alone (no point read), then the points whose bound is tightened,
+             * then those scanned; the last two read scattered rows, fetched ahead of their use (a
+             * row's miss, not the arithmetic, was most of a tightening's cost). */
+            if (first)
+                for (size_t i = b; i < end; i++)
+                    which[m++] = i;
+            else
+                for (size_t i = b; i < end; i++) {
                     int32_t a = labels[i];
                     double ui = (u[i] + delta[a]) * UP;
                     double li = l[i] - ((size_t)a == jmax ? dsecond : dmax);
@@ -145,18 +150,26 @@ static pc_status ham_pass(ham_engine *e, const float *centres, size_t *changed, 
                     double h = (2.0 * half[a] - ui) * DOWN, lb = h > li ? h : li;
                     u[i] = ui;
                     l[i] = li;
-                    if (lb > 0 && lb * lb * DOWN - ui * ui * UP > t * UP)
-                        continue;
-                    ui = pc__km_dist_up(xi, centres + (size_t)a * dim, dim); /* tighten u, try again */
-                    tightened += 1;
-                    u[i] = ui;
-                    h = (2.0 * half[a] - ui) * DOWN;
-                    lb = h > li ? h : li;
-                    if (lb > 0 && lb * lb * DOWN - ui * ui * UP > t * UP)
-                        continue;
+                    if (!(lb > 0 && lb * lb * DOWN - ui * ui * UP > t * UP))
+                        tight[nt++] = i;
                 }
-                memcpy(rows + m * dim, xi, dim * sizeof *rows);
-                which[m++] = i;
+            for (size_t q = 0; q < nt; q++) {
+                if (q + 8 < nt)
+                    __builtin_prefetch(x + tight[q + 8] * dim);
+                size_t i = tight[q];
+                int32_t a = labels[i];
+                double ui = pc__km_dist_up(x + i * dim, centres + (size_t)a * dim, dim); /* tighten u, try again */
+                double w = (xnorm[i] + cmax) * (xnorm[i] + cmax) * UP, t = eps2 * w + 0x1p-100;
+                double h = (2.0 * half[a] - ui) * DOWN, li = l[i], lb = h > li ? h : li;
+                u[i] = ui;
+                if (!(lb > 0 && lb * lb * DOWN - ui * ui * UP > t * UP))
+                    which[m++] = i;
+            }
+            tightened += (double)nt;
+            for (size_t q = 0; q < m; q++) {
+                if (q + 8 < m)
+                    __builtin_prefetch(x + which[q + 8] * dim);
+                memcpy(rows + q * dim, x + which[q] * dim, dim * sizeof *rows);
             }
             if (m == 0)
                 continue;
@@ -173,7 +186,7 @@ static pc_status ham_pass(ham_engine *e, const float *centres, size_t *changed, 
                 lo2 = lo2 - fabs(lo2) * 0x1p-50 - w * 0x1p-50;
                 double up2 = ((double)f1[q] + xx) + 0.5 * eps2 * w * UP;
                 up2 = up2 + fabs(up2) * 0x1p-50 + w * 0x1p-50;
-                double ud = pc__km_dist_up(xi, centres + (size_t)a * dim, dim);
+                double ud = pc__km_dist_up(rows + q * dim, centres + (size_t)a * dim, dim);
                 double uf = up2 > 0 ? sqrt(up2) * UP : 0;
                 u[i] = ud < uf ? ud : uf;
                 l[i] = isinf(f2[q]) ? INFINITY : lo2 > 0 ? sqrt(lo2) * DOWN : 0;
@@ -274,13 +287,19 @@ pc_status pc__km_hamerly_cpu(const float *x, size_t n, size_t dim, size_t k, pc_
     e.out = pc__alloc(k, dim * sizeof(int64_t), "centre sums");
     pc_status st = PC_OUT_OF_MEMORY;
     if (e.u && e.prev && e.delta && e.fixed && e.out && pc__km_centres_init(&e.c, k, dim) == PC_OK) {
-        for (size_t i = 0; i < n; i++) {
-            labels[i] = -1;
-            double s = 0;
-            for (size_t d = 0; d < dim; d++)
-                s += (double)x[i * dim + d] * x[i * dim + d];
-            e.xnorm[i] = sqrt(s) * (1.0 + (double)(dim + 8) * 0x1p-52);
-        }
+        pc__km_huge_pages(e.u, n * 3 * sizeof(double));
+        long chunks = (long)((n + CHUNK - 1) / CHUNK);
+        double *xnorm = e.xnorm;
+        (void)chunks;
+#pragma omp parallel for num_threads(e.threads) if (e.threads > 1) schedule(static)
+        for (long ch = 0; ch < chunks; ch++)
+            for (size_t i = (size_t)ch * CHUNK; i < n && i < ((size_t)ch + 1) * CHUNK; i++) {
+                labels[i] = -1;
+                double s = 0;
+                for (size_t d = 0; d < dim; d++)
+                    s += (double)x[i * dim + d] * x[i * dim + d];
+                xnorm[i] = sqrt(s) * (1.0 + (double)(dim + 8) * 0x1p-52);
+            }
         pc__km_engine engine = {&e, ham_step, ham_labels, ham_finish, 1};
         st = pc__km_lloyd(&engine, x, n, dim, k, o, centres, iterations, inertia);
     }

@@ -49,6 +49,11 @@ static inline double pc__km_dist2(const float *a, const float *b, size_t dim)
     return s;
 }
 
+/* Asks the kernel for huge pages over a large buffer not yet touched (Linux; a hint, nothing else):
+ * the first touch of the points' copy and of Hamerly's bounds costs a page fault every 4 KiB, which on
+ * the virtual machines these run on was about a tenth of a run. */
+void pc__km_huge_pages(void *p, size_t bytes);
+
 /* Initial centres (k x dim) from `seed`. threads: OpenMP threads for the distance passes (1 = none). */
 pc_status pc__km_init(const float *x, size_t n, size_t dim, size_t k, pc_kmeans_init init, uint64_t seed,
                       int threads, float *centres);

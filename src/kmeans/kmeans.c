@@ -1,13 +1,29 @@
 /* pc_kmeans: checks, the initialisation (always on the CPU, from the seed), n_init runs of Lloyd on the
  * chosen backend, the best run kept. */
+#define _DEFAULT_SOURCE 1 /* madvise(MADV_HUGEPAGE), beside _POSIX_C_SOURCE */
 #include "internal_km.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+void pc__km_huge_pages(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t a = ((uintptr_t)p + 0x1fffff) & ~(uintptr_t)0x1fffff, e = ((uintptr_t)p + bytes) & ~(uintptr_t)0x1fffff;
+    if (p && e > a)
+        madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
 
 static const char *const init_names[] = {"kmeans++", "random", "kmeans-par", "given"};
 
@@ -232,6 +248,7 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
     const double *mean = frame.mean;
     int e = frame.e;
     owned = pc__alloc(n, dim * sizeof *owned, "centred copy of the points");
+    pc__km_huge_pages(owned, n * dim * sizeof *owned);
     if (!owned) {
         st = PC_OUT_OF_MEMORY;
         goto fail;
