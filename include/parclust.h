@@ -76,6 +76,10 @@ const char *pc_cpu_path(void);
 int pc_cuda_device_count(void);
 /* Writes "NAME, CC x.y, N MiB" for device `index` into buf. PC_NO_DEVICE if there is none. */
 pc_status pc_cuda_device_describe(int index, char *buf, size_t size);
+/* Device `index`'s (< 0: the current device's) memory free and in all (cudaMemGetInfo) and the shared
+ * memory a block may use (opt-in); any pointer may be NULL.
+ * PC_NO_DEVICE for an index out of range, PC_UNSUPPORTED without CUDA. */
+pc_status pc_cuda_device_memory(int index, size_t *free_bytes, size_t *total_bytes, size_t *shared_per_block);
 /* Makes device `index` (0 .. pc_cuda_device_count() - 1) the calling thread's current device: the GPU
  * that later runs, plans and streams of this thread use (they take the current device). For processes
  * sharing a host's GPUs, one each (parclust-mpi: local rank modulo the devices). PC_NO_DEVICE for an
@@ -489,7 +493,8 @@ typedef struct pc_hca_plan pc_hca_plan;
 /* n, dim and dtype: the shape of the inputs to come (runs have this dim and dtype and at most n
  * rows). The params are copied. With the CUDA backend the grid and the buffers for the points are
  * allocated here (a card too small even for the grid and a piece of 4,096 rows: PC_DEVICE_OUT_OF_MEMORY;
- * with AUTO, the CPU is taken instead); host inputs larger than the card go through it in pieces.
+ * with AUTO, the CPU is taken instead, and pc_last_error() says why after the call); host inputs larger
+ * than the card go through it in pieces.
  * Buffers for cells, components and edges grow during runs as needed and are kept. The plan's GPU
  * is the current device at creation; its stream waits for work on the legacy default stream. */
 pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype,

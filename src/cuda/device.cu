@@ -59,3 +59,36 @@ extern "C" pc_status pc_cuda_select_device(int index)
     }
     return PC_OK;
 }
+
+extern "C" pc_status pc_cuda_device_memory(int index, size_t *free_bytes, size_t *total_bytes,
+                                           size_t *shared_per_block)
+{
+    int count = pc_cuda_device_count(), previous = 0, smem = 0;
+    if (index < 0 && count > 0 && cudaGetDevice(&index) != cudaSuccess) { // < 0: the current device
+        cudaGetLastError();
+        index = 0;
+    }
+    if (index < 0 || index >= count)
+        return pc__fail(PC_NO_DEVICE, "no CUDA device %d (%d found)", index, count);
+    // cudaMemGetInfo answers for the current device: switch to it for the query, then back.
+    size_t f = 0, t = 0;
+    cudaError_t err = cudaGetDevice(&previous);
+    if (err == cudaSuccess)
+        err = cudaSetDevice(index);
+    if (err == cudaSuccess)
+        err = cudaMemGetInfo(&f, &t);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, index);
+    cudaSetDevice(previous);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return pc__fail(PC_DEVICE_ERROR, "CUDA device %d: %s", index, cudaGetErrorString(err));
+    }
+    if (free_bytes)
+        *free_bytes = f;
+    if (total_bytes)
+        *total_bytes = t;
+    if (shared_per_block)
+        *shared_per_block = (size_t)smem;
+    return PC_OK;
+}

@@ -385,7 +385,7 @@ pc_status pc_hca_plan_create(const pc_hca_params *params, size_t n, size_t dim, 
             free(p);
             return st;
         }
-        pc__clear_error();
+        /* pc_last_error() keeps the GPU's reason: the CLI says why it ran on the CPU. */
         p->backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
 #ifdef _OPENMP
         if (p->backend == PC_BACKEND_OPENMP)

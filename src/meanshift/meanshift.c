@@ -144,6 +144,8 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
     pc_status st = pc__begin(points, params, result);
     if (st != PC_OK)
         return st;
+    if (points->n > (size_t)INT32_MAX) /* labels are int32 (parclust info states the limit) */
+        return pc__fail(PC_INVALID_ARGUMENT, "mean shift handles up to %d points, got %zu", INT32_MAX, points->n);
     pc__ms_setup setup;
     double merge_radius = 0;
     if ((st = resolve(params, &setup, &merge_radius)) != PC_OK) /* checks in the user's units */

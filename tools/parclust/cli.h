@@ -155,5 +155,10 @@ int cmd_generate_scene(int argc, char **argv); /* scene.c: parclust generate sce
 int cmd_segment(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+/* fallback.c: after a run with --backend auto (*backend AUTO) that ended with st: where the GPU could not
+ * do it (PC_DEVICE_OUT_OF_MEMORY, PC_DEVICE_ERROR), says so in one line on stderr with the library's
+ * reason and the memory free now, sets *backend to the CPU's and returns 1: run it again. Where the
+ * library went to the CPU by itself (r's backend, its last error saying why), says that; returns 0. */
+int cli_gpu_fallback(const char *cmd, pc_backend *backend, pc_status st, const pc_result *r);
 
 #endif

@@ -194,6 +194,7 @@ int cmd_heca(int argc, char **argv)
     t_read = t_cluster - t_read;
     pc_result *r = NULL;
     pc_status st = pc_heca(&pts, &p, &r);
+    if (cli_gpu_fallback("heca", &p.hca.backend, st, r)) st = pc_heca(&pts, &p, &r); /* AUTO: fallback.c */
     t_cluster = cli_seconds() - t_cluster;
     if (st != PC_OK) {
         cli_error("heca", "%s: %s", c.input, pc_last_error()[0] ? pc_last_error() : pc_status_string(st));

@@ -188,6 +188,7 @@ int cmd_kmeans(int argc, char **argv)
     double t0 = cli_seconds();
     t_read = t0 - t_read;
     pc_status st = pc_kmeans(&pts, &p, &r);
+    if (cli_gpu_fallback("kmeans", &p.backend, st, r)) st = pc_kmeans(&pts, &p, &r); /* AUTO: fallback.c */
     double seconds = cli_seconds() - t0;
     cli_progress_end(&progress);
     pcli_matrix_free(&init);

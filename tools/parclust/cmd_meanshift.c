@@ -206,6 +206,7 @@ int cmd_meanshift(int argc, char **argv)
     double t0 = cli_seconds();
     t_read = t0 - t_read;
     pc_status st = pc_meanshift(&pts, &p, &r);
+    if (cli_gpu_fallback("meanshift", &p.backend, st, r)) st = pc_meanshift(&pts, &p, &r); /* AUTO: fallback.c */
     double seconds = cli_seconds() - t0;
     cli_progress_end(&progress);
     if (st != PC_OK) {

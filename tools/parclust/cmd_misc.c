@@ -261,6 +261,19 @@ static void print_limits(void)
            "(segment streams more); up to %d non-empty cells\n", 2147483647, 2147483647);
     printf("  kmeans: -k 1 to 2000000000 and at most the points; up to 4096 dimensions\n");
     printf("  meanshift (segment): up to %d pixels in memory (larger images are streamed)\n", 2147483647);
+    printf("  meanshift: up to %d points (CUDA: %d), any number of dimensions within the memory limit\n", 2147483647,
+           2147483647 / 8);
+    /* The GPUs' own limits: memory (a run that needs more fails with what it needed and what was free;
+     * --backend auto then runs on the CPU, saying so) and the shared memory the CUDA k-means keeps its
+     * centres and per-cluster sums in (beyond it --backend cuda is refused with the limit named). */
+    for (int i = 0; i < pc_cuda_device_count(); i++) {
+        size_t free_bytes = 0, total = 0, shared = 0;
+        if (pc_cuda_device_memory(i, &free_bytes, &total, &shared) != PC_OK)
+            continue;
+        printf("  GPU %d: %zu of %zu MiB free now; kmeans --backend cuda: centres (k x d) and sums (k x (d + 1)) in "
+               "float32 within the %zu KiB of shared memory a block may use\n", i, free_bytes >> 20, total >> 20,
+               shared >> 10);
+    }
     printf("  generate: --n 1 to 2000000000, --dim 1 to 4096, --n x --dim up to 2^31 values; blobs: --clusters x --dim "
            "up to 4096\n");
     printf("  segment: up to %d bands (HCA: 8); labels --ot Byte up to 255 clusters, UInt16 up to 65535, Int32 beyond\n",
