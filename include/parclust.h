@@ -468,8 +468,8 @@ typedef struct {
     double refine_bandwidth; /* h in data units; < 0 (default) = one cell width (the largest side) of the
                                 finer of the grid and pc_hca_auto_m's (docs/heca.md); 0 = no move */
     double refine_eps;       /* a climb stops once a shift is below this; < 0 (default) = 1e-3 h */
-    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100. The refinement runs on the CPU
-                                whatever the backend (a CUDA plan's run takes host points then) */
+    int refine_max_iter;     /* shifts per point at most, >= 1. Default 100. The refinement runs on the plan's
+                                backend: on the GPU, labels identical to the CPU's (docs/heca.md) */
     /* Optional: called from the calling thread with the fraction done, between the stages (grid,
      * components, dendrogram, cut, refinement, labelling; the CUDA backend from the host between its
      * stages) and within the CPU's passes over the points every 2^16 points or so; non-zero stops the

@@ -740,6 +740,7 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
         st = sums ? label(*s, src, n, cluster_of_cell, cells, k, device_labels, r->labels, sums, pass, &copy_back)
                   : PC_OUT_OF_MEMORY;
     }
+    if (st == PC_OK && params->refine_borders) st = pc__hca_cuda_refine(s, points, device_input, device_labels, r->labels, params, &model.grid, cluster_of_cell, k, sums, r); // HCA-MS: cuda_refine.cu
     if (st == PC_OK)
         st = pc__hca_finish(r, &model.grid, &model.graph, sums, k);
     free(cluster_of_cell);

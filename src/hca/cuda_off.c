@@ -62,3 +62,12 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *gpu, const pc_points *blo
 }
 
 void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *gpu, uint64_t rows) { (void)gpu, (void)rows; }
+
+pc_status pc__hca_cuda_refine(struct pc__hca_gpu *gpu, const pc_points *points, int device_input,
+                              int32_t *device_labels, int32_t *host_labels, const pc_hca_params *params,
+                              pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, double *sums, pc_result *r)
+{
+    (void)gpu, (void)points, (void)device_input, (void)device_labels, (void)host_labels, (void)params, (void)g;
+    (void)cluster_of_cell, (void)k, (void)sums, (void)r;
+    return pc__fail(PC_UNSUPPORTED, PC__HCA_NO_CUDA);
+}

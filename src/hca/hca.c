@@ -420,24 +420,10 @@ static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device
     r->backend = plan->backend;
     r->grid_m = plan->params.m;
     int64_t min_size = pc__hca_min_size(&plan->params, points->n);
-    if (plan->backend == PC_BACKEND_CUDA && plan->params.refine_borders) {
-        /* The border refinement runs on the CPU (its GPU kernels are not written yet): host inputs only. */
-        if (device_input) {
-            pc_result_free(r);
-            return pc__fail(PC_UNSUPPORTED, "HCA-MS (refine_borders) takes host points for now, not device memory");
-        }
-        if ((st = pc_points_check(points)) != PC_OK) {
-            pc_result_free(r);
-            return st;
-        }
-        int threads = pc_openmp_max_threads();
-        r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
-        st = run_cpu(points, &plan->params, threads, min_size, r);
-    } else {
-        st = plan->backend == PC_BACKEND_CUDA
-                 ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
-                 : run_cpu(points, &plan->params, plan->threads, min_size, r);
-    }
+    /* HCA-MS runs on the plan's backend too (the CUDA backend's in src/hca/cuda_refine.cu). */
+    st = plan->backend == PC_BACKEND_CUDA
+             ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
+             : run_cpu(points, &plan->params, plan->threads, min_size, r);
     if (st == PC_OK) /* the last report: a stop asked for now still gives no result */
         st = pc__hca_progress(&plan->params, 1);
     if (st != PC_OK) {

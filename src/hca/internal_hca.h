@@ -3,6 +3,7 @@
 #define PC_HCA_INTERNAL_H
 
 #include "../core/internal.h"
+#include "refine_climb.h"
 
 #include <string.h>
 
@@ -104,6 +105,32 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
 /* Applies the border's clusters to labels, moving each changed point between the sums; returns the
  * number of points that changed cluster. Frees the border's arrays. */
 int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, int32_t *labels, double *sums);
+/* HCA-MS's parts shared with the GPU (src/hca/refine.c, the climb itself in refine_climb.h): the cells
+ * with a neighbour of another cluster (returns the points they hold), the means from the fixed-point
+ * cell sums, and where a climb from x ends (the cluster of its cell, or of the nearest mean's cell). */
+uint64_t pc__hca_border_cells(const pc__hca_grid *g, const int32_t *cluster_of_cell, uint8_t *is_border, int threads);
+void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_t *sums, double *mean);
+typedef struct {
+    pc__hca_climb climb;             /* climb.h, eps, ...; references only where h > 0 */
+    const pc__hca_grid *g;
+    const double *mean;              /* cells x dim */
+    const int32_t *cluster_of_cell;
+    double wmin;                     /* the narrowest cell side */
+} pc__hca_reach;
+pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const double *mean,
+                              const int32_t *cluster_of_cell, const pc_hca_params *params);
+void pc__hca_reach_free(pc__hca_reach *r);
+int32_t pc__hca_reach_climb(const pc__hca_reach *r, double *x); /* climbs x in place, then its end */
+int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);
+/* HCA-MS on the GPU (src/hca/cuda_refine.cu; cuda_off.c without CUDA), called by the CUDA backend's run
+ * once the points are labelled: the same border points, climbs and clusters as pc__hca_refine, the
+ * labels (device_labels, else host_labels) and the clusters' sums (as cuda.cu's label pass keeps them)
+ * moved with the points that change; r's border and changed counts set. g: the grid on the host (keys,
+ * densities, box); the device's grid, cell clusters and cells are the plan's state. */
+struct pc__hca_gpu;
+pc_status pc__hca_cuda_refine(struct pc__hca_gpu *gpu, const pc_points *points, int device_input,
+                              int32_t *device_labels, int32_t *host_labels, const pc_hca_params *params,
+                              pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, double *sums, pc_result *r);
 /* stride[] from m and dim; *total = m^dim. Fails when m^dim does not fit 64-bit indices. */
 pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total);
 /* The index offsets of the 3^d - 1 neighbours of an interior cell (delta stays NULL without memory:

@@ -1,0 +1,419 @@
+// HCA-MS on the GPU (ALGORITHMS.md section 3b), after the CUDA backend's labelling: one pass over the
+// points sums every cell in fixed point (the CPU's integers, so the means are the CPU's bit for bit) and
+// gathers the border points with their rows; the host makes the means and the references by block
+// (refine.c, as the CPU does); every distinct start climbs in a thread of its own by refine_climb.h's
+// arithmetic (the CPU's operations in the CPU's order, each rounded once); the points that change
+// cluster move their labels and the clusters' sums. Integer rows of at most 8 bytes climb once per
+// distinct value (sorted on the device); other rows climb each. A climb that ends in an empty cell
+// (rare) is finished on the host, whose climb from the same start ends at the same position.
+#include "cuda_hca.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+constexpr int THREADS = 256;
+
+__device__ __forceinline__ double row_value(const unsigned char *row, pc_dtype t, int j)
+{
+    switch (t) {
+    case PC_F32: return (double)reinterpret_cast<const float *>(row)[j];
+    case PC_F64: return reinterpret_cast<const double *>(row)[j];
+    case PC_U16: return (double)reinterpret_cast<const uint16_t *>(row)[j];
+    default: return (double)row[j];
+    }
+}
+
+// The cell key of a row, as the backend's passes compute it (tables for integer bands).
+__device__ __forceinline__ uint64_t key_of_row(const unsigned char *row, pc_dtype t, const pc__hca_binning &bin)
+{
+    uint64_t key = 0;
+    for (int j = 0; j < bin.dim; j++) {
+        int c;
+        if (t == PC_U8)
+            c = bin.table[j * 256 + row[j]];
+        else if (t == PC_U16)
+            c = bin.table[j * 65536 + reinterpret_cast<const uint16_t *>(row)[j]];
+        else
+            c = pc__hca_coordinate(row_value(row, t, j), bin.lo[j], bin.hi[j], bin.m);
+        key += (uint64_t)c * bin.stride[j];
+    }
+    return key;
+}
+
+struct fixed_scale {
+    double factor[PC__HCA_MAX_DIM];
+};
+
+// A row's value j as an integer: itself (integer bands) or refine_climb.h's fixed point.
+__device__ __forceinline__ long long fixed_value(const unsigned char *row, pc_dtype t, int j,
+                                                 const pc__hca_binning &bin, const fixed_scale &sc)
+{
+    double v = row_value(row, t, j);
+    if (t == PC_U8 || t == PC_U16)
+        return (long long)v;
+    return (long long)pc__climb_fixed(v, bin.lo[j], sc.factor[j]);
+}
+
+// Every row's cell summed; the rows of border cells gathered (index and row, or the row as a 64-bit key).
+__global__ void sum_and_gather(const unsigned char *data, size_t count, size_t stride, size_t offset, pc_dtype t,
+                               pc__hca_binning bin, pc__hca_dgrid grid, fixed_scale sc, const uint8_t *is_border,
+                               unsigned long long *cell_sums, unsigned long long *gathered, int32_t *index,
+                               unsigned char *rows, uint64_t *keys, size_t rowbytes)
+{
+    int lane = threadIdx.x & 31, dim = bin.dim;
+    size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32, warps = (gridDim.x * (size_t)blockDim.x) / 32;
+    for (size_t i0 = warp * 32; i0 < count; i0 += warps * 32) {
+        size_t i = i0 + lane;
+        bool valid = i < count;
+        const unsigned char *row = data + (valid ? i : i0) * stride;
+        int32_t cell = valid ? pc__hca_find_cell(grid, key_of_row(row, t, bin)) : -1;
+        // Images come in regions: a warp whose rows share one cell adds once.
+        unsigned same = __match_any_sync(0xffffffffu, cell);
+        bool whole = same == 0xffffffffu && cell >= 0;
+        for (int j = 0; j < dim; j++) {
+            long long v = cell >= 0 ? fixed_value(row, t, j, bin, sc) : 0;
+            if (whole) {
+                for (int o = 16; o > 0; o >>= 1)
+                    v += __shfl_xor_sync(0xffffffffu, v, o);
+                if (lane == 0)
+                    atomicAdd(&cell_sums[(size_t)cell * dim + j], (unsigned long long)v);
+            } else if (cell >= 0) {
+                atomicAdd(&cell_sums[(size_t)cell * dim + j], (unsigned long long)v);
+            }
+        }
+        bool border = cell >= 0 && is_border[cell];
+        unsigned mask = __ballot_sync(0xffffffffu, border);
+        if (!mask)
+            continue;
+        unsigned long long base = 0;
+        if (lane == 0)
+            base = atomicAdd(gathered, (unsigned long long)__popc(mask));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (border) {
+            size_t slot = base + __popc(mask & ((1u << lane) - 1));
+            index[slot] = (int32_t)(offset + i);
+            if (keys) {
+                uint64_t k = 0;
+                for (size_t b = 0; b < rowbytes; b++)
+                    k |= (uint64_t)row[b] << (8 * b);
+                keys[slot] = k;
+            } else {
+                for (size_t b = 0; b < rowbytes; b++)
+                    rows[slot * rowbytes + b] = row[b];
+            }
+        }
+    }
+}
+
+__global__ void mark_heads(const uint64_t *keys, size_t count, int32_t *head)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += gridDim.x * (size_t)blockDim.x)
+        head[i] = i == 0 || keys[i] != keys[i - 1];
+}
+
+__global__ void scatter_heads(const uint64_t *keys, const int32_t *run, size_t count, uint64_t *unique)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += gridDim.x * (size_t)blockDim.x)
+        if (i == 0 || keys[i] != keys[i - 1])
+            unique[run[i] - 1] = keys[i];
+}
+
+// One climb a thread: the cluster reached, or -2 with the start's number listed for the host.
+__global__ void climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c,
+                      pc__hca_dgrid grid, const int32_t *cluster_of_cell, int32_t *reached,
+                      unsigned long long *unresolved, int32_t *unresolved_list)
+{
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < count; r += gridDim.x * (size_t)blockDim.x) {
+        const unsigned char *row = starts + r * record;
+        double x[PC__CLIMB_MAX_DIM];
+        for (int j = 0; j < c.dim; j++)
+            x[j] = row_value(row, t, j);
+        pc__climb_run(&c, x);
+        int32_t cell = pc__hca_find_cell(grid, pc__climb_key(&c, x));
+        if (cell >= 0) {
+            reached[r] = cluster_of_cell[cell];
+        } else {
+            reached[r] = -2;
+            unresolved_list[atomicAdd(unresolved, 1ull)] = (int32_t)r;
+        }
+    }
+}
+
+// Each border point's new cluster against its cell's: changed labels, the clusters' sums moved.
+__global__ void apply(size_t count, const int32_t *index, const unsigned char *starts, size_t record,
+                      const int32_t *run, const int32_t *reached, pc_dtype t, pc__hca_binning bin, pc__hca_dgrid grid,
+                      fixed_scale sc, const int32_t *cluster_of_cell, int32_t *device_labels,
+                      unsigned long long *changed, int2 *changed_list, unsigned long long *delta)
+{
+    int dim = bin.dim;
+    for (size_t q = blockIdx.x * (size_t)blockDim.x + threadIdx.x; q < count; q += gridDim.x * (size_t)blockDim.x) {
+        size_t r = run ? (size_t)run[q] - 1 : q;
+        const unsigned char *row = starts + r * record;
+        int32_t to = reached[r], from = cluster_of_cell[pc__hca_find_cell(grid, key_of_row(row, t, bin))];
+        if (to == from)
+            continue;
+        unsigned long long at = atomicAdd(changed, 1ull);
+        if (device_labels)
+            device_labels[index[q]] = to;
+        else
+            changed_list[at] = make_int2(index[q], to);
+        for (int j = 0; j < dim; j++) {
+            long long v = fixed_value(row, t, j, bin, sc);
+            if (from >= 0)
+                atomicAdd(&delta[(size_t)from * (dim + 1) + j], (unsigned long long)-v);
+            if (to >= 0)
+                atomicAdd(&delta[(size_t)to * (dim + 1) + j], (unsigned long long)v);
+        }
+        if (from >= 0)
+            atomicAdd(&delta[(size_t)from * (dim + 1) + dim], (unsigned long long)-1ll);
+        if (to >= 0)
+            atomicAdd(&delta[(size_t)to * (dim + 1) + dim], 1ull);
+    }
+}
+
+unsigned blocks_for(size_t count, int sms)
+{
+    size_t b = (count + THREADS - 1) / THREADS, cap = (size_t)sms * 32;
+    return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+template <typename T> pc_status upload(pc__device_buffer<T> &d, const T *h, size_t n, cudaStream_t stream, const char *what)
+{
+    pc_status st = d.alloc(n, what);
+    if (st == PC_OK && n)
+        st = pc__cuda_status(cudaMemcpyAsync(d.ptr, h, n * sizeof(T), cudaMemcpyHostToDevice, stream), what);
+    return st;
+}
+
+template <typename T> pc_status download(T *h, const T *d, size_t n, cudaStream_t stream, const char *what)
+{
+    if (n)
+        PC_CUDA_TRY(cudaMemcpyAsync(h, d, n * sizeof(T), cudaMemcpyDeviceToHost, stream), what);
+    return pc__cuda_status(cudaStreamSynchronize(stream), what);
+}
+
+struct host_arrays {
+    uint8_t *is_border = nullptr;
+    int64_t *sums = nullptr;
+    double *mean = nullptr;
+    int32_t *list = nullptr;
+    int2 *changed = nullptr;
+    pc__hca_reach reach;
+    host_arrays() { memset(&reach, 0, sizeof reach); }
+    ~host_arrays()
+    {
+        free(is_border);
+        free(sums);
+        free(mean);
+        free(list);
+        free(changed);
+        pc__hca_reach_free(&reach);
+    }
+};
+
+pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int32_t *device_labels,
+                 int32_t *host_labels, const pc_hca_params *params, pc__hca_grid *g, const int32_t *cluster_of_cell,
+                 size_t k, double *sums, pc_result *r)
+{
+    size_t n = points->n, dim = s.dim, cells = g->cells, rowbytes = s.rowbytes;
+    size_t stride = points->stride ? points->stride : rowbytes;
+    pc_dtype t = s.dtype;
+    int integer = t == PC_U8 || t == PC_U16, threads = pc_openmp_max_threads();
+    host_arrays h;
+    pc_status st;
+    // Border cells and their points on the host (the cells are few); the neighbour offsets first.
+    if (!g->delta)
+        pc__hca_grid_deltas(g);
+    if (!(h.is_border = (uint8_t *)pc__alloc(cells, 1, "HCA-MS border cells")))
+        return PC_OUT_OF_MEMORY;
+    size_t count = (size_t)pc__hca_border_cells(g, cluster_of_cell, h.is_border, threads);
+    r->border_points = (int64_t)count;
+    r->changed_points = 0;
+    if (count == 0)
+        return PC_OK;
+    cudaStream_t stream = s.stream;
+    fixed_scale sc;
+    for (size_t j = 0; j < PC__HCA_MAX_DIM; j++)
+        sc.factor[j] = j < dim ? pc__climb_factor(g->lo[j], g->hi[j]) : 0;
+    int packed = integer && rowbytes <= 8;
+    size_t record = packed ? 8 : rowbytes;
+    pc__device_buffer<uint8_t> d_border;
+    pc__device_buffer<int32_t> d_cluster, index, index_sorted, run, reached, unresolved_list;
+    pc__device_buffer<unsigned long long> cell_sums, scalars, delta;
+    pc__device_buffer<unsigned char> rows, temp;
+    pc__device_buffer<uint64_t> keys, keys_sorted;
+    pc__device_buffer<int2> changed_list;
+    if ((st = upload(d_border, h.is_border, cells, stream, "HCA-MS border cells")) != PC_OK ||
+        (st = upload(d_cluster, cluster_of_cell, cells, stream, "HCA-MS cell clusters")) != PC_OK ||
+        (st = cell_sums.alloc(cells * dim, "HCA-MS cell sums")) != PC_OK ||
+        (st = scalars.alloc(4, "HCA-MS counters")) != PC_OK || (st = index.alloc(count, "HCA-MS border points")) != PC_OK ||
+        (st = packed ? keys.alloc(count, "HCA-MS border rows") : rows.alloc(count * rowbytes, "HCA-MS border rows")) !=
+            PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(cell_sums.ptr, 0, cells * dim * sizeof(unsigned long long), stream), "HCA-MS cell sums");
+    PC_CUDA_TRY(cudaMemsetAsync(scalars.ptr, 0, 4 * sizeof(unsigned long long), stream), "HCA-MS counters");
+    // The pass over the points: the device's input, or the host's in the backend's pieces.
+    pc__hca_dgrid grid = pc__hca_view(s);
+    size_t piece = device_input ? n : s.piece_rows;
+    for (size_t off = 0; off < n; off += piece) {
+        size_t c = n - off < piece ? n - off : piece;
+        const unsigned char *data = (const unsigned char *)points->data + off * stride;
+        size_t row_stride = stride;
+        if (!device_input) {
+            if ((st = pc__hca_load_rows(s, data, stride, rowbytes, c)) != PC_OK)
+                return st;
+            data = s.data.ptr;
+            row_stride = rowbytes;
+        }
+        sum_and_gather<<<blocks_for(c, s.sms), THREADS, 0, stream>>>(
+            data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr, scalars.ptr, index.ptr, rows.ptr,
+            keys.ptr, rowbytes);
+        PC_CUDA_LAUNCHED("HCA-MS cell sums");
+    }
+    // The means and the references, on the host as the CPU makes them.
+    h.sums = (int64_t *)pc__alloc(cells * dim, sizeof(int64_t), "HCA-MS cell sums");
+    h.mean = (double *)pc__alloc(cells * dim, sizeof(double), "HCA-MS cell means");
+    if (!h.sums || !h.mean)
+        return PC_OUT_OF_MEMORY;
+    if ((st = download((unsigned long long *)h.sums, cell_sums.ptr, cells * dim, stream, "HCA-MS cell sums")) != PC_OK)
+        return st;
+    pc__hca_means_from_sums(g, t, h.sums, h.mean);
+    if ((st = pc__hca_reach_setup(&h.reach, g, h.mean, cluster_of_cell, params)) != PC_OK)
+        return st;
+    if (!(h.reach.climb.h > 0))
+        return PC_OK; // a zero bandwidth moves nothing: every point keeps its cell's cluster
+    pc__device_buffer<uint64_t> d_block_key;
+    pc__device_buffer<double> d_ref, d_weight;
+    pc__device_buffer<uint32_t> d_block_start;
+    pc__hca_climb dc = h.reach.climb;
+    if ((st = upload(d_block_key, dc.block_key, dc.refs, stream, "HCA-MS references")) != PC_OK ||
+        (st = upload(d_ref, dc.ref, dc.refs * dim, stream, "HCA-MS references")) != PC_OK ||
+        (st = upload(d_weight, dc.weight, dc.refs, stream, "HCA-MS references")) != PC_OK)
+        return st;
+    if (dc.block_start &&
+        (st = upload(d_block_start, dc.block_start, (size_t)dc.block_count + 1, stream, "HCA-MS blocks")) != PC_OK)
+        return st;
+    dc.block_start = dc.block_start ? d_block_start.ptr : nullptr;
+    dc.block_key = d_block_key.ptr;
+    dc.ref = d_ref.ptr;
+    dc.weight = d_weight.ptr;
+    // The starts: distinct keys (sorted, runs numbered from 1), or the gathered rows.
+    const unsigned char *starts = rows.ptr;
+    const int32_t *point_index = index.ptr;
+    size_t climbs = count;
+    if (packed) {
+        size_t bytes = 0, scan_bytes = 0;
+        if ((st = keys_sorted.alloc(count, "HCA-MS sorted keys")) != PC_OK ||
+            (st = index_sorted.alloc(count, "HCA-MS sorted keys")) != PC_OK ||
+            (st = run.alloc(count, "HCA-MS runs")) != PC_OK)
+            return st;
+        int bits = (int)(8 * rowbytes);
+        PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
+                                                    index_sorted.ptr, (int)count, 0, bits, stream),
+                    "HCA-MS sort");
+        PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, run.ptr, run.ptr, (int)count, stream), "HCA-MS scan");
+        if ((st = temp.alloc(bytes > scan_bytes ? bytes : scan_bytes, "HCA-MS sort scratch")) != PC_OK)
+            return st;
+        PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.ptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
+                                                    index_sorted.ptr, (int)count, 0, bits, stream),
+                    "HCA-MS sort");
+        mark_heads<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(keys_sorted.ptr, count, run.ptr);
+        PC_CUDA_LAUNCHED("HCA-MS runs");
+        scan_bytes = temp.count;
+        PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.ptr, scan_bytes, run.ptr, run.ptr, (int)count, stream),
+                    "HCA-MS scan");
+        int32_t runs = 0;
+        if ((st = download(&runs, run.ptr + count - 1, 1, stream, "HCA-MS runs")) != PC_OK)
+            return st;
+        climbs = (size_t)runs;
+        scatter_heads<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(keys_sorted.ptr, run.ptr, count, keys.ptr);
+        PC_CUDA_LAUNCHED("HCA-MS runs");
+        starts = (const unsigned char *)keys.ptr; // the distinct keys, in place of the unsorted ones
+        point_index = index_sorted.ptr;
+    }
+    if ((st = reached.alloc(climbs, "HCA-MS climbs")) != PC_OK ||
+        (st = unresolved_list.alloc(climbs, "HCA-MS climbs")) != PC_OK)
+        return st;
+    climb<<<blocks_for(climbs, s.sms), THREADS, 0, stream>>>(starts, climbs, record, t, dc, grid, d_cluster.ptr, reached.ptr,
+                                                           scalars.ptr + 1, unresolved_list.ptr);
+    PC_CUDA_LAUNCHED("HCA-MS climbs");
+    unsigned long long unresolved = 0;
+    if ((st = download(&unresolved, scalars.ptr + 1, 1, stream, "HCA-MS climbs")) != PC_OK)
+        return st;
+    if (unresolved) {
+        // Climbs that ended in an empty cell: the host climbs them again (to the same position) and
+        // takes the nearest non-empty cell's cluster.
+        h.list = (int32_t *)pc__alloc(unresolved, sizeof(int32_t), "HCA-MS unresolved climbs");
+        if (!h.list)
+            return PC_OUT_OF_MEMORY;
+        if ((st = download(h.list, unresolved_list.ptr, unresolved, stream, "HCA-MS unresolved climbs")) != PC_OK)
+            return st;
+        for (size_t u = 0; u < unresolved; u++) {
+            unsigned char row[64];
+            if ((st = download(row, starts + (size_t)h.list[u] * record, record, stream, "HCA-MS unresolved climbs")) !=
+                PC_OK)
+                return st;
+            double x[PC__HCA_MAX_DIM];
+            for (size_t j = 0; j < dim; j++)
+                x[j] = pc__hca_value(row, t, j);
+            int32_t cluster = pc__hca_reach_climb(&h.reach, x);
+            PC_CUDA_TRY(cudaMemcpyAsync(reached.ptr + h.list[u], &cluster, sizeof cluster, cudaMemcpyHostToDevice, stream),
+                        "HCA-MS unresolved climbs");
+            PC_CUDA_TRY(cudaStreamSynchronize(stream), "HCA-MS unresolved climbs");
+        }
+    }
+    size_t words = k * (dim + 1);
+    if ((st = delta.alloc(words, "HCA-MS cluster sums")) != PC_OK ||
+        (!device_labels && (st = changed_list.alloc(count, "HCA-MS changed points")) != PC_OK))
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(delta.ptr, 0, words * sizeof(unsigned long long), stream), "HCA-MS cluster sums");
+    apply<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(count, point_index, starts, record, packed ? run.ptr : nullptr,
+                                                          reached.ptr, t, s.bin, grid, sc, d_cluster.ptr, device_labels,
+                                                          scalars.ptr + 2, changed_list.ptr, delta.ptr);
+    PC_CUDA_LAUNCHED("HCA-MS apply");
+    unsigned long long changed = 0;
+    if ((st = download(&changed, scalars.ptr + 2, 1, stream, "HCA-MS apply")) != PC_OK)
+        return st;
+    r->changed_points = (int64_t)changed;
+    h.sums = (int64_t *)realloc(h.sums, (words ? words : 1) * sizeof(int64_t));
+    if (!h.sums)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot allocate the clusters' sums");
+    if ((st = download((unsigned long long *)h.sums, delta.ptr, words, stream, "HCA-MS cluster sums")) != PC_OK)
+        return st;
+    for (size_t c = 0; c < k; c++) {
+        double moved = (double)h.sums[c * (dim + 1) + dim];
+        sums[c * (dim + 1) + dim] += moved;
+        for (size_t j = 0; j < dim; j++) {
+            double q = (double)h.sums[c * (dim + 1) + j];
+            sums[c * (dim + 1) + j] += integer ? q : (sc.factor[j] > 0 ? q / sc.factor[j] : 0) + g->lo[j] * moved;
+        }
+    }
+    if (!device_labels && changed) {
+        if (!(h.changed = (int2 *)pc__alloc(changed, sizeof(int2), "HCA-MS changed points")))
+            return PC_OUT_OF_MEMORY;
+        if ((st = download(h.changed, changed_list.ptr, changed, stream, "HCA-MS changed points")) != PC_OK)
+            return st;
+        for (size_t u = 0; u < changed; u++)
+            host_labels[h.changed[u].x] = h.changed[u].y;
+    }
+    return PC_OK;
+}
+
+} // namespace
+
+pc_status pc__hca_cuda_refine(struct pc__hca_gpu *gpu, const pc_points *points, int device_input,
+                              int32_t *device_labels, int32_t *host_labels, const pc_hca_params *params,
+                              pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, double *sums, pc_result *r)
+{
+    double t0 = pc__now();
+    pc_status st = refine(*gpu, points, device_input, device_labels, host_labels, params, g, cluster_of_cell, k, sums, r);
+    if (st == PC_OK)
+        pc__result_add_stage(r, "refine", pc__now() - t0);
+    return st;
+}

@@ -1,0 +1,225 @@
+/* HCA-MS's climb (ALGORITHMS.md section 3b), one text for the CPU (refine.c) and the GPU (cuda_refine.cu):
+ * both backends run these very operations in this very order, each rounded once (no fused multiply-add:
+ * refine.c is ISO C, where gcc does not contract, and the device spells every operation with its _rn
+ * intrinsic), and exp is this file's own polynomial rather than the two libraries' exp, which may differ
+ * in the last bit. A climb from the same start therefore ends at the same position on both, and the
+ * labels are identical, not merely close. */
+#ifndef PC_HCA_REFINE_CLIMB_H
+#define PC_HCA_REFINE_CLIMB_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PC__CLIMB_MAX_DIM 8
+
+#if defined(__CUDACC__)
+#define PC__CLIMB_FN __host__ __device__ static inline
+#else
+#define PC__CLIMB_FN static inline
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define PC__CL_ADD(a, b) __dadd_rn((a), (b))
+#define PC__CL_SUB(a, b) __dsub_rn((a), (b))
+#define PC__CL_MUL(a, b) __dmul_rn((a), (b))
+#define PC__CL_DIV(a, b) __ddiv_rn((a), (b))
+#define PC__CL_SQRT(a) __dsqrt_rn(a)
+#else
+#define PC__CL_ADD(a, b) ((a) + (b))
+#define PC__CL_SUB(a, b) ((a) - (b))
+#define PC__CL_MUL(a, b) ((a) * (b))
+#define PC__CL_DIV(a, b) ((a) / (b))
+#define PC__CL_SQRT(a) sqrt(a)
+#endif
+
+/* What a climb reads: the references (the non-empty cells' means and point counts) stored by block of
+ * span[j] cells a side (each block at least 3 h wide, so the references within 3 h of x lie in the 3^d
+ * blocks around x's own), blocks in increasing key, cells by increasing index within a block. */
+typedef struct {
+    int dim, m;
+    double lo[PC__CLIMB_MAX_DIM], hi[PC__CLIMB_MAX_DIM];
+    uint64_t stride[PC__CLIMB_MAX_DIM];       /* the grid's: m^(dim-1-j) */
+    int span[PC__CLIMB_MAX_DIM], blocks[PC__CLIMB_MAX_DIM];
+    uint64_t block_stride[PC__CLIMB_MAX_DIM];
+    double h, eps, cutoff2, inv; /* inv = -1 / (2 h^2) */
+    int max_iter;
+    size_t refs;
+    const uint64_t *block_key; /* refs: the block of each reference, non-decreasing */
+    /* Where the blocks are few (at most 2^24), block b's references are [block_start[b], block_start[b +
+     * 1]) (no search); NULL: a binary search over block_key. */
+    const uint32_t *block_start;
+    uint64_t block_count;      /* blocks in all (block_start has one more entry) */
+    double width[PC__CLIMB_MAX_DIM]; /* a cell's sides */
+    const double *ref;         /* refs x dim: the cells' means */
+    const double *weight;      /* refs: the cells' point counts */
+} pc__hca_climb;
+
+/* ALGORITHMS.md section 3 step 1 (grid.c's pc__hca_cell_coordinate, the GPU's pc__hca_coordinate). */
+PC__CLIMB_FN int pc__climb_coordinate(double x, double lo, double hi, int m)
+{
+    if (hi <= lo)
+        return 0;
+    double c = floor(PC__CL_MUL(PC__CL_DIV(PC__CL_SUB(x, lo), PC__CL_SUB(hi, lo)), (double)m));
+    return c >= m - 1 ? m - 1 : c < 0 ? 0 : (int)c;
+}
+
+/* The grid key of position x. */
+PC__CLIMB_FN uint64_t pc__climb_key(const pc__hca_climb *c, const double *x)
+{
+    uint64_t key = 0;
+    for (int j = 0; j < c->dim; j++)
+        key += (uint64_t)pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) * c->stride[j];
+    return key;
+}
+
+/* e^x for x in [-4.5, 0] (the Gaussian within the 3 h cut-off), to ~1e-15: x = k ln 2 + r with |r| <=
+ * ln 2 / 2 (ln 2 in two parts, k ln2_hi exact), a degree-13 Taylor polynomial in r, times 2^k. */
+PC__CLIMB_FN double pc__climb_exp(double x)
+{
+    double k = rint(PC__CL_MUL(x, 1.4426950408889634));
+    double r = PC__CL_SUB(x, PC__CL_MUL(k, 6.93147180369123816490e-01));
+    r = PC__CL_SUB(r, PC__CL_MUL(k, 1.90821492927058770002e-10));
+    /* Horner over 1/13!, 1/12!, ..., 1/1!, 1/0! (no table: a static array is awkward in device code). */
+    double p = 1.0 / 6227020800.0;
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 479001600);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 39916800);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 3628800);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 362880);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 40320);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 5040);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 720);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 120);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 24);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 6);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0 / 2);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0);
+    p = PC__CL_ADD(PC__CL_MUL(p, r), 1.0);
+    /* Times 2^k, exact (k in [-7, 0] here): the power of two from its bits, not ldexp (a libm call that
+     * took a third of the CPU's climbs). */
+    int e = (int)k < -1000 ? -1000 : (int)k;
+    uint64_t bits = (uint64_t)(1023 + e) << 52;
+#if defined(__CUDA_ARCH__)
+    double two_k = __longlong_as_double((long long)bits);
+#else
+    double two_k;
+    memcpy(&two_k, &bits, sizeof two_k);
+#endif
+    return PC__CL_MUL(p, two_k);
+}
+
+/* One mean shift step from x over the references within the cut-off; 0 when none is that close. */
+PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, const double *x, double *next)
+{
+    int dim = c->dim;
+    int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
+    double num[PC__CLIMB_MAX_DIM];
+    for (int j = 0; j < dim; j++) {
+        int b = pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) / c->span[j];
+        from[j] = b > 0 ? b - 1 : 0;
+        to[j] = b + 1 < c->blocks[j] ? b + 1 : c->blocks[j] - 1;
+        at[j] = from[j];
+        num[j] = 0;
+    }
+    double den = 0;
+    for (;;) {
+        uint64_t key = 0;
+        for (int j = 0; j < dim; j++)
+            key += (uint64_t)at[j] * c->block_stride[j];
+        /* A block wholly beyond the cut-off adds nothing: skipped (the gaps a hair narrower than the
+         * block's, so that rounding never skips a reference the cut-off would keep; skipping changes no
+         * sum, so the CPU and the GPU stay equal whatever each skips). */
+        double gap2 = 0;
+        for (int j = 0; j < dim; j++) {
+            double w = c->width[j] * c->span[j], left = c->lo[j] + at[j] * w, right = left + w;
+            double gap = x[j] < left ? left - x[j] : x[j] > right ? x[j] - right : 0;
+            gap = gap - 1e-6 * c->width[j];
+            gap2 += gap > 0 ? gap * gap : 0;
+        }
+        size_t lo = 0, hi = c->refs, end = c->refs;
+        if (gap2 > c->cutoff2) {
+            lo = end = 0;
+        } else if (c->block_start) {
+            lo = c->block_start[key];
+            end = c->block_start[key + 1];
+        } else {
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (c->block_key[mid] < key)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+        }
+        for (size_t q = lo; q < end && c->block_key[q] == key; q++) {
+            const double *mu = c->ref + q * (size_t)dim;
+            double d2 = 0;
+            for (int j = 0; j < dim; j++) {
+                double e = PC__CL_SUB(mu[j], x[j]);
+                d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
+            }
+            if (d2 <= c->cutoff2) {
+                double w = PC__CL_MUL(c->weight[q], pc__climb_exp(PC__CL_MUL(d2, c->inv)));
+                for (int j = 0; j < dim; j++)
+                    num[j] = PC__CL_ADD(num[j], PC__CL_MUL(w, mu[j]));
+                den = PC__CL_ADD(den, w);
+            }
+        }
+        int j = dim - 1;
+        for (; j >= 0; j--) {
+            if (at[j] < to[j]) {
+                at[j]++;
+                break;
+            }
+            at[j] = from[j];
+        }
+        if (j < 0)
+            break;
+    }
+    if (!(den > 0))
+        return 0;
+    for (int j = 0; j < dim; j++)
+        next[j] = PC__CL_DIV(num[j], den);
+    return 1;
+}
+
+/* Climbs x (in place) until a shift is below eps, no reference is within the cut-off, or max_iter. */
+PC__CLIMB_FN void pc__climb_run(const pc__hca_climb *c, double *x)
+{
+    double next[PC__CLIMB_MAX_DIM];
+    for (int it = 0; it < c->max_iter; it++) {
+        if (!pc__climb_shift(c, x, next))
+            break;
+        double d2 = 0;
+        for (int j = 0; j < c->dim; j++) {
+            double e = PC__CL_SUB(next[j], x[j]);
+            d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
+            x[j] = next[j];
+        }
+        if (PC__CL_SQRT(d2) < c->eps)
+            break;
+    }
+}
+
+/* Cell sums in fixed point, so that any order of summing (threads, atomics) gives the same means: a
+ * float value x adds rint((x - lo) * factor) with factor = 2^30 / (hi - lo) (0 where the box is flat or
+ * the factor overflows), as the GPU sums the clusters; an integer value adds itself. */
+PC__CLIMB_FN double pc__climb_factor(double lo, double hi)
+{
+    double f = hi > lo ? ldexp(1.0, 30) / (hi - lo) : 0;
+    return isfinite(f) ? f : 0;
+}
+PC__CLIMB_FN int64_t pc__climb_fixed(double x, double lo, double factor)
+{
+    return (int64_t)rint(PC__CL_MUL(PC__CL_SUB(x, lo), factor));
+}
+/* The mean from a cell's fixed-point sum of `count` values (integer: the sum itself). */
+PC__CLIMB_FN double pc__climb_mean(int64_t sum, double count, int integer, double lo, double factor)
+{
+    if (integer)
+        return PC__CL_DIV((double)sum, count);
+    return factor > 0 ? PC__CL_ADD(lo, PC__CL_DIV(PC__CL_DIV((double)sum, factor), count)) : lo;
+}
+
+#endif
