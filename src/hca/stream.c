@@ -319,25 +319,57 @@ static pc_status start_counting(pc_hca_stream *s, const char *call)
     return PC_OK;
 }
 
-/* The linear cell index of a row: the same cell as pc_hca's grid (pc__hca_cell_coordinate). */
-static inline uint64_t row_key(const pc_hca_stream *s, const unsigned char *row, pc_dtype t)
+/* The linear cell index of a row: the same cell as pc_hca's grid (pc__hca_cell_coordinate). Inlined
+ * into loops that pass a constant dim (FOR_DIM below), so that integer rows take dim table lookups
+ * with no loop around them. */
+static inline __attribute__((always_inline)) uint64_t key_of(const pc_hca_stream *s, const unsigned char *row,
+                                                             pc_dtype t, size_t dim)
 {
     uint64_t key = 0;
     if (t == PC_U8)
-        for (size_t j = 0; j < s->dim; j++)
+        for (size_t j = 0; j < dim; j++)
             key += s->table_u8[j * 256 + row[j]];
     else if (t == PC_U16)
-        for (size_t j = 0; j < s->dim; j++) {
+        for (size_t j = 0; j < dim; j++) {
             uint16_t v;
             memcpy(&v, row + 2 * j, 2);
             key += s->table_u16[j * 65536 + v];
         }
     else
-        for (size_t j = 0; j < s->dim; j++)
+        for (size_t j = 0; j < dim; j++)
             key += (uint64_t)pc__hca_cell_coordinate(pc__hca_value(row, t, j), s->g.lo[j], s->g.hi[j], s->g.m) *
                    s->g.stride[j];
     return key;
 }
+
+static inline uint64_t row_key(const pc_hca_stream *s, const unsigned char *row, pc_dtype t)
+{
+    return key_of(s, row, t, s->dim);
+}
+
+/* CALL(DTYPE, DIM) with both constants for uint8 and uint16 rows of 1 to 8 values (the image case,
+ * where the per-pixel work is a few lookups and the loop's own overhead would be half of it), else
+ * with the block's dtype and s->dim as they are. */
+#define FOR_DIM_CASES(CALL, T)                                                                                 \
+    switch (dim) {                                                                                             \
+    case 1: CALL(T, 1); break;                                                                                 \
+    case 2: CALL(T, 2); break;                                                                                 \
+    case 3: CALL(T, 3); break;                                                                                 \
+    case 4: CALL(T, 4); break;                                                                                 \
+    case 5: CALL(T, 5); break;                                                                                 \
+    case 6: CALL(T, 6); break;                                                                                 \
+    case 7: CALL(T, 7); break;                                                                                 \
+    default: CALL(T, 8); break;                                                                                \
+    }
+#define FOR_DIM(CALL, dtype, dim)                                                                              \
+    do {                                                                                                       \
+        if ((dtype) == PC_U8)                                                                                  \
+            FOR_DIM_CASES(CALL, PC_U8)                                                                         \
+        else if ((dtype) == PC_U16)                                                                            \
+            FOR_DIM_CASES(CALL, PC_U16)                                                                        \
+        else                                                                                                   \
+            CALL(dtype, dim);                                                                                  \
+    } while (0)
 
 static size_t hash_slot(const pc_hca_stream *s, uint64_t key)
 {
@@ -398,41 +430,19 @@ static pc_status sparse_add(pc_hca_stream *s, uint64_t key, int64_t count)
     return PC_OK;
 }
 
-static void count_dense(pc_hca_stream *s, const pc_points *block)
+/* Rows [i, end) counted into mine (NULL: into count, with atomics). Neighbouring pixels often share a
+ * cell: a run is counted in a register. */
+static inline __attribute__((always_inline)) void count_rows(const pc_hca_stream *s, const unsigned char *base,
+                                                             size_t bytes, size_t i, size_t end, pc_dtype t,
+                                                             size_t dim, int64_t *mine, int64_t *count)
 {
-    size_t bytes = pc__hca_row_bytes(block);
-    const unsigned char *base = block->data;
-    int threads = block->n < SMALL_BLOCK ? 1 : s->threads;
-    int64_t *count = s->count;
-    size_t total = (size_t)s->total;
-    int slices = s->slices;
-    (void)threads;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        /* One slice shared by several threads: all of them count with atomics (NULL). */
-        int64_t *mine = slices > 1 ? count + (size_t)t * total : threads == 1 ? count : NULL;
-        /* Neighbouring pixels often share a cell: a run is counted in a register. */
-        uint64_t run_key = 0;
-        int64_t run = 0;
-#pragma omp for schedule(static)
-        for (long i = 0; i < (long)block->n; i++) {
-            uint64_t key = row_key(s, base + (size_t)i * bytes, block->dtype);
-            if (key == run_key) {
-                run++;
-                continue;
-            }
-            if (run && mine)
-                mine[run_key] += run;
-            else if (run) {
-#pragma omp atomic
-                count[run_key] += run;
-            }
-            run_key = key;
-            run = 1;
+    uint64_t run_key = 0;
+    int64_t run = 0;
+    for (; i < end; i++) {
+        uint64_t key = key_of(s, base + i * bytes, t, dim);
+        if (key == run_key) {
+            run++;
+            continue;
         }
         if (run && mine)
             mine[run_key] += run;
@@ -440,6 +450,40 @@ static void count_dense(pc_hca_stream *s, const pc_points *block)
 #pragma omp atomic
             count[run_key] += run;
         }
+        run_key = key;
+        run = 1;
+    }
+    if (run && mine)
+        mine[run_key] += run;
+    else if (run) {
+#pragma omp atomic
+        count[run_key] += run;
+    }
+}
+
+static void count_dense(pc_hca_stream *s, const pc_points *block)
+{
+    size_t bytes = pc__hca_row_bytes(block), n = block->n, dim = s->dim;
+    const unsigned char *base = block->data;
+    int threads = n < SMALL_BLOCK ? 1 : s->threads;
+    int64_t *count = s->count;
+    size_t total = (size_t)s->total;
+    int slices = s->slices;
+    pc_dtype dtype = block->dtype;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        /* One slice shared by several threads: all of them count with atomics (NULL). */
+        int64_t *mine = slices > 1 ? count + (size_t)t * total : nt == 1 ? count : NULL;
+        size_t i = n / (size_t)nt * (size_t)t, end = t + 1 == nt ? n : i + n / (size_t)nt;
+#define COUNT_ROWS(T, D) count_rows(s, base, bytes, i, end, T, D, mine, count)
+        FOR_DIM(COUNT_ROWS, dtype, dim);
+#undef COUNT_ROWS
     }
 }
 
@@ -775,6 +819,55 @@ static inline int32_t cluster_of_key(const pc_hca_stream *s, uint64_t key)
     return c >= 0 ? s->cluster_of_cell[c] : -1;
 }
 
+/* Rows [i, end): their labels, and their values and a count added to isum (integer rows) or dsum per
+ * cluster (neither when both are NULL). Neighbouring pixels mostly share a cluster: integer sums run
+ * in registers while the cluster stays the same (memory's add-after-add chain would set the pace). */
+static inline __attribute__((always_inline)) void label_rows(const pc_hca_stream *s, const unsigned char *base,
+                                                             size_t bytes, size_t i, size_t end, pc_dtype t,
+                                                             size_t dim, int32_t *labels, double *dsum,
+                                                             uint64_t *isum)
+{
+    int32_t run_c = -1;
+    uint64_t acc[8] = {0}, run = 0;
+    for (; i < end; i++) {
+        const unsigned char *row = base + i * bytes;
+        int32_t c = cluster_of_key(s, key_of(s, row, t, dim));
+        labels[i] = c;
+        if (c < 0)
+            continue;
+        if (isum) {
+            if (c != run_c) {
+                if (run) {
+                    uint64_t *sum = isum + (size_t)run_c * (dim + 1);
+                    for (size_t j = 0; j < dim; j++)
+                        sum[j] += acc[j], acc[j] = 0;
+                    sum[dim] += run;
+                }
+                run_c = c;
+                run = 0;
+            }
+            for (size_t j = 0; j < dim; j++) {
+                uint16_t v = row[j];
+                if (t == PC_U16)
+                    memcpy(&v, row + 2 * j, 2);
+                acc[j] += v;
+            }
+            run++;
+        } else if (dsum) {
+            double *sum = dsum + (size_t)c * (dim + 1);
+            for (size_t j = 0; j < dim; j++)
+                sum[j] += pc__hca_value(row, t, j);
+            sum[dim] += 1;
+        }
+    }
+    if (isum && run) {
+        uint64_t *sum = isum + (size_t)run_c * (dim + 1);
+        for (size_t j = 0; j < dim; j++)
+            sum[j] += acc[j];
+        sum[dim] += run;
+    }
+}
+
 pc_status pc_hca_stream_label(const pc_hca_stream *s, const pc_points *block, int32_t *labels, double *sums)
 {
     pc_status st = check_block(s, block, "pc_hca_stream_label", 1);
@@ -794,29 +887,38 @@ pc_status pc_hca_stream_label(const pc_hca_stream *s, const pc_points *block, in
     }
     if ((st = pc_points_check(block)) != PC_OK)
         return st;
-    size_t bytes = pc__hca_row_bytes(block), dim = s->dim, k = s->k;
+    size_t bytes = pc__hca_row_bytes(block), dim = s->dim, k = s->k, n = block->n;
     const unsigned char *base = block->data;
-    int threads = block->n < SMALL_BLOCK ? 1 : s->threads;
+    int threads = n < SMALL_BLOCK ? 1 : s->threads;
     int failed = 0;
+    pc_dtype dtype = block->dtype;
+    /* Integer rows sum in uint64 (exact; as doubles they are exact too below 2^53, so the sums handed
+     * back are the same either way), in the same loop as the labels: the rows are read once. */
+    int integer = dtype == PC_U8 || dtype == PC_U16;
     (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
-        double *mine = sums ? calloc(k * (dim + 1) + 1, sizeof *mine) : NULL;
-        failed |= sums && !mine;
-#pragma omp for schedule(static)
-        for (long i = 0; i < (long)block->n; i++) {
-            const unsigned char *row = base + (size_t)i * bytes;
-            int32_t c = cluster_of_key(s, row_key(s, row, block->dtype));
-            labels[i] = c;
-            if (mine && c >= 0) {
-                double *sum = mine + (size_t)c * (dim + 1);
-                for (size_t j = 0; j < dim; j++)
-                    sum[j] += pc__hca_value(row, block->dtype, j);
-                sum[dim] += 1;
-            }
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        size_t cells = k * (dim + 1) + 1;
+        double *mine = sums ? calloc(cells, sizeof *mine) : NULL;
+        uint64_t *isum = sums && integer ? calloc(cells, sizeof *isum) : NULL;
+        failed |= sums && (!mine || (integer && !isum));
+        size_t i = n / (size_t)nt * (size_t)t, end = t + 1 == nt ? n : i + n / (size_t)nt;
+        if (!failed) {
+#define LABEL_ROWS(T, D) label_rows(s, base, bytes, i, end, T, D, labels, mine, isum)
+            FOR_DIM(LABEL_ROWS, dtype, dim);
+#undef LABEL_ROWS
         }
-        if (mine)
+        if (isum)
+            for (size_t c = 0; c < cells; c++)
+                mine[c] = (double)isum[c];
+        if (mine && !failed)
             pc__team_add_ordered(sums, mine, k * (dim + 1));
+        free(isum);
         free(mine);
     }
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums") : PC_OK;

@@ -125,8 +125,7 @@ struct run {
     /* HCA */
     pc_hca_stream *hca;
     double budget;          /* the HCA stream's memory_budget */
-    double *sums;           /* k x (B + 1): the label pass's cluster sums and counts (float32 pixels) */
-    uint64_t *isums;        /* the same, of integer pixels */
+    double *sums;           /* k x (B + 1): the label pass's cluster sums and counts */
     /* k-means */
     pc_kmeans_stream *km;
     float *init;            /* --init's centres, held units */
@@ -511,40 +510,13 @@ static int hca_count(run *s, const pcli_image *win, size_t y0, const pc_points *
     return pts->n && pc_hca_stream_add(s->hca, pts) != PC_OK ? library_error(s, "HCA histogram") : 0;
 }
 
-/* The clusters' sums and counts of integer pixels, exact in 64 bits (as the library's doubles of
- * them are), in a quarter of the time the library's per-value doubles take: each thread adds its share
- * of the window's pixels into its own slice of s->isums (threads x clusters x (bands + 1)), the
- * slices summed once after the pass (integers: in any order, the same sums). */
-#define ADD_SUMS(T)                                                                                            \
-    do {                                                                                                       \
-        const T *all = pts->data;                                                                              \
-        size_t n = pts->n, nsums = (s->k ? s->k : 1) * (B + 1);                                                \
-        _Pragma("omp parallel for schedule(static) num_threads(s->threads)")                                   \
-        for (int t = 0; t < s->threads; t++) {                                                                 \
-            uint64_t *mine = s->isums + (size_t)t * nsums;                                                     \
-            size_t i = n / (size_t)s->threads * (size_t)t, end = t + 1 == s->threads ? n : i + n / (size_t)s->threads; \
-            const T *px = all + i * B;                                                                         \
-            for (; i < end; i++, px += B) {                                                                    \
-                int32_t c = s->labels[i];                                                                      \
-                if (c < 0)                                                                                     \
-                    continue;                                                                                  \
-                uint64_t *sum = mine + (size_t)c * (B + 1);                                                    \
-                for (size_t b = 0; b < B; b++)                                                                 \
-                    sum[b] += px[b];                                                                           \
-                sum[B]++;                                                                                      \
-            }                                                                                                  \
-        }                                                                                                      \
-    } while (0)
-
+/* The labels of a window, and its pixels added to the clusters' sums in the same loop (the library
+ * sums integer pixels in 64-bit integers, exact; their doubles stay exact while a cluster's sum of a
+ * band is below 2^53: 35 Tpix of uint8, 137 Gpix of uint16). */
 static int hca_label(run *s, const pcli_image *win, size_t y0, const pc_points *pts)
 {
-    size_t B = s->B;
-    if (pts->n && pc_hca_stream_label(s->hca, pts, s->labels, s->isums ? NULL : s->sums) != PC_OK)
+    if (pts->n && pc_hca_stream_label(s->hca, pts, s->labels, s->sums) != PC_OK)
         return library_error(s, "HCA labels");
-    if (s->isums && s->im.type == PCLI_PIX_U8)
-        ADD_SUMS(uint8_t);
-    else if (s->isums)
-        ADD_SUMS(uint16_t);
     return emit_labels(s, win, y0);
 }
 
@@ -633,20 +605,13 @@ static int run_hca(run *s, cli_outputs *out, const char **path)
     int rc = -1;
     float *centres = malloc((s->k ? s->k : 1) * s->B * sizeof *centres);
     size_t nsums = (s->k ? s->k : 1) * (s->B + 1);
-    if (!centres || !(s->sums = calloc(nsums, sizeof *s->sums)) ||
-        (s->im.type != PCLI_PIX_F32 && !(s->isums = calloc(nsums * (size_t)s->threads, sizeof *s->isums)))) {
+    if (!centres || !(s->sums = calloc(nsums, sizeof *s->sums))) {
         pcli_fail(s->err, sizeof s->err, "out of memory");
         goto done;
     }
     double state = hca_labelling_bytes(s, params.m, (double)pc_result_cell_count(r)) + picture_bytes(s);
     if (start_labels(s, out, path) || plan_windows(s, state, 1) || alloc_buffers(s, 1) || pass(s, "labels", hca_label))
         goto done;
-    for (size_t q = 0; s->isums && q < nsums; q++) {
-        uint64_t total = 0;
-        for (int t = 0; t < s->threads; t++)
-            total += s->isums[(size_t)t * nsums + q];
-        s->sums[q] = (double)total;
-    }
     for (size_t c = 0; c < s->k; c++) { /* as pc_hca's: sum / count in float32, in the file's units */
         double count = s->sums[c * (s->B + 1) + s->B];
         for (size_t j = 0; j < s->B; j++) {
@@ -995,7 +960,6 @@ int seg_stream_run(const seg_stream_args *a, cli_outputs *out)
 done:
     free_buffers(&s);
     free(s.sums);
-    free(s.isums);
     free(s.counts);
     free(s.init);
     free(s.picture);
