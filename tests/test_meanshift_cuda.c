@@ -102,9 +102,11 @@ static void compare(const gpu_case *c, uint64_t seed, int fixed_iterations)
         int step = c->kernel == PC_KERNEL_FLAT || (c->kernel == PC_KERNEL_GAUSSIAN && c->radius > 0);
         size_t allowed = step ? c->n / (c->dim == 1 ? 20 : 50) : 0;
         size_t off = modes_off(gpu, cpu, p.bandwidth, tol, &worst);
-        CHECK_MSG(off <= allowed, "n %zu dim %zu kernel %s variant %s radius %g blurring %d: %zu modes off (worst %.3g)",
-                  c->n, c->dim, pc_kernel_name(c->kernel), pc_cuda_kernel_name(c->variant), c->radius,
-                  c->blurring, off, worst);
+        const char *path = getenv("PC_MEANSHIFT_CUDA_PATH");
+        CHECK_MSG(off <= allowed,
+                  "n %zu dim %zu kernel %s variant %s path %s radius %g blurring %d: %zu modes off (worst %.3g)",
+                  c->n, c->dim, pc_kernel_name(c->kernel), pc_cuda_kernel_name(c->variant), path ? path : "default",
+                  c->radius, c->blurring, off, worst);
         CHECK(pc_result_backend(gpu) == PC_BACKEND_CUDA);
         if (!c->blurring) {
             CHECK_MSG(pc_result_cluster_count(gpu) == pc_result_cluster_count(cpu), "clusters %zu vs %zu",
@@ -143,6 +145,21 @@ int main(void)
                 gpu_case c = {sizes[(v + kk + d) % 3], dims[d], kernels[kk], variants[v], 0, 0, 0};
                 compare(&c, ++s, 1);
             }
+    /* Issue 17: the gaussian without cut-off in D <= 3 through each of its paths (PC_MEANSHIFT_CUDA_PATH):
+     * round one's FMA kernel, with 2 of its 4 queries' exp2 by polynomial, the tensor-core kernel with
+     * 0, 3 or all 8 of a lane's exp2 by polynomial, and with every point redone by the exact kernel;
+     * blurring repacks the references every iteration. */
+    const char *paths[] = {"dot", "dot:2", "mma:0", "mma:3", "mma:8", "mma:3:redo"};
+    for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+        setenv("PC_MEANSHIFT_CUDA_PATH", paths[pi], 1);
+        for (size_t d = 1; d <= 3; d++) {
+            gpu_case c = {sizes[(pi + d) % 3], d, PC_KERNEL_GAUSSIAN, PC_CUDA_KERNEL_FAST, 0, 0, 0};
+            compare(&c, ++s, 1);
+        }
+        gpu_case b = {sizes[1], 2 + pi % 2, PC_KERNEL_GAUSSIAN, PC_CUDA_KERNEL_FAST, 0, 1, 0};
+        compare(&b, ++s, 1);
+    }
+    unsetenv("PC_MEANSHIFT_CUDA_PATH");
     /* Many dimensions: the wide kernel (D > 64) and the kernels below it, every kernel function. */
     const size_t wide_dims[] = {9, 37, 100, 256};
     for (size_t d = 0; d < sizeof wide_dims / sizeof wide_dims[0]; d++)

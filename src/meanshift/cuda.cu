@@ -7,6 +7,7 @@
 #include "../cuda/common.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <utility>
@@ -31,6 +32,34 @@ __device__ __forceinline__ float ex2(float x)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+}
+
+// 2^x on the FMA pipe instead of the MUFU unit (which does 16 exp2 a clock per SM against 128 FMA):
+// round x to an integer n with the 1.5 * 2^23 trick, a polynomial for 2^f on [-0.5, 0.5] (Horner),
+// and n added into the exponent bits. x is clamped to -125 (2^-125 for 0, as ex2.approx nearly
+// gives), so the exponent never wraps. DEG 5: relative error 1.5e-7 (ex2.approx's own is ~1e-7);
+// DEG 4: 2.6e-6, where the weight is rounded to half precision (2^-12) afterwards anyway.
+// Coefficients: a weighted least-squares fit of the relative error (near minimax), in float.
+template <int DEG> __device__ __forceinline__ float exp2_poly(float x)
+{
+    x = fmaxf(x, -125.0f);
+    float t = __fadd_rn(x, 12582912.0f); // 1.5 * 2^23: t's low mantissa bits hold round(x)
+    float f = __fsub_rn(x, __fsub_rn(t, 12582912.0f));
+    float p;
+    if (DEG >= 5) {
+        p = fmaf(1.327647129073739e-3f, f, 9.675540961325169e-3f);
+        p = fmaf(p, f, 5.550713092088699e-2f);
+        p = fmaf(p, f, 2.4022120237350464e-1f);
+        p = fmaf(p, f, 6.931469440460205e-1f);
+        p = fmaf(p, f, 1.0000001192092896f);
+    } else {
+        p = fmaf(9.570101276040077e-3f, f, 5.591785907745361e-2f);
+        p = fmaf(p, f, 2.40247443318367e-1f);
+        p = fmaf(p, f, 6.931217908859253e-1f);
+        p = fmaf(p, f, 9.999992847442627e-1f);
+    }
+    // t's bits are 0x4B400000 + n; shifted by 23 only n << 23 is left (mod 2^32).
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
 
 // Weight of a reference at squared scaled distance d2; r2 is the squared scaled cut-off (inf: none).
@@ -210,8 +239,9 @@ __global__ void wide_kernel(const float *__restrict__ ref, int n, int dim, float
 // exp2(-|q - r|^2) = exp2(-|q|^2) * exp2(2 q.r - |r|^2): the first factor is the same for every
 // reference of a query and cancels in the weighted mean, so a pair costs 3 FMA for the exponent,
 // one exp2 and 4 for the sums. SAFE keeps -|q|^2 in the exponent (one more add) where |q|^2 is
-// large enough for the dropped factor to overflow.
-template <int D, bool SAFE>
+// large enough for the dropped factor to overflow. The first POLYQ of a thread's queries take their
+// exp2 from exp2_poly on the FMA pipe (issue 17: measured against 0, see bench/RESULTS.md).
+template <int D, bool SAFE, int POLYQ = 0>
 __global__ void __launch_bounds__(FAST_BLOCK)
     fast_dot_kernel(const void *__restrict__ refs, int n, int chunk, const float *__restrict__ pos,
                     const int *__restrict__ active, int count, float r2, float *__restrict__ partial)
@@ -255,7 +285,7 @@ __global__ void __launch_bounds__(FAST_BLOCK)
                 if (D >= 2)
                     e = fmaf(qy[s], r.y, e);
                 e = fmaf(qx[s], r.x, e);
-                float w = ex2(e);
+                float w = s < POLYQ ? exp2_poly<5>(e) : ex2(e);
                 tw[s] += w;
                 tx[s] = fmaf(w, r.x, tx[s]);
                 if (D >= 2)
@@ -284,6 +314,220 @@ __global__ void __launch_bounds__(FAST_BLOCK)
             if (D >= 3)
                 out[2] = az[s];
             out[D] = ws[s];
+        }
+    }
+}
+
+// Gaussian without cut-off, D <= 3, on the tensor cores (issue 17). The fast_dot_kernel above issues 8
+// instructions a pair for one exp2: 128 issue slots and 16 MUFU lanes a clock per SM bound it at 16
+// pairs a clock either way, so exp2 moved to the FMA pipe would only trade one bound for the other.
+// Here both sums are matrix products (m16n8k16, half inputs, float accumulators), as in attention:
+//   E = Q R^T: e = 8 - |q - r|^2, in 16 terms of half-precision pieces (hi + lo splits of 2q and r,
+//     hi + lo + lo2 of 8 - |q|^2 and -|r|^2: about 22 bits of every product, as float's own 24);
+//   W = exp2(E) as half hi + lo (the factor 2^8 keeps the weights of neighbours normal); P of a
+//     lane's 8 exp2 on the FMA pipe (exp2_poly), the rest on the MUFU unit;
+//   S = W_hi R + W_lo R, R = [x_hi y_hi z_hi 1 x_lo y_lo z_lo 0]: the weighted sums and the weight.
+// Left per pair on the ordinary pipes: one exp2 and about two instructions of splitting; with P = 2
+// the MUFU unit's 6 x 8 clocks and the ~50 issue slots of a lane's 8 pairs about balance (predicted,
+// not yet measured). A query whose weights sum below 1 (no reference
+// within sqrt(8) scaled units: half precision would have lost the far weights) is left to the exact
+// kernel (MMA_REDO in finalize). Queries: MMA_WARP_TILES x 16 a warp, 4 warps a block; the block's
+// references in tiles of FAST_BLOCK staged through shared memory.
+constexpr int MMA_WARP_TILES = 4;
+constexpr int MMA_QUERIES = 4 * MMA_WARP_TILES * 16;   // a block's queries
+constexpr int MMA_GROUP_U4 = 48;                        // 16 references packed: 768 bytes
+constexpr float MMA_BIAS = 8.0f;                        // weights are 2^8 exp2(-|q - r|^2)
+constexpr float MMA_MIN_WEIGHT = 1.0f;                  // below: redone by the exact kernel
+
+__device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t half2_bits(float lo, float hi)
+{
+    __half2 h = __floats2half2_rn(lo, hi); // lo in the low half: the lower k (or reference) index
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+// Two weights as half pairs hi + lo (about 22 bits: half alone moved the modes of 6000 points by
+// 6e-4 h in 10 iterations, emulated on the CPU; hi + lo by 4e-8 h: bench/meanshift_mma_emu.py).
+__device__ __forceinline__ void split_half2(float a, float b, uint32_t *hi, uint32_t *lo)
+{
+    __half2 h = __floats2half2_rn(a, b);
+    float2 f = __half22float2(h);
+    __half2 l = __floats2half2_rn(a - f.x, b - f.y);
+    *hi = *reinterpret_cast<uint32_t *>(&h);
+    *lo = *reinterpret_cast<uint32_t *>(&l);
+}
+
+// v = hi + lo in halves (lo: what hi's rounding left out).
+__device__ __forceinline__ void split2(float v, float *hi, float *lo)
+{
+    *hi = __half2float(__float2half_rn(v));
+    *lo = __half2float(__float2half_rn(v - *hi));
+}
+__device__ __forceinline__ void split3(float v, float *hi, float *lo, float *lo2)
+{
+    float rest;
+    split2(v, hi, &rest);
+    split2(v - *hi, lo, lo2);
+    (void)rest;
+}
+
+// Packs references for mma_dot_kernel, 16 to a group of 768 bytes: the B operands of E for references
+// 0-7 and 8-15 (256 bytes each: reference g's 16 halves at g * 32, words in the order w0 w4 w1 w5 w2 w6
+// w3 w7 so that lane (g, t) loads its two registers {w_t, w_t+4} as one 8-byte word), then the B
+// operand of S (column c's 16 references at 512 + c * 32, pairs in the same order). Padding (beyond n)
+// is zeros: weight exp2(8 - |q|^2), finite, times a zero row.
+__global__ void pack_mma_refs(const float *ref, int n, int n_pad, int dim, __half *packed)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n_pad)
+        return;
+    float v[3] = {0.0f, 0.0f, 0.0f};
+    if (j < n)
+        for (int k = 0; k < dim && k < 3; k++)
+            v[k] = ref[(size_t)k * n + j];
+    float e[16], c[8];
+    for (int k = 0; k < 16; k++)
+        e[k] = 0.0f;
+    for (int k = 0; k < 8; k++)
+        c[k] = 0.0f;
+    if (j < n) {
+        for (int k = 0; k < 3; k++) {
+            float hi, lo;
+            split2(v[k], &hi, &lo);
+            e[3 * k] = hi;
+            e[3 * k + 1] = lo;
+            e[3 * k + 2] = hi;
+            c[k] = hi;
+            c[4 + k] = lo;
+        }
+        e[9] = e[10] = e[11] = 1.0f;
+        split3(-(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]), &e[12], &e[13], &e[14]);
+        c[3] = 1.0f;
+    }
+    __half *group = packed + (size_t)(j / 16) * (MMA_GROUP_U4 * 8);
+    int r = j % 16;
+    __half *b1 = group + (r / 8) * 128 + (r % 8) * 16;
+    for (int w = 0; w < 8; w++) { // word w = halves 2w, 2w + 1 at position (w % 4) * 2 + w / 4
+        int at = (w % 4) * 2 + w / 4;
+        b1[2 * at] = __float2half_rn(e[2 * w]);
+        b1[2 * at + 1] = __float2half_rn(e[2 * w + 1]);
+    }
+    int pair = r / 2, at = (pair % 4) * 2 + pair / 4;
+    for (int col = 0; col < 8; col++)
+        group[256 + col * 16 + 2 * at + (r % 2)] = __float2half_rn(c[col]);
+}
+
+template <int D, int P>
+__global__ void __launch_bounds__(FAST_BLOCK)
+    mma_dot_kernel(const void *__restrict__ refs, int n, int chunk, const float *__restrict__ pos,
+                   const int *__restrict__ active, int count, float r2, float *__restrict__ partial)
+{
+    (void)r2;
+    const uint4 *__restrict__ packed = static_cast<const uint4 *>(refs);
+    __shared__ uint4 tile[FAST_BLOCK / 16 * MMA_GROUP_U4];
+    __shared__ uint32_t qrec[4][MMA_WARP_TILES * 16][9]; // a query's 8 words (+1: fewer bank conflicts)
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int qbase = blockIdx.x * MMA_QUERIES + warp * MMA_WARP_TILES * 16;
+    // Each lane writes the A rows (16 halves) of MMA_WARP_TILES / 2 queries.
+    for (int h = 0; h < MMA_WARP_TILES / 2; h++) {
+        int row = lane + 32 * h, i = active[min(qbase + row, count - 1)];
+        float x = pos[i], y = D >= 2 ? pos[(size_t)n + i] : 0.0f, z = D >= 3 ? pos[2 * (size_t)n + i] : 0.0f;
+        float a[16], v[3] = {x, y, z};
+        for (int k = 0; k < 3; k++) {
+            float hi, lo;
+            split2(2.0f * v[k], &hi, &lo);
+            a[3 * k] = hi;
+            a[3 * k + 1] = hi;
+            a[3 * k + 2] = lo;
+        }
+        split3(MMA_BIAS - (x * x + y * y + z * z), &a[9], &a[10], &a[11]);
+        a[12] = a[13] = a[14] = 1.0f;
+        a[15] = 0.0f;
+        for (int w = 0; w < 8; w++)
+            qrec[warp][row][w] = half2_bits(a[2 * w], a[2 * w + 1]);
+    }
+    __syncwarp();
+    uint32_t qa[MMA_WARP_TILES][4];
+    float tot[MMA_WARP_TILES][4];
+#pragma unroll
+    for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
+        qa[mt][0] = qrec[warp][mt * 16 + g][t];
+        qa[mt][1] = qrec[warp][mt * 16 + g + 8][t];
+        qa[mt][2] = qrec[warp][mt * 16 + g][t + 4];
+        qa[mt][3] = qrec[warp][mt * 16 + g + 8][t + 4];
+        tot[mt][0] = tot[mt][1] = tot[mt][2] = tot[mt][3] = 0.0f;
+    }
+    const int begin = blockIdx.y * chunk, end = min(n, begin + chunk);
+    for (int base = begin; base < end; base += FAST_BLOCK) {
+        const uint4 *src = packed + (size_t)(base / 16) * MMA_GROUP_U4;
+#pragma unroll
+        for (int r = 0; r < MMA_GROUP_U4 * FAST_BLOCK / 16 / FAST_BLOCK; r++)
+            tile[threadIdx.x + r * FAST_BLOCK] = src[threadIdx.x + r * FAST_BLOCK];
+        __syncthreads();
+        // One tile's sums, then added to the totals (see fast_dot_kernel).
+        float acc[MMA_WARP_TILES][4];
+#pragma unroll
+        for (int mt = 0; mt < MMA_WARP_TILES; mt++)
+            acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
+        const int groups = min(FAST_BLOCK, end - base + 15) / 16;
+        for (int grp = 0; grp < groups; grp++) {
+            const unsigned char *gp = reinterpret_cast<const unsigned char *>(tile + grp * MMA_GROUP_U4);
+            const uint2 b0 = *reinterpret_cast<const uint2 *>(gp + g * 32 + t * 8);
+            const uint2 b1 = *reinterpret_cast<const uint2 *>(gp + 256 + g * 32 + t * 8);
+            const uint2 bs = *reinterpret_cast<const uint2 *>(gp + 512 + g * 32 + t * 8);
+#pragma unroll
+            for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
+                float e[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+                mma_16816(e, qa[mt], b0.x, b0.y);
+                mma_16816(e + 4, qa[mt], b1.x, b1.y);
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    e[k] = k < P ? exp2_poly<4>(e[k]) : ex2(e[k]);
+                uint32_t hi[4], lo[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    split_half2(e[2 * k], e[2 * k + 1], &hi[k], &lo[k]);
+                mma_16816(acc[mt], hi, bs.x, bs.y);
+                mma_16816(acc[mt], lo, bs.x, bs.y);
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MMA_WARP_TILES; mt++)
+            for (int k = 0; k < 4; k++)
+                tot[mt][k] += acc[mt][k];
+        __syncthreads();
+    }
+    // Lane (g, t) holds columns 2t, 2t + 1 of rows g and g + 8: x = col 0 + col 4, y = 1 + 5,
+    // z = 2 + 6, the weight col 3 (+ col 7, a zero). Lanes t = 0 and 1 gather them.
+#pragma unroll
+    for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
+        float s[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            s[k] = tot[mt][k] + __shfl_down_sync(0xffffffffu, tot[mt][k], 2);
+#pragma unroll
+        for (int half_row = 0; half_row < 2; half_row++) {
+            int q = qbase + mt * 16 + g + 8 * half_row;
+            if (t >= 2 || q >= count)
+                continue;
+            float *out = partial + ((size_t)blockIdx.y * count + q) * (D + 1);
+            float c0 = s[2 * half_row], c1 = s[2 * half_row + 1];
+            if (t == 0) {
+                out[0] = c0;
+                if (D >= 2)
+                    out[1] = c1;
+            } else {
+                if (D >= 3)
+                    out[2] = c0;
+                out[D] = c1;
+            }
         }
     }
 }
@@ -368,9 +612,11 @@ __global__ void __launch_bounds__(FAST_BLOCK)
 }
 
 // Adds the chunks' partial sums in chunk order (the same order every run) and moves the points.
+// With redo: a point whose weights sum below min_ws is not moved but listed for the exact kernel.
 template <int D>
 __global__ void finalize_kernel(const float *__restrict__ partial, int splits, int count, const int *active,
-                                float *pos, int n, float eps2, unsigned char *stopped)
+                                float *pos, int n, float eps2, unsigned char *stopped, float min_ws = 0.0f,
+                                int *redo = nullptr, int *redo_count = nullptr)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count)
@@ -388,6 +634,10 @@ __global__ void finalize_kernel(const float *__restrict__ partial, int splits, i
         for (int k = 0; k < D; k++)
             acc[k] += p[k];
         ws += p[D];
+    }
+    if (redo && !(ws >= min_ws)) {
+        redo[atomicAdd(redo_count, 1)] = i;
+        return;
     }
     finish_point<D>(i, n, D, q, acc, ws, pos, eps2, stopped);
 }
@@ -535,12 +785,18 @@ struct run_state {
     int sms;
     pc__device_buffer<float> ref, pos, partial;
     pc__device_buffer<float4> ref4;
+    pc__device_buffer<__half> packed; // mma_dot_kernel's references
+    pc__device_buffer<int> redo;      // points the mma kernel left to the exact one, then their count
     pc__device_buffer<int> active, next_active, counter, order, order_sorted;
     pc__device_buffer<unsigned char> stopped, sort_temp;
     pc__device_buffer<unsigned long long> keys, keys_sorted;
     pc__device_buffer<float> sref;
     grid_view grid;
     bool use_grid;
+    bool mma = false; // the gaussian without cut-off on the tensor cores (mma_dot_kernel)
+    int poly = 0;     // exp2 on the FMA pipe: of 8 (mma) or of FAST_QUERIES (fast_dot_kernel)
+    bool redo_all = false;
+    long long redone = 0;
 };
 
 pc_status launch_seed_kernel(run_state &s, bool tiled, int block, int count)
@@ -572,8 +828,75 @@ pc_status launch_seed_kernel(run_state &s, bool tiled, int block, int count)
 
 typedef void (*fast_kernel_fn)(const void *, int, int, const float *, const int *, int, float, float *);
 
-fast_kernel_fn pick_fast_kernel(int dim, int kernel, bool dot, bool safe)
+// Which kernel takes the gaussian without cut-off in D <= 3 (issue 17), and how it splits exp2
+// between the MUFU unit and the FMA pipe. PC_MEANSHIFT_CUDA_PATH (for benchmarks and tests):
+// "dot" (default) = fast_dot_kernel, round one's; "dot:Q" = Q of its 4 queries a thread by exp2_poly;
+// "mma" (P = 2) and "mma:P" = mma_dot_kernel with P of 8 exp2 by exp2_poly; a suffix ":redo" has
+// every point redone by the exact kernel (a test of that way). The default stays round one's kernel
+// until the others have run on a GPU (they have not yet: see bench/RESULTS.md, 2026-11-23).
+struct dot_path {
+    bool mma = false;
+    int poly = 0;
+    bool redo_all = false;
+};
+
+dot_path read_dot_path()
 {
+    dot_path d;
+    const char *e = getenv("PC_MEANSHIFT_CUDA_PATH");
+    if (!e || !*e)
+        return d;
+    d.mma = strncmp(e, "dot", 3) != 0;
+    d.poly = 0;
+    const char *colon = strchr(e, ':');
+    if (colon)
+        d.poly = atoi(colon + 1);
+    else if (d.mma)
+        d.poly = 2;
+    d.poly = std::max(0, std::min(d.mma ? 8 : FAST_QUERIES, d.poly));
+    d.redo_all = strstr(e, ":redo") != nullptr;
+    return d;
+}
+
+fast_kernel_fn pick_mma_kernel(int dim, int poly)
+{
+#define PC__MMA(DD)                                                                                          \
+    switch (poly) {                                                                                          \
+    case 0: return mma_dot_kernel<DD, 0>;                                                                    \
+    case 1: return mma_dot_kernel<DD, 1>;                                                                    \
+    case 2: return mma_dot_kernel<DD, 2>;                                                                    \
+    case 3: return mma_dot_kernel<DD, 3>;                                                                    \
+    case 4: return mma_dot_kernel<DD, 4>;                                                                    \
+    case 5: return mma_dot_kernel<DD, 5>;                                                                    \
+    case 6: return mma_dot_kernel<DD, 6>;                                                                    \
+    case 7: return mma_dot_kernel<DD, 7>;                                                                    \
+    default: return mma_dot_kernel<DD, 8>;                                                                   \
+    }
+    switch (dim) {
+    case 1: PC__MMA(1)
+    case 2: PC__MMA(2)
+    default: PC__MMA(3)
+    }
+#undef PC__MMA
+}
+
+fast_kernel_fn pick_fast_kernel(int dim, int kernel, bool dot, bool safe, int polyq = 0)
+{
+    if (dot && polyq > 0) { // round one's kernel with part of its exp2 on the FMA pipe (benchmarks)
+#define PC__POLYQ(DD)                                                                                        \
+    switch (polyq) {                                                                                         \
+    case 1: return safe ? fast_dot_kernel<DD, true, 1> : fast_dot_kernel<DD, false, 1>;                     \
+    case 2: return safe ? fast_dot_kernel<DD, true, 2> : fast_dot_kernel<DD, false, 2>;                     \
+    case 3: return safe ? fast_dot_kernel<DD, true, 3> : fast_dot_kernel<DD, false, 3>;                     \
+    default: return safe ? fast_dot_kernel<DD, true, 4> : fast_dot_kernel<DD, false, 4>;                    \
+    }
+        switch (dim) {
+        case 1: PC__POLYQ(1)
+        case 2: PC__POLYQ(2)
+        default: PC__POLYQ(3)
+        }
+#undef PC__POLYQ
+    }
     if (dot) {
         switch (dim) {
         case 1: return safe ? fast_dot_kernel<1, true> : fast_dot_kernel<1, false>;
@@ -614,13 +937,17 @@ int choose_splits(int qblocks, int capacity, int max_splits)
     return best;
 }
 
-pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count)
+// mma: mma_dot_kernel with `poly` exp2 of 8 on the FMA pipe; else `poly` = fast_dot_kernel's POLYQ.
+// The points listed in `active` (count of them) get their new positions; with redo (mma only), those
+// the kernel leaves are listed in s.redo for launch_fast_kernel to finish.
+pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count, const int *active, bool mma = false,
+                             int poly = 0)
 {
     int n = (int)s.n, dim = (int)s.dim;
-    fast_kernel_fn kernel = pick_fast_kernel(dim, s.kernel, dot, safe);
+    fast_kernel_fn kernel = mma ? pick_mma_kernel(dim, poly) : pick_fast_kernel(dim, s.kernel, dot, safe, poly);
     int per_sm = 0;
     PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FAST_BLOCK, 0), "occupancy query");
-    int qblocks = blocks_for(count, FAST_BLOCK * FAST_QUERIES);
+    int qblocks = blocks_for(count, mma ? MMA_QUERIES : FAST_BLOCK * FAST_QUERIES);
     // Chunks of at least 4 tiles keep the partial sums small next to the work.
     int max_splits = std::max(1, std::min(64, blocks_for(n, 4 * FAST_BLOCK)));
     int splits = choose_splits(qblocks, std::max(1, per_sm) * s.sms, max_splits);
@@ -632,18 +959,32 @@ pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count)
         if (st != PC_OK)
             return st;
     }
-    const void *refs = dot ? (const void *)s.ref4.ptr : (const void *)s.ref.ptr;
-    kernel<<<dim3(qblocks, splits), FAST_BLOCK>>>(refs, n, chunk, s.pos.ptr, s.active.ptr, count, s.r2, s.partial.ptr);
+    const void *refs = mma ? (const void *)s.packed.ptr : dot ? (const void *)s.ref4.ptr : (const void *)s.ref.ptr;
+    kernel<<<dim3(qblocks, splits), FAST_BLOCK>>>(refs, n, chunk, s.pos.ptr, active, count, s.r2, s.partial.ptr);
     PC_CUDA_LAUNCHED("fast mean shift kernel");
     int fb = blocks_for(count, 256);
+    float min_ws = !mma ? 0.0f : s.redo_all ? INFINITY : MMA_MIN_WEIGHT;
+    int *redo = mma ? s.redo.ptr : nullptr, *redo_count = mma ? s.redo.ptr + n : nullptr;
+    if (mma)
+        PC_CUDA_TRY(cudaMemsetAsync(redo_count, 0, sizeof(int)), "cudaMemset");
+#define PC__FIN(DD) \
+    finalize_kernel<DD><<<fb, 256>>>(s.partial.ptr, splits, count, active, s.pos.ptr, n, s.eps2, s.stopped.ptr, min_ws, redo, redo_count)
     switch (dim) {
-    case 1: finalize_kernel<1><<<fb, 256>>>(s.partial.ptr, splits, count, s.active.ptr, s.pos.ptr, n, s.eps2, s.stopped.ptr); break;
-    case 2: finalize_kernel<2><<<fb, 256>>>(s.partial.ptr, splits, count, s.active.ptr, s.pos.ptr, n, s.eps2, s.stopped.ptr); break;
-    case 3: finalize_kernel<3><<<fb, 256>>>(s.partial.ptr, splits, count, s.active.ptr, s.pos.ptr, n, s.eps2, s.stopped.ptr); break;
-    case 4: finalize_kernel<4><<<fb, 256>>>(s.partial.ptr, splits, count, s.active.ptr, s.pos.ptr, n, s.eps2, s.stopped.ptr); break;
-    default: finalize_kernel<5><<<fb, 256>>>(s.partial.ptr, splits, count, s.active.ptr, s.pos.ptr, n, s.eps2, s.stopped.ptr); break;
+    case 1: PC__FIN(1); break;
+    case 2: PC__FIN(2); break;
+    case 3: PC__FIN(3); break;
+    case 4: PC__FIN(4); break;
+    default: PC__FIN(5); break;
     }
+#undef PC__FIN
     PC_CUDA_LAUNCHED("mean shift finalize kernel");
+    if (mma) {
+        int left = 0;
+        PC_CUDA_TRY(cudaMemcpy(&left, redo_count, sizeof left, cudaMemcpyDeviceToHost), "mean shift redo count");
+        s.redone += left;
+        if (left > 0)
+            return launch_fast_kernel(s, true, true, left, s.redo.ptr);
+    }
     return PC_OK;
 }
 
@@ -737,6 +1078,11 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
                 pack_dot_refs<<<blocks_for(n, 256), 256>>>(s.ref.ptr, n, (int)s.dim, s.ref4.ptr);
                 st = pc__cuda_status(cudaGetLastError(), "reference packing kernel");
             }
+            if (st == PC_OK && s.mma) {
+                int n_pad = blocks_for(n, FAST_BLOCK) * FAST_BLOCK;
+                pack_mma_refs<<<blocks_for(n_pad, 256), 256>>>(s.ref.ptr, n, n_pad, (int)s.dim, s.packed.ptr);
+                st = pc__cuda_status(cudaGetLastError(), "reference packing kernel");
+            }
             if (st == PC_OK && s.use_grid)
                 st = build_grid(s);
         }
@@ -751,7 +1097,7 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
         } else if (s.use_grid)
             st = launch_grid_kernel(s, count);
         else if (o->kernel == PC_CUDA_KERNEL_FAST && (dot || (s.dim >= 2 && s.dim <= 5)))
-            st = launch_fast_kernel(s, dot, safe, count);
+            st = launch_fast_kernel(s, dot, safe, count, s.active.ptr, s.mma, s.poly);
         else
             st = launch_seed_kernel(s, o->kernel != PC_CUDA_KERNEL_NAIVE,
                                     o->block ? o->block : (o->kernel == PC_CUDA_KERNEL_NAIVE ? 256 : 64), count);
@@ -839,6 +1185,14 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
                !isfinite(setup->radius) && dim <= 3;
     // exp2(|q|^2) must stay far from float's limit (2^128) with N references summed.
     bool safe = max_qq > 64.0;
+    {
+        // The mma kernel's half-precision pieces hold coordinates up to 64 scaled units (|q|^2 <= 4096:
+        // 8 - |q|^2 and 2q stay far inside half's 65504); beyond, round one's kernel.
+        dot_path path = read_dot_path();
+        s.mma = dot && path.mma && max_qq <= 4096.0;
+        s.poly = dot && (s.mma || !path.mma) ? path.poly : 0;
+        s.redo_all = path.redo_all;
+    }
     s.use_grid = setup->use_grid && plan_grid(s, hs, setup->radius * scale);
 
     pc_status st;
@@ -846,6 +1200,9 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         (st = s.active.alloc(n, "active list")) != PC_OK || (st = s.next_active.alloc(n, "active list")) != PC_OK ||
         (st = s.counter.alloc(1, "counter")) != PC_OK || (st = s.stopped.alloc(n, "stop flags")) != PC_OK ||
         (dot && (st = s.ref4.alloc(n, "packed references")) != PC_OK) ||
+        (s.mma && (st = s.packed.alloc((size_t)blocks_for((long long)n, FAST_BLOCK) * FAST_BLOCK * MMA_GROUP_U4 * 8 / 16,
+                                       "packed references")) != PC_OK) ||
+        (s.mma && (st = s.redo.alloc(n + 1, "redo list")) != PC_OK) ||
         (dim > MAX_GPU_DIM && (st = s.partial.alloc(n * dim, "per-point sums")) != PC_OK))
         goto done;
     if (s.use_grid &&
