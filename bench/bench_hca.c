@@ -5,6 +5,11 @@
  * copy from pageable and from pinned memory, and from host to host labels (pc_hca_plan_run).
  *
  *   bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3] [--gpu]
+ *   bench_hca --gpu-io [--mpix 115] [--bands 3] [--repeats 5]
+ * --gpu-io (issue 17 item 4): host to host through a plan, the overlapped copies (PC_HCA_CUDA_OVERLAP=1)
+ * against round one's (=0, the default) in the same run, beside the floor: the pixels in and the labels
+ * out as bytes at the bandwidth of plain copies between pinned memory and the GPU, measured here;
+ * and what the host's side of those copies costs alone (all cores).
  */
 #include "parclust.h"
 
@@ -155,6 +160,114 @@ static int bench_gpu(const char *tok, const uint8_t *img, size_t pixels, size_t 
     pc_hca_plan_free(plan);
     return bad;
 }
+
+/* The library's own parallel host loops (src/hca/hca.c), timed alone. */
+void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels);
+void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
+void *pc__alloc_large(size_t n, size_t size, const char *what);
+
+static double median_ms(double *v, int n) { return 1e3 * median(v, n); }
+
+static int bench_gpu_io(const char *tok, const uint8_t *img, size_t pixels, size_t bands, int repeats)
+{
+    size_t in = pixels * bands, out = pixels;
+    uint8_t *h_in = NULL, *h_out = NULL, *d_in = NULL, *d_out = NULL;
+    if (cudaMallocHost((void **)&h_in, in) != cudaSuccess || cudaMallocHost((void **)&h_out, out) != cudaSuccess ||
+        cudaMalloc((void **)&d_in, in) != cudaSuccess || cudaMalloc((void **)&d_out, out) != cudaSuccess) {
+        fprintf(stderr, "bench_hca --gpu-io: cannot allocate\n");
+        return 1;
+    }
+    memcpy(h_in, img, in);
+    memset(h_out, 7, out);
+    double t_in[16], t_out[16], t_stage[16], t_widen_fresh[16], t_widen_warm[16];
+    for (int r = -1; r < repeats; r++) {
+        double t0 = now();
+        cudaMemcpy(d_in, h_in, in, cudaMemcpyHostToDevice);
+        double t1 = now();
+        cudaMemcpy(h_out, d_out, out, cudaMemcpyDeviceToHost);
+        double t2 = now();
+        pc__hca_copy_parallel(h_in, img, in);
+        double t3 = now();
+        int32_t *labels = pc__alloc_large(pixels, sizeof(int32_t), "labels");
+        double t4 = now();
+        pc__hca_widen_labels(h_out, out, labels);
+        double t5 = now();
+        pc__hca_widen_labels(h_out, out, labels);
+        double t6 = now();
+        free(labels);
+        if (r >= 0) {
+            t_in[r] = t1 - t0;
+            t_out[r] = t2 - t1;
+            t_stage[r] = t3 - t2;
+            t_widen_fresh[r] = t5 - t4;
+            t_widen_warm[r] = t6 - t5;
+        }
+    }
+    double in_ms = median_ms(t_in, repeats), out_ms = median_ms(t_out, repeats), floor_ms = in_ms + out_ms;
+    printf("%s Mpix x %zu bands: pinned to GPU %.2f ms (%.1f GB/s), GPU to pinned %.2f ms (%.1f GB/s) for the labels "
+           "as bytes: floor %.2f ms\n", tok, bands, in_ms, in / in_ms * 1e-6, out_ms, out / out_ms * 1e-6, floor_ms);
+    printf("host alone (all cores): pageable to pinned %.2f ms (%.1f GB/s); bytes widened to int32 labels %.2f ms in "
+           "fresh memory, %.2f ms in memory touched before\n\n", median_ms(t_stage, repeats),
+           in / median_ms(t_stage, repeats) * 1e-6, median_ms(t_widen_fresh, repeats), median_ms(t_widen_warm, repeats));
+    cudaFreeHost(h_in);
+    cudaFreeHost(h_out);
+    cudaFree(d_in);
+    cudaFree(d_out);
+
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = 32;
+    p.backend = PC_BACKEND_CUDA;
+    pc_hca_plan *plan = NULL;
+    if (pc_hca_plan_create(&p, pixels, bands, PC_U8, &plan) != PC_OK) {
+        fprintf(stderr, "plan failed: %s\n", pc_last_error());
+        return 1;
+    }
+    printf("| image | host to host | wall (ms) | share of floor | copy to GPU | grid | components | dendrogram | cut | label | copy to host | clusters |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    int32_t *first = malloc(pixels * sizeof *first);
+    int bad = 0;
+    const char *ways[] = {"0", "1", "0", "1"}; /* twice each, interleaved */
+    for (int w = 0; w < 4; w++) {
+        setenv("PC_HCA_CUDA_OVERLAP", ways[w], 1);
+        double wall[16], stage[GPU_STAGES][16];
+        size_t k = 0;
+        for (int r = -1; r < repeats; r++) {
+            pc_result *res = NULL;
+            pc_points v = pc_points_u8(img, pixels, bands);
+            double t0 = now();
+            if (pc_hca_plan_run(plan, &v, &res) != PC_OK) {
+                fprintf(stderr, "hca (cuda) failed: %s\n", pc_last_error());
+                return 1;
+            }
+            double t1 = now();
+            if (r >= 0) {
+                wall[r] = t1 - t0;
+                for (int s = 0; s < GPU_STAGES; s++)
+                    stage[s][r] = stage_ms(res, gpu_stage[s]);
+            }
+            if (r == 0 && w == 0)
+                memcpy(first, pc_result_labels(res), pixels * sizeof *first);
+            else if (r == 0 && memcmp(first, pc_result_labels(res), pixels * sizeof *first) != 0) {
+                printf("labels of overlap %s DIFFER from round one's\n", ways[w]);
+                bad = 1;
+            }
+            k = pc_result_cluster_count(res);
+            pc_result_free(res);
+        }
+        double ms = median_ms(wall, repeats);
+        printf("| %s Mpix x %zu bands | %s | %.2f | %.0f%% |", tok, bands,
+               ways[w][0] == '1' ? "overlapped (issue 17)" : "round one's", ms, 100.0 * floor_ms / ms);
+        for (int s = 0; s < GPU_STAGES; s++)
+            printf(" %.2f |", median(stage[s], repeats));
+        printf(" %zu |\n", k);
+        fflush(stdout);
+    }
+    unsetenv("PC_HCA_CUDA_OVERLAP");
+    free(first);
+    pc_hca_plan_free(plan);
+    return bad;
+}
 #endif
 
 int main(int argc, char **argv)
@@ -163,8 +276,8 @@ int main(int argc, char **argv)
     size_t bands = 3;
     int repeats = 3, gpu = 0;
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--gpu") == 0) {
-            gpu = 1;
+        if (strcmp(argv[i], "--gpu") == 0 || strcmp(argv[i], "--gpu-io") == 0) {
+            gpu = strcmp(argv[i], "--gpu") == 0 ? 1 : 2;
             memmove(argv + i, argv + i + 1, (size_t)(argc - i - 1) * sizeof *argv);
             argc--;
             break;
@@ -177,19 +290,24 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--repeats") == 0)
             repeats = atoi(argv[i + 1]);
     }
+    if (gpu == 2 && strcmp(sizes, "5,12.4,115") == 0)
+        sizes = "115";
     if (repeats < 1 || repeats > 15 || bands < 1 || bands > 8) {
-        fprintf(stderr, "usage: bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3] [--gpu]\n");
+        fprintf(stderr, "usage: bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3] [--gpu | --gpu-io]\n");
         return 2;
     }
     if (gpu) {
 #ifdef PC_BENCH_HAVE_CUDART
-        printf("| image | input | wall (ms) | copy to GPU | grid | components | dendrogram | cut | label | copy to host | cells | components | clusters |\n");
-        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        if (gpu == 1) {
+            printf("| image | input | wall (ms) | copy to GPU | grid | components | dendrogram | cut | label | copy to host | cells | components | clusters |\n");
+            printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        }
         char *gl = strdup(sizes);
         for (char *tok = strtok(gl, ","); tok; tok = strtok(NULL, ",")) {
             size_t pixels = (size_t)(atof(tok) * 1e6);
             uint8_t *img = scene(pixels, bands, 12345);
-            if (!img || bench_gpu(tok, img, pixels, bands, repeats))
+            if (!img || (gpu == 2 ? bench_gpu_io(tok, img, pixels, bands, repeats)
+                                  : bench_gpu(tok, img, pixels, bands, repeats)))
                 return 1;
             free(img);
         }

@@ -239,7 +239,18 @@ static void test_large_transfers(uint64_t seed)
     pc_hca_params_init(&p);
     p.clusters = 6;
     compare(&v, &p, 0, "36-MB image through the staging buffers");
+    /* Issue 17: host to host with the copies overlapped (PC_HCA_CUDA_OVERLAP=1; round one's way is
+     * the default until it has run on a GPU): the same image, and one band, where a chunk's label
+     * bytes land where its own rows were (9 or 20 MB: 2 or 3 chunks). */
+    setenv("PC_HCA_CUDA_OVERLAP", "1", 1);
+    compare(&v, &p, 0, "36-MB image, copies overlapped");
     free(img);
+    size_t h1 = 2000, w1 = (quick ? 9000000 : 20000000) / h1;
+    uint8_t *one = image_u8(w1, h1, 1, seed + 13);
+    pc_points v1 = pc_points_u8(one, w1 * h1, 1);
+    compare(&v1, &p, 0, "one-band image, copies overlapped");
+    free(one);
+    unsetenv("PC_HCA_CUDA_OVERLAP");
     size_t n = quick ? 2200000 : 2500000;
     float *pts = test_blobs(n, 2, 1, 1000, 1, seed + 12, NULL);
     pc_points vf = pc_points_f32(pts, n, 2);

@@ -108,14 +108,16 @@ pc_status load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, siz
 // runs on s.stream as soon as its copy is there. The labels come back the same way: each chunk of
 // rows is labelled and narrowed to bytes on s.stream, its bytes go out on s.copy while the next chunk
 // is labelled, and all cores widen them into the caller's labels while the bus brings the next.
-// PC_HCA_CUDA_OVERLAP=0 takes round one's way (one copy in, then the kernels, then the labels out).
+// Taken where PC_HCA_CUDA_OVERLAP=1; otherwise round one's way (one copy in, then the kernels, then
+// the labels out), which stays the default until this one has run on a GPU (it has not yet: see
+// bench/RESULTS.md, 2026-11-23).
 constexpr int RING = 4;
 constexpr int RING_AHEAD = 2; // copies out in flight while the host widens
 
 bool overlap_wanted()
 {
     const char *e = getenv("PC_HCA_CUDA_OVERLAP");
-    return !(e && strcmp(e, "0") == 0);
+    return e && strcmp(e, "1") == 0;
 }
 
 // The ring and the copy stream, made on first use; false when pinned memory cannot be had.
