@@ -9,9 +9,11 @@
  * means of their modes), and each rank gets its labels back.
  *
  * The result is not pc_meanshift's bit for bit (its sums are float32, of scaled coordinates, with
- * exp2): the modes agree to within the stopping tolerance, and so do labels on separated data. A
- * finite radius is applied to the pairs, not used to cut the ring short (no slabs and halos yet). */
+ * exp2): the modes agree to within the stopping tolerance, and so do labels on separated data. With a
+ * finite radius on more than one rank the ring gives way to slabs with halos (meanshift_slabs.c):
+ * each rank then sums over its slab's references only. */
 #include "internal_mpi.h"
+#include "meanshift_kernel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -216,14 +218,9 @@ void pc_mpi_clusters_free(pc_mpi_clusters *c)
     memset(c, 0, sizeof *c);
 }
 
-/* ---------------------------------------------------------------- the shifts */
+/* ---------------------------------------------------------------- the shifts (meanshift_kernel.h) */
 
-typedef struct {
-    pc_kernel kernel;
-    double h2x2, h2, radius2;
-} kernel_of;
-
-static double weight(const kernel_of *kf, double d2)
+static double weight(const pc__ms_kernel *kf, double d2)
 {
     if (d2 > kf->radius2)
         return 0;
@@ -235,8 +232,7 @@ static double weight(const kernel_of *kf, double d2)
     return exp(-d2 / kf->h2x2);
 }
 
-/* num/den += the block's weighted references, for the active points. */
-static void accumulate(const kernel_of *kf, const float *pos, const unsigned char *stopped, size_t n, size_t dim,
+void pc__ms_accumulate(const pc__ms_kernel *kf, const float *pos, const unsigned char *stopped, size_t n, size_t dim,
                        const float *block, size_t rows, double *num, double *den)
 {
 #ifdef _OPENMP
@@ -264,6 +260,33 @@ static void accumulate(const kernel_of *kf, const float *pos, const unsigned cha
         }
         den[i] += wsum;
     }
+}
+
+unsigned long long pc__ms_step(float *pos, unsigned char *stopped, size_t n, size_t d, const double *num,
+                               const double *den, double eps)
+{
+    unsigned long long moving = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (stopped[i])
+            continue;
+        float *q = pos + i * d;
+        if (!(den[i] > 0)) { /* nothing within its radius: it stays */
+            stopped[i] = 1;
+            continue;
+        }
+        double d2 = 0;
+        for (size_t k = 0; k < d; k++) {
+            float v = (float)(num[i * d + k] / den[i]);
+            double step_k = (double)v - q[k];
+            d2 += step_k * step_k;
+            q[k] = v;
+        }
+        if (d2 <= eps * eps)
+            stopped[i] = 1;
+        else
+            moving++;
+    }
+    return moving;
 }
 
 static double value_at(const pc_points *p, size_t i, size_t j)
@@ -313,7 +336,7 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: unknown kernel %d", rank, (int)params->kernel);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         return st;
-    kernel_of kf = {params->kernel, 2 * h * h, h * h, INFINITY};
+    pc__ms_kernel kf = {params->kernel, 2 * h * h, h * h, INFINITY};
     double radius = params->radius > 0 ? params->radius : params->kernel == PC_KERNEL_GAUSSIAN ? INFINITY : h;
     kf.radius2 = radius * radius;
     double eps = params->eps < 0 ? 1e-3 * h : params->eps, merge_radius = params->merge_radius < 0 ? h / 2
@@ -360,57 +383,42 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         memcpy(modes, own, n * d * sizeof *own);
     times.setup = MPI_Wtime() - t0;
     int iterations = 0;
-    for (;;) {
-        double t1 = MPI_Wtime(), wait = 0;
-        memset(num, 0, n * d * sizeof *num);
-        memset(den, 0, n * sizeof *den);
-        memcpy(blk[0], own, n * d * sizeof *own);
-        int cur = 0, next_rank = (rank + 1) % size, prev_rank = (rank + size - 1) % size;
-        for (int step = 0; step < size; step++) {
-            int owner = (rank - step + size) % size, incoming = (owner - 1 + size) % size;
-            MPI_Request req[2];
-            int more = step < size - 1;
-            if (more) { /* the next block travels while this one is summed */
-                MPI_Irecv(blk[1 - cur], (int)(counts[incoming] * d), MPI_FLOAT, prev_rank, step, comm, &req[0]);
-                MPI_Isend(blk[cur], (int)(counts[owner] * d), MPI_FLOAT, next_rank, step, comm, &req[1]);
+    if (isfinite(radius) && size > 1) {
+        if ((st = pc__mpi_meanshift_slabs(comm, own, (size_t)n, d, &kf, radius, eps, params->max_iter, modes,
+                                          &iterations, &times)) != PC_OK)
+            goto done;
+    } else
+        for (;;) {
+            double t1 = MPI_Wtime(), wait = 0;
+            memset(num, 0, n * d * sizeof *num);
+            memset(den, 0, n * sizeof *den);
+            memcpy(blk[0], own, n * d * sizeof *own);
+            int cur = 0, next_rank = (rank + 1) % size, prev_rank = (rank + size - 1) % size;
+            for (int step = 0; step < size; step++) {
+                int owner = (rank - step + size) % size, incoming = (owner - 1 + size) % size;
+                MPI_Request req[2];
+                int more = step < size - 1;
+                if (more) { /* the next block travels while this one is summed */
+                    MPI_Irecv(blk[1 - cur], (int)(counts[incoming] * d), MPI_FLOAT, prev_rank, step, comm, &req[0]);
+                    MPI_Isend(blk[cur], (int)(counts[owner] * d), MPI_FLOAT, next_rank, step, comm, &req[1]);
+                }
+                pc__ms_accumulate(&kf, modes, stopped, (size_t)n, d, blk[cur], (size_t)counts[owner], num, den);
+                if (more) {
+                    double tw = MPI_Wtime();
+                    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+                    wait += MPI_Wtime() - tw;
+                    cur = 1 - cur;
+                }
             }
-            accumulate(&kf, modes, stopped, (size_t)n, d, blk[cur], (size_t)counts[owner], num, den);
-            if (more) {
-                double tw = MPI_Wtime();
-                MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-                wait += MPI_Wtime() - tw;
-                cur = 1 - cur;
-            }
+            unsigned long long moving = pc__ms_step(modes, stopped, (size_t)n, d, num, den, eps), any = 0;
+            iterations++;
+            double t2 = MPI_Wtime();
+            MPI_Allreduce(&moving, &any, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+            times.communication += wait + MPI_Wtime() - t2;
+            times.compute += t2 - t1 - wait;
+            if (any == 0 || iterations >= params->max_iter)
+                break;
         }
-        unsigned long long moving = 0, any = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (stopped[i])
-                continue;
-            float *q = modes + i * d;
-            if (!(den[i] > 0)) { /* nothing within its radius: it stays */
-                stopped[i] = 1;
-                continue;
-            }
-            double d2 = 0;
-            for (size_t k = 0; k < d; k++) {
-                float v = (float)(num[i * d + k] / den[i]);
-                double step_k = (double)v - q[k];
-                d2 += step_k * step_k;
-                q[k] = v;
-            }
-            if (d2 <= eps * eps)
-                stopped[i] = 1;
-            else
-                moving++;
-        }
-        iterations++;
-        double t2 = MPI_Wtime();
-        MPI_Allreduce(&moving, &any, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
-        times.communication += wait + MPI_Wtime() - t2;
-        times.compute += t2 - t1 - wait;
-        if (any == 0 || iterations >= params->max_iter)
-            break;
-    }
     /* The modes merged on rank 0, the labels sent back. */
     double t3 = MPI_Wtime();
     if (rank == 0) {

@@ -9,7 +9,8 @@ in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
   kmeans: labels and centres identical (same initial centres: the sample holds every point), inertia
           within 1e-6 relative; also text input (read by rank 0, scattered) and --init FILE;
   hca:    labels, dendrogram and components identical, centres within float rounding;
-  meanshift: (gaussian, and flat with its radius) labels identical, modes and centres within 1e-4 h;
+  meanshift: (gaussian; flat with its radius and gaussian with one: slabs) labels identical, modes and
+          centres within 1e-4 h;
   segment: the label raster's values equal `parclust segment`'s (GeoTIFF: type, nodata, georeferencing
           too, read back with GDAL), HCA and k-means, each rank its rows, a rank whose rows are all nodata;
   fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
@@ -152,18 +153,24 @@ elif WHAT == "meanshift":
     # modes to within the stopping tolerance (eps 1e-6 h here), and so the same labels.
     y = (np.array([[0, 0], [8, 0], [0, 8]])[rng.integers(0, 3, N)] + rng.normal(0, 0.7, (N, 2))).astype(np.float32)
     np.save("y.npy", y)
-    for kernel in (["--bandwidth", 1, "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5, "--eps", 1e-6]):
+    # Gaussian: the ring; a finite radius (flat's h, gaussian's --radius) on 2 or more ranks: slabs with
+    # halos, points crossing from slab to slab as they climb (the blobs straddle the cuts).
+    for kernel in (["--bandwidth", 1, "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5, "--eps", 1e-6],
+                   ["--bandwidth", 1, "--radius", 2.5, "--eps", 1e-6]):
         h = float(kernel[kernel.index("--bandwidth") + 1])
         rc, out, err = run(["meanshift", "y.npy", "--labels", "l1.npy", "--modes", "m1.npy", "--centers", "c1.npy"]
                            + kernel)
         check(rc == 0, f"parclust meanshift {kernel}: {err.strip()}")
         splits = SPLITS if kernel[0] == "--bandwidth" else [(3, None)]
+        finite = "--radius" in kernel or kernel[0] == "--kernel"
         for p, split in splits:
             rc, out, err = run(["meanshift", "y.npy", "--labels", "lm.npy", "--modes", "mm.npy", "--centers", "cm.npy"]
                                + kernel + split_args(split), p)
             check(rc == 0 and err == "", f"meanshift {kernel[:2]} {tag(p, split)} ran: {err.strip()}")
             if rc:
                 continue
+            way = "slabs" if finite and p > 1 else "ring"
+            check(f"({way} of {p} ranks)" in out, f"meanshift {kernel[:2]} {tag(p, split)}: ran as {way}: {out.strip()}")
             check(same_bytes("l1.npy", "lm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: labels identical")
             dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
             dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()

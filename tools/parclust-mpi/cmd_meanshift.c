@@ -2,6 +2,8 @@
  * outputs; the modes and centres come from rank 0, which gathered the modes to merge them. */
 #include "mpi_cli.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -71,8 +73,10 @@ int mpi_cmd_meanshift(int argc, char **argv)
     double parts[3] = {report.setup, report.compute, report.communication}, slowest[3];
     MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (ring of %d ranks)\n",
-               in.total, dim, cl.k, cl.iterations, seconds, size);
+        /* as pc_mpi_meanshift chooses: slabs for a finite radius on several ranks, else the ring */
+        int slabs = size > 1 && (a.p.radius > 0 ? isfinite(a.p.radius) : a.p.kernel != PC_KERNEL_GAUSSIAN);
+        printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s of %d ranks)\n",
+               in.total, dim, cl.k, cl.iterations, seconds, slabs ? "slabs" : "ring", size);
         if (a.c.verbose)
             printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s\n", slowest[0], slowest[1],
                    slowest[2]);
