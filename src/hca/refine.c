@@ -240,6 +240,7 @@ static pc_status climb_distinct(const pc__hca_reach *cl, const pc_points *points
     (void)threads;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 64)
     for (long u = 0; u < (long)distinct; u++) {
+        if (pc__hca_tick_at(cl->g->tick, (size_t)u, distinct)) continue; /* cancelled (hca.c: progress) */
         double x[PC__HCA_MAX_DIM];
         for (size_t j = 0; j < dim; j++)
             x[j] = pc__hca_value(base + (size_t)first[u] * stride, points->dtype, j);
@@ -382,6 +383,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
         int32_t last_cluster = 0;
 #pragma omp for schedule(dynamic, 1024)
         for (long q = 0; q < (long)out->count; q++) {
+            if (pc__hca_tick_at(g->tick, (size_t)q, out->count)) continue; /* cancelled (hca.c: progress) */
             size_t i = (size_t)out->index[q];
             const unsigned char *row = base + i * stride;
             if (!(cl.climb.h > 0)) { /* no bandwidth: nothing moves */
