@@ -24,34 +24,6 @@
 
 #include "bench_util.h"
 
-/* bench_hca's scene: 8 classes with random spectra over 64 x 64-pixel blocks, noise. */
-static uint8_t *scene(size_t pixels, size_t bands, uint64_t seed)
-{
-    uint8_t *img = malloc(pixels * bands);
-    if (!img)
-        return NULL;
-    uint64_t s = seed | 1;
-    uint8_t spectra[8][8];
-    for (int c = 0; c < 8; c++)
-        for (size_t b = 0; b < bands; b++)
-            spectra[c][b] = (uint8_t)(30 + next(&s) % 196);
-    size_t width = 10000, blocks_per_row = width / 64 + 1;
-    uint8_t *block_class = malloc((pixels / width / 64 + 2) * blocks_per_row);
-    for (size_t i = 0; i < (pixels / width / 64 + 2) * blocks_per_row; i++)
-        block_class[i] = (uint8_t)(next(&s) % 8);
-    for (size_t p = 0; p < pixels; p++) {
-        size_t row = p / width, col = p % width;
-        int c = block_class[(row / 64) * blocks_per_row + col / 64];
-        uint64_t r = next(&s);
-        for (size_t b = 0; b < bands; b++) {
-            int v = spectra[c][b] + (int)((r >> (8 * b)) & 15) - (int)((r >> (8 * b + 4)) & 15) + (int)((r >> 40) % 9) - 4;
-            img[p * bands + b] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-        }
-    }
-    free(block_class);
-    return img;
-}
-
 static int paths(pc__cpu_path_id *out)
 {
     int count = 0;
@@ -170,7 +142,7 @@ static void write_all(uint8_t *a, size_t bytes, int value)
 static void bench_hca(double mpix, int repeats)
 {
     size_t n = (size_t)(mpix * 1e6), bytes = n * 4;
-    uint8_t *img = scene(n, 4, 42);
+    uint8_t *img = bench_scene(n, 4, 42);
     int32_t *ref = malloc(n * sizeof *ref);
     if (!img || !ref) {
         fprintf(stderr, "bench_cpu_paths: no memory for %.0f Mpix\n", mpix);

@@ -25,34 +25,6 @@
 
 #include "bench_util.h"
 
-/* 8 classes with random spectra over 64 x 64-pixel blocks, noise -12..12 (triangular). */
-static uint8_t *scene(size_t pixels, size_t bands, uint64_t seed)
-{
-    uint8_t *img = malloc(pixels * bands);
-    if (!img)
-        return NULL;
-    uint64_t s = seed | 1;
-    uint8_t spectra[8][8];
-    for (int c = 0; c < 8; c++)
-        for (size_t b = 0; b < bands; b++)
-            spectra[c][b] = (uint8_t)(30 + next(&s) % 196);
-    size_t width = 10000, blocks_per_row = width / 64 + 1;
-    uint8_t *block_class = malloc((pixels / width / 64 + 2) * blocks_per_row);
-    for (size_t i = 0; i < (pixels / width / 64 + 2) * blocks_per_row; i++)
-        block_class[i] = (uint8_t)(next(&s) % 8);
-    for (size_t p = 0; p < pixels; p++) {
-        size_t row = p / width, col = p % width;
-        int c = block_class[(row / 64) * blocks_per_row + col / 64];
-        uint64_t r = next(&s);
-        for (size_t b = 0; b < bands; b++) {
-            int v = spectra[c][b] + (int)((r >> (8 * b)) & 15) - (int)((r >> (8 * b + 4)) & 15) + (int)((r >> 40) % 9) - 4;
-            img[p * bands + b] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-        }
-    }
-    free(block_class);
-    return img;
-}
-
 #ifdef PC_BENCH_HAVE_CUDART
 static double stage_ms(const pc_result *r, const char *want)
 {
@@ -305,7 +277,7 @@ int main(int argc, char **argv)
         char *gl = strdup(sizes);
         for (char *tok = strtok(gl, ","); tok; tok = strtok(NULL, ",")) {
             size_t pixels = (size_t)(atof(tok) * 1e6);
-            uint8_t *img = scene(pixels, bands, 12345);
+            uint8_t *img = bench_scene(pixels, bands, 12345);
             if (!img || (gpu == 2 ? bench_gpu_io(tok, img, pixels, bands, repeats)
                                   : bench_gpu(tok, img, pixels, bands, repeats)))
                 return 1;
@@ -323,7 +295,7 @@ int main(int argc, char **argv)
     char *list = strdup(sizes);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         size_t pixels = (size_t)(atof(tok) * 1e6);
-        uint8_t *img = scene(pixels, bands, 12345);
+        uint8_t *img = bench_scene(pixels, bands, 12345);
         if (!img) {
             fprintf(stderr, "out of memory for %zu pixels\n", pixels);
             return 1;
