@@ -412,6 +412,32 @@ static void test_merge_against_search(uint64_t seed)
     }
 }
 
+/* Converged modes crowd into a few cells: three crowds of 20000 modes far apart, and two of them with
+ * a fourth crowd 1.3 radii away, in cells within reach of each other. The clusters are the crowds,
+ * found with distances in proportion to the modes (the grid rules out cells and points farther than
+ * the radius), not to their pairs (2 x 10^9 here). */
+static void test_merge_crowds(uint64_t seed)
+{
+    const size_t per = 20000, groups = 4, dim = 3, n = per * groups;
+    const double radius = 1.0, centre[4][3] = {{0, 0, 0}, {10, 0, 0}, {0, 10, 0}, {1.3, 0, 0}};
+    float *m = malloc(n * dim * sizeof *m);
+    uint64_t s = seed * 2654435761u + 5;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < dim; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            /* within 0.005 of the crowd's centre, crowds dealt out in turn */
+            m[i * dim + k] = (float)(centre[i % groups][k] + ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 0.01);
+        }
+    pc_result *r = pc__result_new(n, dim);
+    CHECK(pc__merge_modes(m, n, dim, radius, r) == PC_OK);
+    CHECK_MSG(r->k == groups, "%zu clusters, not %zu", r->k, groups);
+    for (size_t i = groups; i < n; i++)
+        CHECK_MSG(r->labels[i] == r->labels[i % groups], "mode %zu not with its crowd", i);
+    CHECK_MSG(pc__merge_distances <= 4 * n, "%zu distances for %zu modes", pc__merge_distances, n);
+    pc_result_free(r);
+    free(m);
+}
+
 /* Four blobs on the corners of a lattice 10 apart, spread 1.2: well separated, so mean shift must
  * recover them. */
 static void test_blobs_recovered(uint64_t seed)
@@ -556,6 +582,7 @@ int main(void)
     test_grid_matches_all_pairs(seed);
     test_merge_against_search(seed);
     test_merge_identical();
+    test_merge_crowds(seed);
     test_blobs_recovered(seed);
     test_views_of_other_types();
     test_bad_input();

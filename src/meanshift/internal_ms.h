@@ -43,5 +43,10 @@ pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc
 /* Groups modes closer than merge_radius into clusters (connected components), numbers them by size,
  * largest first, and fills labels, centres and sizes of the result. */
 pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double merge_radius, pc_result *result);
+/* Distances between two modes that the calling thread's last pc__merge_modes computed (tests check
+ * that merging stays near linear in the modes). */
+#ifndef __cplusplus
+extern _Thread_local size_t pc__merge_distances;
+#endif
 
 #endif
