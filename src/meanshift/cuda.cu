@@ -830,12 +830,14 @@ typedef void (*fast_kernel_fn)(const void *, int, int, const float *, const int 
 
 // Which kernel takes the gaussian without cut-off in D <= 3 (issue 17), and how it splits exp2
 // between the MUFU unit and the FMA pipe. PC_MEANSHIFT_CUDA_PATH (for benchmarks and tests):
-// "dot" (default) = fast_dot_kernel, round one's; "dot:Q" = Q of its 4 queries a thread by exp2_poly;
-// "mma" (P = 2) and "mma:P" = mma_dot_kernel with P of 8 exp2 by exp2_poly; a suffix ":redo" has
-// every point redone by the exact kernel (a test of that way). The default stays round one's kernel
-// until the others have run on a GPU (they have not yet: see bench/RESULTS.md, 2026-11-23).
+// "mma" (default, P = 0) and "mma:P" = mma_dot_kernel with P of 8 exp2 by exp2_poly; "dot" =
+// fast_dot_kernel, round one's; "dot:Q" = Q of its 4 queries a thread by exp2_poly; a suffix ":redo"
+// has every point redone by the exact kernel (a test of that way). mma with every exp2 on the MUFU
+// unit is the default since its run on an H200 (bench/RESULTS.md, 2026-11-23, session 7): 250k x 3D x
+// 10 iterations 0.198 s against round one's 0.220 s, modes within 3.2e-5 h of it; a polynomial share
+// only slowed every path down.
 struct dot_path {
-    bool mma = false;
+    bool mma = true;
     int poly = 0;
     bool redo_all = false;
 };
@@ -851,8 +853,6 @@ dot_path read_dot_path()
     const char *colon = strchr(e, ':');
     if (colon)
         d.poly = atoi(colon + 1);
-    else if (d.mma)
-        d.poly = 2;
     d.poly = std::max(0, std::min(d.mma ? 8 : FAST_QUERIES, d.poly));
     d.redo_all = strstr(e, ":redo") != nullptr;
     return d;
