@@ -29,6 +29,10 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
     random_state : None, int or RandomState
         An int is the library's seed: the same seed gives the same centres on every backend and in the CLI.
     backend : 'auto', 'seq', 'openmp' or 'cuda'
+    algorithm : 'auto', 'lloyd' or 'hamerly', default 'auto'
+        How each iteration finds the nearest centres. Every choice gives the same labels, centres and
+        iterations (Lloyd's, bit for bit); Hamerly's bounds skip the distances they prove unneeded
+        ('auto': Hamerly on the CPU for n_clusters >= 8, else Lloyd; the GPU runs Lloyd).
     n_jobs : int or None
         OpenMP threads (None or -1: all cores).
 
@@ -40,10 +44,11 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
     n_iter_ : int
     n_features_in_ : int
     backend_ : str, the backend that ran
+    algorithm_ : str, the algorithm that ran ('lloyd' or 'hamerly')
     """
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300, tol=1e-4, random_state=None,
-                 backend="auto", n_jobs=None):
+                 backend="auto", algorithm="auto", n_jobs=None):
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
@@ -51,6 +56,7 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.backend = backend
+        self.algorithm = algorithm
         self.n_jobs = n_jobs
 
     def _seed(self):
@@ -81,7 +87,7 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
         try:
             r = run(_core.kmeans, X, int(self.n_clusters), init=init, centers=centers, n_init=int(n_init),
                     max_iter=int(self.max_iter), tol=float(self.tol), seed=self._seed(), backend=self.backend,
-                    threads=threads(self.n_jobs))
+                    threads=threads(self.n_jobs), algorithm=self.algorithm)
         except ValueError as e:
             if X.shape[0] < self.n_clusters:  # scikit-learn's words first, then the library's
                 raise ValueError("n_samples=%d should be >= n_clusters=%d: %s" % (X.shape[0], self.n_clusters, e)) \
@@ -92,6 +98,7 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
         self.inertia_ = r["inertia"]
         self.n_iter_ = r["n_iter"]
         self.backend_ = r["backend"]
+        self.algorithm_ = r["algorithm"]
         return self
 
     def _check(self, X):

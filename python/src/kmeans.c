@@ -26,15 +26,15 @@ PyObject *pcpy_kmeans(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *kwlist[] = {"X", "k", "init", "centers", "n_init", "max_iter", "tol", "seed", "backend", "threads",
-                             NULL};
+                             "algorithm", NULL};
     PyObject *x, *centers = Py_None;
     Py_ssize_t k;
-    const char *init = "k-means++", *backend = "auto";
+    const char *init = "k-means++", *backend = "auto", *algorithm = "auto";
     int n_init = 1, max_iter = 300, threads = 0;
     double tol = 1e-4;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "On|sOiidKsi", kwlist, &x, &k, &init, &centers, &n_init, &max_iter,
-                                     &tol, &seed, &backend, &threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "On|sOiidKsis", kwlist, &x, &k, &init, &centers, &n_init, &max_iter,
+                                     &tol, &seed, &backend, &threads, &algorithm))
         return NULL;
     pc_points points;
     if (pcpy_points(x, "X", &points) < 0)
@@ -43,6 +43,10 @@ PyObject *pcpy_kmeans(PyObject *self, PyObject *args, PyObject *kw)
     pc_kmeans_params_init(&p);
     if (parse_init(init, &p.init) < 0 || pcpy_backend(backend, &p.backend) < 0)
         return NULL;
+    if (pc_kmeans_algorithm_parse(algorithm, &p.algorithm) != PC_OK) {
+        PyErr_Format(PyExc_ValueError, "algorithm must be 'auto', 'lloyd' or 'hamerly', got '%s'", algorithm);
+        return NULL;
+    }
     if (k < 1) {
         PyErr_Format(PyExc_ValueError, "n_clusters must be >= 1, got %zd", k);
         return NULL;
@@ -76,12 +80,13 @@ PyObject *pcpy_kmeans(PyObject *self, PyObject *args, PyObject *kw)
     if (!cap)
         return NULL;
     npy_intp n = (npy_intp)pc_result_n(r), kk = (npy_intp)pc_result_cluster_count(r);
-    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:d,s:i,s:s}", "labels",
+    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:d,s:i,s:s,s:s}", "labels",
                                   pcpy_array(cap, pc_result_labels(r), 1, n, 0, NPY_INT32), "centers",
                                   pcpy_array(cap, pc_result_centers(r), 2, kk, (npy_intp)points.dim, NPY_FLOAT32),
                                   "sizes", pcpy_array(cap, pc_result_sizes(r), 1, kk, 0, NPY_INT64), "inertia",
                                   pc_result_inertia(r), "n_iter", pc_result_iterations(r), "backend",
-                                  pc_backend_name(pc_result_backend(r)));
+                                  pc_backend_name(pc_result_backend(r)), "algorithm",
+                                  pc_kmeans_algorithm_name(pc_result_kmeans_algorithm(r)));
     Py_DECREF(cap);
     return out;
 }

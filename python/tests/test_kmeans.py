@@ -30,6 +30,27 @@ def test_same_labels_as_sklearn_from_same_centres(dtype):
     np.testing.assert_array_equal(ours.predict(X), ours.labels_)
 
 
+def test_algorithms_give_lloyds_result():
+    """Hamerly's bounds skip distances, never change a result: labels, centres and iterations equal to
+    Lloyd's, and both equal to scikit-learn's Lloyd from the same centres."""
+    X, _ = make_blobs(n_samples=4000, n_features=5, centers=12, cluster_std=2.0, random_state=11)
+    X = X.astype(np.float32)
+    init = X[np.random.default_rng(3).choice(len(X), 12, replace=False)]
+    fits = {a: parclust.KMeans(12, init=init, max_iter=200, tol=1e-4, algorithm=a, backend="openmp", n_jobs=2).fit(X)
+            for a in ("lloyd", "hamerly", "auto")}
+    assert fits["lloyd"].algorithm_ == "lloyd"
+    assert fits["hamerly"].algorithm_ == "hamerly"
+    assert fits["auto"].algorithm_ == "hamerly"  # k >= 8 on the CPU
+    for a in ("hamerly", "auto"):
+        np.testing.assert_array_equal(fits[a].labels_, fits["lloyd"].labels_)
+        np.testing.assert_array_equal(fits[a].cluster_centers_, fits["lloyd"].cluster_centers_)
+        assert fits[a].n_iter_ == fits["lloyd"].n_iter_
+    ref = SKKMeans(12, init=init, n_init=1, max_iter=200, tol=1e-4, algorithm="lloyd").fit(X)
+    np.testing.assert_array_equal(fits["hamerly"].labels_, ref.labels_)
+    with pytest.raises(ValueError, match="algorithm must be 'auto', 'lloyd' or 'hamerly', got 'elkan'"):
+        parclust.KMeans(2, algorithm="elkan").fit(X)
+
+
 def test_inits_and_seed():
     X, y = make_blobs(n_samples=2000, n_features=2, centers=4, cluster_std=0.5, random_state=0)
     for init in ("k-means++", "random", "k-means||"):
