@@ -213,6 +213,9 @@ int main(void)
     compare("float64 x 16, k 100, random", PC_F64, quick ? 60000 : 200000, 16, 100, PC_INIT_RANDOM, seed + 1);
     compare("uint8 x 4, k 6, given", PC_U8, big, 4, 6, PC_INIT_GIVEN, seed + 2);
     compare("float32 x 1, k 3, k-means++ (tiny blocks)", PC_F32, 1001, 1, 3, PC_INIT_KMEANSPP, seed + 3);
+    /* The GPU's nearest-centre kernels by width: a point in 4, 16 or 64 registers, or read from memory. */
+    compare("float32 x 40, k 20, random", PC_F32, 30000, 40, 20, PC_INIT_RANDOM, seed + 4);
+    compare("float32 x 70, k 12, random", PC_F32, 20000, 70, 12, PC_INIT_RANDOM, seed + 5);
     test_threads_and_refusal(quick ? 270000 : 600000, seed + 4);
     return check_report("kmeans_stream_cuda");
 }

@@ -21,7 +21,40 @@ namespace {
 
 constexpr int THREADS = 256;
 
-// One thread a point, the centres read through the cache (every thread of a warp reads the same one).
+// One thread a point held in registers (D >= dim values, -2 x_j each: exact), the centres read through
+// the cache (every thread of a warp reads the same one: one broadcast a dimension and centre). The
+// point's own values must not be read from memory in the centre loop: a warp's 32 rows lie dim x 4
+// bytes apart, and re-reading them there made each multiply-add wait on 16 cache lines (5.1 s an
+// iteration for 100M x 16, k = 1000, on an H200; session 7, bench/RESULTS.md).
+template <int D>
+__global__ void __launch_bounds__(THREADS) nearest_reg_kernel(const float *__restrict__ x, size_t m, int dim, int k,
+                                                              int kpad, const float *__restrict__ ct,
+                                                              const float *__restrict__ cc, int32_t *labels)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x) {
+        const float *xi = x + i * (size_t)dim;
+        float m2x[D];
+#pragma unroll
+        for (int j = 0; j < D; j++)
+            m2x[j] = j < dim ? -2.0f * xi[j] : 0.0f;
+        float best = INFINITY;
+        int arg = 0;
+        for (int c = 0; c < k; c++) {
+            float d = __ldg(cc + c);
+#pragma unroll
+            for (int j = 0; j < D; j++)
+                if (j < dim) // in dimension order, one rounding each: the host's value
+                    d = fmaf(m2x[j], __ldg(ct + (size_t)j * kpad + c), d);
+            if (d < best) {
+                best = d;
+                arg = c;
+            }
+        }
+        labels[i] = arg;
+    }
+}
+
+// Beyond 64 values a point: the point read from memory (cached) for each centre.
 __global__ void __launch_bounds__(THREADS) nearest_kernel(const float *__restrict__ x, size_t m, int dim, int k,
                                                           int kpad, const float *__restrict__ ct,
                                                           const float *__restrict__ cc, int32_t *labels)
@@ -143,8 +176,20 @@ extern "C" pc_status pc__km_stream_gpu_assign(pc__km_stream_gpu *g, size_t m, in
     PC_CUDA_TRY(cudaMemcpyAsync(g->x.ptr, g->host_rows, m * g->dim * sizeof(float), cudaMemcpyHostToDevice, g->stream),
                 "k-means stream: rows to the GPU");
     size_t blocks = (m + THREADS - 1) / THREADS, most = 16 * (size_t)g->sms;
-    nearest_kernel<<<(unsigned)(blocks < most ? blocks : most), THREADS, 0, g->stream>>>(
-        g->x.ptr, m, (int)g->dim, (int)g->k, (int)g->kpad, g->ct.ptr, g->cc.ptr, g->labels.ptr);
+    unsigned grid = (unsigned)(blocks < most ? blocks : most);
+    int dim = (int)g->dim, k = (int)g->k, kpad = (int)g->kpad;
+    if (dim <= 4)
+        nearest_reg_kernel<4><<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
+                                                              g->labels.ptr);
+    else if (dim <= 16)
+        nearest_reg_kernel<16><<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
+                                                               g->labels.ptr);
+    else if (dim <= 64)
+        nearest_reg_kernel<64><<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
+                                                               g->labels.ptr);
+    else
+        nearest_kernel<<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
+                                                       g->labels.ptr);
     PC_CUDA_LAUNCHED("k-means stream: nearest-centre kernel");
     PC_CUDA_TRY(cudaMemcpyAsync(g->host_labels, g->labels.ptr, m * sizeof(int32_t), cudaMemcpyDeviceToHost, g->stream),
                 "k-means stream: labels from the GPU");
