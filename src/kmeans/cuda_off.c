@@ -23,9 +23,9 @@ pc_status pc__km_stream_gpu_create(size_t k, size_t dim, pc__km_stream_gpu **gpu
 void pc__km_stream_gpu_free(pc__km_stream_gpu *gpu) { (void)gpu; }
 void pc__km_stream_gpu_lock(pc__km_stream_gpu *gpu) { (void)gpu; }
 void pc__km_stream_gpu_unlock(pc__km_stream_gpu *gpu) { (void)gpu; }
-float *pc__km_stream_gpu_rows(pc__km_stream_gpu *gpu)
+float *pc__km_stream_gpu_rows(pc__km_stream_gpu *gpu, int slot)
 {
-    (void)gpu;
+    (void)gpu, (void)slot;
     return NULL;
 }
 pc_status pc__km_stream_gpu_centres(pc__km_stream_gpu *gpu, const float *ct, const float *cc, size_t kpad,
@@ -34,8 +34,13 @@ pc_status pc__km_stream_gpu_centres(pc__km_stream_gpu *gpu, const float *ct, con
     (void)gpu, (void)ct, (void)cc, (void)kpad, (void)version;
     return PC_UNSUPPORTED;
 }
-pc_status pc__km_stream_gpu_assign(pc__km_stream_gpu *gpu, size_t m, int32_t *labels)
+pc_status pc__km_stream_gpu_submit(pc__km_stream_gpu *gpu, int slot, size_t m)
 {
-    (void)gpu, (void)m, (void)labels;
+    (void)gpu, (void)slot, (void)m;
+    return PC_UNSUPPORTED;
+}
+pc_status pc__km_stream_gpu_wait(pc__km_stream_gpu *gpu, int slot, size_t m, int32_t *labels)
+{
+    (void)gpu, (void)slot, (void)m, (void)labels;
     return PC_UNSUPPORTED;
 }

@@ -84,10 +84,11 @@ struct pc__km_stream_gpu {
     bool loaded = false;
     int sms = 1;
     cudaStream_t stream = nullptr;
-    float *host_rows = nullptr; // pinned: PC__KM_GPU_PIECE x dim
-    int32_t *host_labels = nullptr; // pinned: PC__KM_GPU_PIECE
-    pc__device_buffer<float> x, ct, cc;
-    pc__device_buffer<int32_t> labels;
+    float *host_rows[PC__KM_GPU_SLOTS] = {};       // pinned: PC__KM_GPU_PIECE x dim each
+    int32_t *host_labels[PC__KM_GPU_SLOTS] = {};   // pinned: PC__KM_GPU_PIECE each
+    cudaEvent_t done[PC__KM_GPU_SLOTS] = {};       // a slot's labels are in host_labels
+    pc__device_buffer<float> x[PC__KM_GPU_SLOTS], ct, cc;
+    pc__device_buffer<int32_t> labels[PC__KM_GPU_SLOTS];
     std::mutex lock;
 };
 
@@ -110,16 +111,22 @@ extern "C" pc_status pc__km_stream_gpu_create(size_t k, size_t dim, pc__km_strea
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device);
     if ((st = pc__cuda_status(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "k-means stream: "
-                              "cudaStreamCreate")) != PC_OK ||
-        (st = pc__cuda_status(cudaMallocHost((void **)&g->host_rows, PC__KM_GPU_PIECE * dim * sizeof(float)),
-                              "k-means stream: pinned rows")) != PC_OK ||
-        (st = pc__cuda_status(cudaMallocHost((void **)&g->host_labels, PC__KM_GPU_PIECE * sizeof(int32_t)),
-                              "k-means stream: pinned labels")) != PC_OK ||
-        (st = g->x.alloc(PC__KM_GPU_PIECE * dim, "k-means stream rows")) != PC_OK ||
-        (st = g->labels.alloc(PC__KM_GPU_PIECE, "k-means stream labels")) != PC_OK) {
+                              "cudaStreamCreate")) != PC_OK) {
         pc__km_stream_gpu_free(g);
         return st;
     }
+    for (int q = 0; q < PC__KM_GPU_SLOTS; q++)
+        if ((st = pc__cuda_status(cudaMallocHost((void **)&g->host_rows[q], PC__KM_GPU_PIECE * dim * sizeof(float)),
+                                  "k-means stream: pinned rows")) != PC_OK ||
+            (st = pc__cuda_status(cudaMallocHost((void **)&g->host_labels[q], PC__KM_GPU_PIECE * sizeof(int32_t)),
+                                  "k-means stream: pinned labels")) != PC_OK ||
+            (st = pc__cuda_status(cudaEventCreateWithFlags(&g->done[q], cudaEventDisableTiming),
+                                  "k-means stream: cudaEventCreate")) != PC_OK ||
+            (st = g->x[q].alloc(PC__KM_GPU_PIECE * dim, "k-means stream rows")) != PC_OK ||
+            (st = g->labels[q].alloc(PC__KM_GPU_PIECE, "k-means stream labels")) != PC_OK) {
+            pc__km_stream_gpu_free(g);
+            return st;
+        }
     *gpu = g;
     return PC_OK;
 }
@@ -130,10 +137,14 @@ extern "C" void pc__km_stream_gpu_free(pc__km_stream_gpu *g)
         return;
     if (g->stream)
         cudaStreamSynchronize(g->stream);
-    if (g->host_rows)
-        cudaFreeHost(g->host_rows);
-    if (g->host_labels)
-        cudaFreeHost(g->host_labels);
+    for (int q = 0; q < PC__KM_GPU_SLOTS; q++) {
+        if (g->host_rows[q])
+            cudaFreeHost(g->host_rows[q]);
+        if (g->host_labels[q])
+            cudaFreeHost(g->host_labels[q]);
+        if (g->done[q])
+            cudaEventDestroy(g->done[q]);
+    }
     if (g->stream)
         cudaStreamDestroy(g->stream);
     delete g;
@@ -141,9 +152,15 @@ extern "C" void pc__km_stream_gpu_free(pc__km_stream_gpu *g)
 
 extern "C" void pc__km_stream_gpu_lock(pc__km_stream_gpu *g) { g->lock.lock(); }
 
-extern "C" void pc__km_stream_gpu_unlock(pc__km_stream_gpu *g) { g->lock.unlock(); }
+extern "C" void pc__km_stream_gpu_unlock(pc__km_stream_gpu *g)
+{
+    // A holder that stopped early (a bad row) may leave a piece in flight: the next holder's rows
+    // must not be written into a buffer the GPU is still reading.
+    cudaStreamSynchronize(g->stream);
+    g->lock.unlock();
+}
 
-extern "C" float *pc__km_stream_gpu_rows(pc__km_stream_gpu *g) { return g->host_rows; }
+extern "C" float *pc__km_stream_gpu_rows(pc__km_stream_gpu *g, int slot) { return g->host_rows[slot]; }
 
 extern "C" pc_status pc__km_stream_gpu_centres(pc__km_stream_gpu *g, const float *ct, const float *cc, size_t kpad,
                                                uint64_t version)
@@ -166,34 +183,41 @@ extern "C" pc_status pc__km_stream_gpu_centres(pc__km_stream_gpu *g, const float
     return PC_OK;
 }
 
-extern "C" pc_status pc__km_stream_gpu_assign(pc__km_stream_gpu *g, size_t m, int32_t *labels)
+extern "C" pc_status pc__km_stream_gpu_submit(pc__km_stream_gpu *g, int slot, size_t m)
 {
     if (m == 0)
         return PC_OK;
-    if (m > PC__KM_GPU_PIECE || !g->loaded)
-        return pc__fail(PC_INTERNAL_ERROR, "k-means stream: a GPU piece of %zu rows (at most %zu), centres %s", m,
-                        (size_t)PC__KM_GPU_PIECE, g->loaded ? "loaded" : "not loaded");
-    PC_CUDA_TRY(cudaMemcpyAsync(g->x.ptr, g->host_rows, m * g->dim * sizeof(float), cudaMemcpyHostToDevice, g->stream),
+    if (m > PC__KM_GPU_PIECE || !g->loaded || slot < 0 || slot >= PC__KM_GPU_SLOTS)
+        return pc__fail(PC_INTERNAL_ERROR, "k-means stream: a GPU piece of %zu rows (at most %zu) in slot %d, centres %s",
+                        m, (size_t)PC__KM_GPU_PIECE, slot, g->loaded ? "loaded" : "not loaded");
+    PC_CUDA_TRY(cudaMemcpyAsync(g->x[slot].ptr, g->host_rows[slot], m * g->dim * sizeof(float), cudaMemcpyHostToDevice,
+                                g->stream),
                 "k-means stream: rows to the GPU");
     size_t blocks = (m + THREADS - 1) / THREADS, most = 16 * (size_t)g->sms;
     unsigned grid = (unsigned)(blocks < most ? blocks : most);
     int dim = (int)g->dim, k = (int)g->k, kpad = (int)g->kpad;
+    const float *x = g->x[slot].ptr;
+    int32_t *labels = g->labels[slot].ptr;
     if (dim <= 4)
-        nearest_reg_kernel<4><<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
-                                                              g->labels.ptr);
+        nearest_reg_kernel<4><<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
     else if (dim <= 16)
-        nearest_reg_kernel<16><<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
-                                                               g->labels.ptr);
+        nearest_reg_kernel<16><<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
     else if (dim <= 64)
-        nearest_reg_kernel<64><<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
-                                                               g->labels.ptr);
+        nearest_reg_kernel<64><<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
     else
-        nearest_kernel<<<grid, THREADS, 0, g->stream>>>(g->x.ptr, m, dim, k, kpad, g->ct.ptr, g->cc.ptr,
-                                                       g->labels.ptr);
+        nearest_kernel<<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
     PC_CUDA_LAUNCHED("k-means stream: nearest-centre kernel");
-    PC_CUDA_TRY(cudaMemcpyAsync(g->host_labels, g->labels.ptr, m * sizeof(int32_t), cudaMemcpyDeviceToHost, g->stream),
+    PC_CUDA_TRY(cudaMemcpyAsync(g->host_labels[slot], labels, m * sizeof(int32_t), cudaMemcpyDeviceToHost, g->stream),
                 "k-means stream: labels from the GPU");
-    PC_CUDA_TRY(cudaStreamSynchronize(g->stream), "k-means stream: nearest-centre kernel");
-    memcpy(labels, g->host_labels, m * sizeof(int32_t));
+    PC_CUDA_TRY(cudaEventRecord(g->done[slot], g->stream), "k-means stream: cudaEventRecord");
+    return PC_OK;
+}
+
+extern "C" pc_status pc__km_stream_gpu_wait(pc__km_stream_gpu *g, int slot, size_t m, int32_t *labels)
+{
+    if (m == 0)
+        return PC_OK;
+    PC_CUDA_TRY(cudaEventSynchronize(g->done[slot]), "k-means stream: nearest-centre kernel");
+    memcpy(labels, g->host_labels[slot], m * sizeof(int32_t));
     return PC_OK;
 }

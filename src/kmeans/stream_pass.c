@@ -154,12 +154,13 @@ static inline void inertia_add(pc__i128 *buckets, double dist)
     buckets[e] += (int64_t)((u & 0x7fffffu) | (e ? 0x800000u : 0u));
 }
 
-/* CUDA: the nearest centres of rows [p0, p1) of the block (at most a GPU piece) into out, found on the
- * GPU from the rows centred here on the stream's threads. The caller holds the GPU's lock. Rows a pass
- * refuses are refused by the pass's own check afterwards; the GPU's labels of those are not used. */
-static pc_status gpu_nearest(const pc_kmeans_stream *s, const pc_points *b, size_t p0, size_t p1, int32_t *out)
+/* CUDA: queues the nearest centres of rows [p0, p1) of the block (at most a GPU piece) in the GPU's
+ * slot, the rows centred here on the stream's threads into the slot's buffer. The caller holds the
+ * GPU's lock and later takes the labels with pc__km_stream_gpu_wait. Rows a pass refuses are refused
+ * by the pass's own check afterwards; the GPU's labels of those are not used. */
+static pc_status gpu_submit(const pc_kmeans_stream *s, const pc_points *b, size_t p0, size_t p1, int slot)
 {
-    float *x = pc__km_stream_gpu_rows(s->gpu);
+    float *x = pc__km_stream_gpu_rows(s->gpu, slot);
     const pc__km_frame *f = &s->frame;
     long chunks = chunk_count(p1 - p0);
     int threads = s->threads;
@@ -170,7 +171,7 @@ static pc_status gpu_nearest(const pc_kmeans_stream *s, const pc_points *b, size
         pc__km_centred_rows(b, begin, end, f->mean, f->unit, x + (begin - p0) * s->dim);
     }
     pc_status st = pc__km_stream_gpu_centres(s->gpu, s->layout.ct, s->layout.cc, s->layout.kpad, s->fingerprint);
-    return st != PC_OK ? st : pc__km_stream_gpu_assign(s->gpu, p1 - p0, out);
+    return st != PC_OK ? st : pc__km_stream_gpu_submit(s->gpu, slot, p1 - p0);
 }
 
 /* The rows of a piece: a whole block on the CPU, a GPU piece with CUDA (a multiple of the chunk). */
@@ -197,10 +198,17 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
         return PC_OUT_OF_MEMORY;
     if (s->gpu)
         pc__km_stream_gpu_lock(s->gpu);
-    for (size_t p0 = 0, piece = piece_rows(s, n); p0 < n && !failed && bad.row == SIZE_MAX && st == PC_OK;
-         p0 += piece) {
+    /* With the GPU, piece i + 1 is queued before piece i's labels are gathered here: the GPU finds the
+     * next labels while the host adds up these. */
+    size_t piece = piece_rows(s, n);
+    int slot = 0;
+    if (pre && n > 0)
+        st = gpu_submit(s, b, 0, n < piece ? n : piece, slot);
+    for (size_t p0 = 0; p0 < n && !failed && bad.row == SIZE_MAX && st == PC_OK; p0 += piece, slot ^= 1) {
         size_t p1 = n - p0 < piece ? n : p0 + piece;
-        if (pre && (st = gpu_nearest(s, b, p0, p1, pre)) != PC_OK)
+        if (pre && p1 < n && (st = gpu_submit(s, b, p1, n - p1 < piece ? n : p1 + piece, slot ^ 1)) != PC_OK)
+            break;
+        if (pre && (st = pc__km_stream_gpu_wait(s->gpu, slot, p1 - p0, pre)) != PC_OK)
             break;
         long c0 = (long)(p0 / PC__KM_CHUNK), c1 = chunk_count(p1);
 #pragma omp parallel num_threads(threads) if (threads > 1 && c1 - c0 >= 4) reduction(| : failed)
@@ -294,7 +302,8 @@ pc_status pc__km_stream_label_block(const pc_kmeans_stream *s, const pc_points *
          p0 += piece) {
         size_t p1 = n - p0 < piece ? n : p0 + piece;
         int on_gpu = s->gpu != NULL; /* the labels are in place: the loop below only checks the rows */
-        if (on_gpu && (st = gpu_nearest(s, b, p0, p1, labels + p0)) != PC_OK)
+        if (on_gpu && ((st = gpu_submit(s, b, p0, p1, 0)) != PC_OK ||
+                       (st = pc__km_stream_gpu_wait(s->gpu, 0, p1 - p0, labels + p0)) != PC_OK))
             break;
         long c0 = (long)(p0 / PC__KM_CHUNK), c1 = chunk_count(p1);
 #pragma omp parallel num_threads(threads) if (threads > 1 && c1 - c0 >= 4) reduction(| : failed)
