@@ -211,12 +211,15 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
         if (pre && (st = pc__km_stream_gpu_wait(s->gpu, slot, p1 - p0, pre)) != PC_OK)
             break;
         long c0 = (long)(p0 / PC__KM_CHUNK), c1 = chunk_count(p1);
+        /* With the GPU the piece's rows are centred already, in the slot's buffer (the next piece is
+         * being centred into the other slot's). */
+        const float *centred = pre ? pc__km_stream_gpu_rows(s->gpu, slot) : NULL;
 #pragma omp parallel num_threads(threads) if (threads > 1 && c1 - c0 >= 4) reduction(| : failed)
         {
             pc__km_pass_part *t = &s->team[thread_index()];
-            float *x = malloc(PC__KM_CHUNK * dim * sizeof *x);
-            int32_t *labels = malloc(PC__KM_CHUNK * sizeof *labels);
-            failed |= !x || !labels;
+            float *own = pre ? NULL : malloc(PC__KM_CHUNK * dim * sizeof *own);
+            int32_t *labels = pre ? NULL : malloc(PC__KM_CHUNK * sizeof *labels);
+            failed |= !pre && (!own || !labels);
             size_t mine = SIZE_MAX;
 #pragma omp for schedule(static)
             for (long ch = c0; ch < c1; ch++) {
@@ -224,7 +227,9 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
                 size_t m = end - begin;
                 if (failed || mine != SIZE_MAX)
                     continue;
-                pc__km_centred_rows(b, begin, end, f->mean, f->unit, x);
+                const float *x = centred ? centred + (begin - p0) * dim : own;
+                if (!centred)
+                    pc__km_centred_rows(b, begin, end, f->mean, f->unit, own);
                 /* Values the scan did not see could overflow the fixed-point sums: the blocks added must be
                  * those scanned (NaN fails the test too). */
                 for (size_t i = 0; i < m && mine == SIZE_MAX; i++) {
@@ -240,13 +245,12 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
                 }
                 if (mine != SIZE_MAX)
                     continue;
-                if (pre)
-                    memcpy(labels, pre + (begin - p0), m * sizeof *labels);
-                else
+                const int32_t *label = pre ? pre + (begin - p0) : labels;
+                if (!pre)
                     pc__km_assign(x, 0, m, &s->layout, labels);
                 for (size_t i = 0; i < m; i++) {
                     const float *xi = x + i * dim;
-                    size_t c = (size_t)labels[i];
+                    size_t c = (size_t)label[i];
                     int64_t *sum = t->sums + c * dim;
                     for (size_t d = 0; d < dim; d++) {
                         int64_t qv = pc__km_fixed(xi[d], scale);
@@ -260,7 +264,7 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
                     pc__km_far_offer(&t->far, dist, (int32_t)c, xi);
                 }
             }
-            free(x);
+            free(own);
             free(labels);
         }
     }
