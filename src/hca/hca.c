@@ -85,6 +85,33 @@ pc_status pc__hca_tick_status(const struct pc__hca_tick *tick)
                     100 * tick->to);
 }
 
+/* The labels and integer sums of packed uint8 points [begin, end): each pixel's cell index becomes its
+ * cluster (small: a byte a cell, 255 = none), and the running sums of the current cluster's run grow in
+ * registers. Inlined with dim a constant for 3 and 4 bands (the images' cases), so that the per-pixel
+ * loops unroll. */
+static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *u8, size_t dim, const uint8_t *small, const int32_t *map,
+                               int32_t *labels, size_t begin, size_t end, uint64_t *run, int32_t *run_cluster,
+                               uint64_t *isum)
+{
+    for (size_t i = begin; i < end; i++) {
+        int32_t c = small ? (small[labels[i]] == 255 ? -1 : small[labels[i]]) : map[labels[i]];
+        labels[i] = c;
+        if (c < 0)
+            continue;
+        if (c != *run_cluster) {
+            if (*run_cluster >= 0)
+                for (size_t j = 0; j <= dim; j++)
+                    isum[(size_t)*run_cluster * (dim + 1) + j] += run[j];
+            for (size_t j = 0; j <= dim; j++)
+                run[j] = 0;
+            *run_cluster = c;
+        }
+        for (size_t j = 0; j < dim; j++)
+            run[j] += u8[i * dim + j];
+        run[dim]++;
+    }
+}
+
 /* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
  * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
  * grid's cell map is turned into a cluster map in place: its last use. */
@@ -125,23 +152,21 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n))
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
+            if (isum) {
+                if (dim == 4)
+                    label_u8_block(u8, 4, small, map, labels, (size_t)b * block, end, run, &run_cluster, isum);
+                else if (dim == 3)
+                    label_u8_block(u8, 3, small, map, labels, (size_t)b * block, end, run, &run_cluster, isum);
+                else
+                    label_u8_block(u8, dim, small, map, labels, (size_t)b * block, end, run, &run_cluster, isum);
+                continue;
+            }
             for (long i = (long)((size_t)b * block); i < (long)end; i++) {
                 int32_t c = small ? (small[labels[i]] == 255 ? -1 : small[labels[i]]) : map[labels[i]];
                 labels[i] = c;
                 if (c < 0)
                     continue;
-                if (isum) {
-                    if (c != run_cluster) {
-                        if (run_cluster >= 0)
-                            for (size_t j = 0; j <= dim; j++)
-                                isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
-                        memset(run, 0, sizeof run);
-                        run_cluster = c;
-                    }
-                    for (size_t j = 0; j < dim; j++)
-                        run[j] += u8[(size_t)i * dim + j];
-                    run[dim]++;
-                } else if (mine) {
+                if (mine) {
                     pc__points_row_f32(points, (size_t)i, row);
                     double *s = mine + (size_t)c * (dim + 1);
                     for (size_t j = 0; j < dim; j++)
