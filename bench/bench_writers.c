@@ -47,7 +47,7 @@ typedef int (*writer)(const char *path, const void *data, size_t n, size_t dim, 
 static int write_labels(const char *path, const void *data, size_t n, size_t dim, char *err, size_t errsize)
 {
     (void)dim;
-    return pcli_write_labels(path, data, n, err, errsize);
+    return pcli_write_labels(path, data, n, 6, err, errsize); /* the labels below: -1 .. 5 */
 }
 
 static int write_matrix(const char *path, const void *data, size_t n, size_t dim, char *err, size_t errsize)

@@ -92,8 +92,14 @@ def f32_text(a, sep):
     return "".join(sep.join("%.9g" % v for v in row) + "\n" for row in a.astype(np.float64).tolist()).encode()
 
 
+def label_dtype(clusters):
+    """The smallest signed type that holds -1 and 0 .. clusters - 1: what .npy labels are stored in."""
+    return "|i1" if clusters <= 128 else "<i2" if clusters <= 32768 else "<i4"
+
+
 def check_labels(base, n, desc):
-    lab = load_npy(w(base + ".npy"), "<i4", (n,), desc + " labels .npy")
+    clusters = int(np.load(w(base + ".npy")).max()) + 1  # clusters are numbered 0 .. k - 1, none empty
+    lab = load_npy(w(base + ".npy"), label_dtype(clusters), (n,), "%s labels .npy (%d clusters)" % (desc, clusters))
     want = labels_text(lab)
     for ext in TEXT:
         check_bytes(w(base + ext), want, "%s labels %s: byte for byte NumPy's savetxt fmt='%%d'" % (desc, ext))
@@ -182,7 +188,7 @@ check_labels("ol", 50, "hca on one component")
 
 # the extension in any case
 run("hca", w("hca.npy"), "-m", M, "--clusters", 5, "--labels", w("up.NPY"), "--dendrogram", w("upd.NPY"))
-check(np.load(w("up.NPY")).dtype == np.dtype("<i4") and hierarchy.is_valid_linkage(np.load(w("upd.NPY"))),
+check(np.load(w("up.NPY")).dtype == np.dtype("|i1") and hierarchy.is_valid_linkage(np.load(w("upd.NPY"))),
       "hca: .NPY outputs are NumPy files too")
 
 # ---------------------------------------------------------------- k-means, mean shift, generate
@@ -193,6 +199,11 @@ for ext in EXTS:
     run("kmeans", w("km.npy"), "-k", 7, "--seed", 3, "--backend", "seq", "--labels", w("kl" + ext), "--centers", w("kc" + ext))
 check_labels("kl", 4000, "kmeans")
 check_f32("kc", (7, 3), "kmeans --centers")
+for k in (128, 129):  # the last count int8 holds, and the first that needs int16
+    for ext in EXTS:
+        run("kmeans", w("km.npy"), "-k", k, "--seed", 3, "--backend", "seq", "--labels", w("k%d%s" % (k, ext)))
+    check(int(np.load(w("k%d.npy" % k)).max()) == k - 1, "kmeans -k %d: every cluster has points" % k)
+    check_labels("k%d" % k, 4000, "kmeans -k %d" % k)
 
 Xm = np.concatenate([rng.standard_normal((300, 2)) * 0.3 + c for c in ((0, 0), (4, 1), (1e-3, 5))]).astype(np.float32)
 np.save(w("ms.npy"), Xm)

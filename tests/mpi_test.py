@@ -96,6 +96,11 @@ if WHAT == "kmeans":
         check(same_bytes("cm.csv", "c1.csv"), f"kmeans {tag(p, split)}: centres identical")
         check(abs(inertia(out) - inertia(out1)) <= 1e-6 * inertia(out1),
               f"kmeans {tag(p, split)}: inertia {inertia(out)} vs {inertia(out1)}")
+    # 200 clusters: labels as int16, each rank's rows packed at their offset as the one-process file.
+    rc, out, err = run(["kmeans", "x.npy", "-k", 200, "--labels", "w1.npy"])
+    rc2, out, err2 = run(["kmeans", "x.npy", "-k", 200, "--labels", "wm.npy", "--split", "1000,0,1003"], 3)
+    check(rc == 0 and rc2 == 0 and np.load("w1.npy").dtype == np.int16 and same_bytes("w1.npy", "wm.npy"),
+          f"kmeans -k 200 P=3: int16 labels identical (.npy byte for byte) {err.strip()} {err2.strip()}")
     # --n-init: pc_kmeans's runs from its seeds, the lowest inertia kept (random starts: runs differ).
     for seed in (1, 2):
         opts = ["-k", 5, "--init", "random", "--n-init", 4, "--seed", seed]

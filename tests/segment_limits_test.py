@@ -151,7 +151,7 @@ ALGS = ("hca", "kmeans", "meanshift")
 # The wrong size with every algorithm; the other faults each with one (the check is the same code).
 for name, pattern, algs in (
         ("truth_small.npy", r"--truth .*truth_small\.npy: labels must have shape \(30, 40\)", ALGS),
-        ("truth_float.npy", r"--truth .*labels must be <i4 or <i8", ALGS[:1]),
+        ("truth_float.npy", r"--truth .*labels must be \|i1, <i2, <i4 or <i8", ALGS[:1]),
         ("truth_cut.npy", r"--truth .*truth_cut\.npy: truncated", ALGS[1:2]),
         ("truth_dir.npy", r"--truth .*truth_dir\.npy: is a directory", ALGS[2:]),
         ("missing.npy", r"--truth .*missing\.npy: cannot open", ALGS[:1])):

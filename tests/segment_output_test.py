@@ -102,16 +102,19 @@ np.save(w("rgb.npy"), rgb)
 
 # ---------------------------------------------------------------- every build: the options' rules
 
-refused("--ot with .npy labels: refused (they are int32)", ["segment", w("rgb.npy"), "--nodata", 0, "-k", 3,
-        "--ot", "Byte", "-o", w("x.npy")], 2, r"\.npy labels are int32", [w("x.npy")])
+refused("--ot with .npy labels: refused (their type follows the cluster count)", ["segment", w("rgb.npy"), "--nodata",
+        0, "-k", 3, "--ot", "Byte", "-o", w("x.npy")], 2, r"\.npy labels are int8, int16 or int32 by the cluster count", [w("x.npy")])
 refused("--co with .npy labels: refused", ["segment", w("rgb.npy"), "--nodata", 0, "-k", 3, "--co",
         "COMPRESS=LZW", "-o", w("x.npy")], 2, r"--ot and --co are for GeoTIFF labels", [w("x.npy")])
 refused("--ot Float32: refused, naming the three types", ["segment", w("rgb.npy"), "--ot", "Float32", "-o",
         w("x.tif")], 2, r"--ot must be Byte, UInt16 or Int32, got 'Float32'", [w("x.tif")])
 rc, out, err = run("segment", w("rgb.npy"), "--nodata", 0, "-k", 3, "-o", w("rgb_l.npy"))
 lab = np.load(w("rgb_l.npy")) if rc == 0 else None
-check(lab is not None and lab.dtype == np.int32 and lab.shape == truth.shape and np.array_equal(lab < 0, ~valid),
-      ".npy labels stay int32 (H, W) with -1 at nodata", err)
+check(lab is not None and lab.dtype == np.int8 and lab.shape == truth.shape and np.array_equal(lab < 0, ~valid),
+      ".npy labels of 3 clusters: int8 (H, W) with -1 at nodata", err)
+rc, out, err = run("segment", w("rgb.npy"), "--nodata", 0, "-k", 3, "-o", w("rgb_l2.npy"), "--truth", w("rgb_l.npy"))
+check(rc == 0 and "accuracy 1.000000  ARI 1.000000" in out, "--truth takes the int8 labels of its own .npy output",
+      out + err)
 
 if not HAVE_GDAL:
     refused("no GDAL: GeoTIFF labels refused, naming GDAL", ["segment", w("rgb.npy"), "--ot", "UInt16", "-o",

@@ -78,9 +78,10 @@ def leftovers(outputs):
 
 
 def labels_of(path):
-    """Labels with nodata as -1 (.npy int32 as written; GeoTIFF: its nodata value mapped)."""
+    """Labels with nodata as -1 (.npy as written, with its type; GeoTIFF: its nodata value mapped)."""
     if path.endswith(".npy"):
-        return np.load(path).astype(np.int32), None
+        lab = np.load(path)
+        return lab.astype(np.int32), (lab.dtype.str,)
     ds = gdal.Open(path)  # kept alive: a band outliving its dataset crashes the bindings
     band = ds.GetRasterBand(1)
     lab = band.ReadAsArray().astype(np.int32)
@@ -230,7 +231,8 @@ if HAVE_GDAL:
 rc, out, err, peak, t = run("segment", w("scene.npy"), "--nodata", 0, "-k", 6, "-o", w("npy_l.npy"), "--max-memory",
                             "16M")
 check(rc == 0 and "HCA in 3 passes" in out, ".npy in 16 MiB: streamed", out + err)
-same_labels(".npy streamed: the in-memory run's labels (int32, -1 at nodata)", w("npy_l.npy"), ref)
+same_labels(".npy streamed: the in-memory run's labels (-1 at nodata)", w("npy_l.npy"), ref)
+check(np.load(w("npy_l.npy")).dtype == np.int8, ".npy streamed, 6 clusters: int8, as in memory")
 peak_ok(".npy HCA in 16 MiB", peak, 16 * MIB, ref_peak)
 rc, out, err, _, _ = run("segment", w("scene.npy"), "--nodata", 0, "--bands", "3,1", "-k", 4, "-o", w("b31.npy"))
 rc2, out2, err2, _, _ = run("segment", w("scene.npy"), "--nodata", 0, "--bands", "3,1", "-k", 4, "-o",
@@ -238,7 +240,7 @@ rc2, out2, err2, _, _ = run("segment", w("scene.npy"), "--nodata", 0, "--bands",
 check(rc == 0 and rc2 == 0 and "streaming" in out2 and "streaming" not in out, "--bands 3,1: in memory and in 8 MiB",
       err + err2)
 if rc == 0 and rc2 == 0:
-    same_labels("--bands 3,1 streamed: the in-memory run's labels", w("b31_s.npy"), labels_of(w("b31.npy"))[0])
+    same_labels("--bands 3,1 streamed: the in-memory run's labels and type", w("b31_s.npy"), *labels_of(w("b31.npy")))
 
 # ------------------------------------------------------------------ k-means: one pass per iteration
 # On the scene's top-left quarter (2000 x 2000; in memory it would hold 190 MiB). From the same initial

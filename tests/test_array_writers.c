@@ -142,6 +142,9 @@ static uint32_t bits_of(float f)
 
 /* ---------------------------------------------------------------- labels */
 
+/* A cluster count that makes .npy labels int32 (every int32 value is then a label the file holds). */
+#define WIDE ((size_t)1 << 31)
+
 static void test_labels(void)
 {
     char err[256];
@@ -159,7 +162,7 @@ static void test_labels(void)
         add(&t, "%" PRId32 "\n", lab[i]);
     const char *exts[] = {"l.csv", "l.txt", "l.tsv", "l.TXT"};
     for (size_t e = 0; e < sizeof exts / sizeof exts[0]; e++) {
-        CHECK_MSG(pcli_write_labels(path_of(exts[e]), lab, n, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(pcli_write_labels(path_of(exts[e]), lab, n, WIDE, err, sizeof err) == 0, "%s", err);
         CHECK_MSG(file_is(path_of(exts[e]), t.s, t.len), "labels %s as fprintf %%d wrote them", exts[e]);
     }
     unsigned char *npy = malloc(128 + 4 * n);
@@ -170,15 +173,65 @@ static void test_labels(void)
         put_le(npy + h + 4 * i, (uint32_t)lab[i], 4);
     const char *npys[] = {"l.npy", "l.NPY"};
     for (size_t e = 0; e < 2; e++) {
-        CHECK_MSG(pcli_write_labels(path_of(npys[e]), lab, n, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(pcli_write_labels(path_of(npys[e]), lab, n, WIDE, err, sizeof err) == 0, "%s", err);
         CHECK_MSG(file_is(path_of(npys[e]), npy, h + 4 * n), "labels %s", npys[e]);
     }
     /* no labels: an empty text file, a (0,) array */
-    CHECK(pcli_write_labels(path_of("l0.csv"), lab, 0, err, sizeof err) == 0 && file_is(path_of("l0.csv"), "", 0));
-    h = npy_prefix(npy, "<i4", "(0,)");
-    CHECK(pcli_write_labels(path_of("l0.npy"), lab, 0, err, sizeof err) == 0 && file_is(path_of("l0.npy"), npy, h));
+    CHECK(pcli_write_labels(path_of("l0.csv"), lab, 0, 0, err, sizeof err) == 0 && file_is(path_of("l0.csv"), "", 0));
+    h = npy_prefix(npy, "|i1", "(0,)");
+    CHECK(pcli_write_labels(path_of("l0.npy"), lab, 0, 0, err, sizeof err) == 0 && file_is(path_of("l0.npy"), npy, h));
     free(npy);
     free(t.s);
+    free(lab);
+}
+
+/* .npy labels in the smallest signed type that holds -1 and clusters - 1, each byte as a hand-made
+ * little-endian array; at the bounds of each type, and a label past the count refused with no file. */
+static void test_narrow_labels(void)
+{
+    char err[256];
+    const struct {
+        size_t clusters;
+        const char *descr;
+        size_t size;
+    } cases[] = {{1, "|i1", 1},     {128, "|i1", 1},     {129, "<i2", 2},
+                 {32768, "<i2", 2}, {32769, "<i4", 4},   {WIDE, "<i4", 4}};
+    size_t n = 1500000; /* more than one 1 MiB block in every type */
+    int32_t *lab = malloc(n * sizeof *lab);
+    unsigned char *npy = malloc(128 + 4 * n);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t k = cases[c].clusters;
+        for (size_t i = 0; i < n; i++) /* -1, 0 and k - 1 first, then anything in [-1, k) */
+            lab[i] = i == 0 ? -1 : i == 1 ? 0 : i == 2 ? (int32_t)(k - 1) : (int32_t)(next_u64() % (k + 1)) - 1;
+        char shape[64];
+        snprintf(shape, sizeof shape, "(%zu,)", n);
+        size_t h = npy_prefix(npy, cases[c].descr, shape);
+        for (size_t i = 0; i < n; i++)
+            put_le(npy + h + cases[c].size * i, (uint32_t)lab[i], (int)cases[c].size);
+        CHECK_MSG(pcli_write_labels(path_of("n.npy"), lab, n, k, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(file_is(path_of("n.npy"), npy, h + cases[c].size * n), "%zu clusters: %s", k, cases[c].descr);
+        int32_t *back = NULL;
+        size_t m = 0;
+        CHECK_MSG(pcli_read_labels(path_of("n.npy"), &back, &m, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(m == n && back && memcmp(back, lab, n * sizeof *lab) == 0, "%zu clusters: read back", k);
+        free(back);
+        if (k == WIDE)
+            continue;
+        lab[n - 7] = (int32_t)k; /* one label past the count, where the type may or may not hold it */
+        remove(path_of("bad.npy"));
+        int rc = pcli_write_labels(path_of("bad.npy"), lab, n, k, err, sizeof err);
+        FILE *left = fopen(path_of("bad.npy"), "rb");
+        if (k == 128 || k == 32768) {
+            char want[64];
+            snprintf(want, sizeof want, "label %zu at [%zu]", k, n - 7);
+            CHECK_MSG(rc == -1 && strstr(err, want) && strstr(err, "bad.npy") && !left, "%zu clusters: %s", k, err);
+        } else {
+            CHECK_MSG(rc == 0 && left, "%zu clusters: a label the type holds is written", k);
+        }
+        if (left)
+            fclose(left);
+    }
+    free(npy);
     free(lab);
 }
 
@@ -335,15 +388,15 @@ static void test_replace_and_failures(void)
     FILE *fp = fopen(path_of("e.csv"), "wb");
     if (fp)
         fclose(fp);
-    CHECK(pcli_write_labels(path_of("e.csv"), lab, 2, err, sizeof err) == 0 && file_is(path_of("e.csv"), "1\n2\n", 4));
+    CHECK(pcli_write_labels(path_of("e.csv"), lab, 2, 3, err, sizeof err) == 0 && file_is(path_of("e.csv"), "1\n2\n", 4));
     const int32_t lab2[1] = {-7};
-    CHECK(pcli_write_labels(path_of("e.csv"), lab2, 1, err, sizeof err) == 0 && file_is(path_of("e.csv"), "-7\n", 3));
-    CHECK(pcli_write_labels(path_of("no_such_dir/l.npy"), lab, 2, err, sizeof err) == -1);
+    CHECK(pcli_write_labels(path_of("e.csv"), lab2, 1, 1, err, sizeof err) == 0 && file_is(path_of("e.csv"), "-7\n", 3));
+    CHECK(pcli_write_labels(path_of("no_such_dir/l.npy"), lab, 2, 3, err, sizeof err) == -1);
     CHECK(strstr(err, "no_such_dir/l.npy: cannot create file") != NULL);
     CHECK(pcli_write_matrix_f64(path_of("x.npy"), NULL, 2, 4, NULL, err, sizeof err) == -1);
     CHECK(strstr(err, "no data") != NULL);
     mkdir(path_of("a_dir.npy"), 0777); /* written, then the rename fails: an error, no file left */
-    CHECK(pcli_write_labels(path_of("a_dir.npy"), lab, 2, err, sizeof err) == -1);
+    CHECK(pcli_write_labels(path_of("a_dir.npy"), lab, 2, 3, err, sizeof err) == -1);
     CHECK(strstr(err, "a_dir.npy: cannot replace file") != NULL);
 }
 
@@ -356,6 +409,7 @@ int main(int argc, char **argv)
     dir = argv[1];
     mkdir(dir, 0777);
     test_labels();
+    test_narrow_labels();
     test_float32();
     test_float64();
     test_int64();

@@ -346,7 +346,7 @@ static void test_labels(void)
     const int32_t want[] = {0, 1, -1, 2147483647, -2147483647 - 1, 5};
     const char *exts[] = {"labels.npy", "labels.txt", "LABELS.NPY"};
     for (int e = 0; e < 3; e++) {
-        CHECK_MSG(pcli_write_labels(path_of(exts[e]), want, 6, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(pcli_write_labels(path_of(exts[e]), want, 6, (size_t)1 << 31, err, sizeof err) == 0, "%s", err);
         lab = NULL;
         CHECK_MSG(pcli_read_labels(path_of(exts[e]), &lab, &n, err, sizeof err) == 0, "%s", err);
         CHECK(n == 6);

@@ -5,6 +5,8 @@
 
 #include "points_io.h"
 
+#include "npy_format.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
@@ -1238,7 +1240,7 @@ typedef struct {
     FILE *fp;
     char *buf;
     size_t len;
-    int failed; /* a write failed; errno says why */
+    int failed; /* 1: a write failed, errno says why; 2: the filler refused the data, its message is in err */
     uint64_t written, started; /* bytes handed to write(2); bytes whose writeback was started */
 } out_block;
 
@@ -1314,27 +1316,11 @@ static int out_le(out_block *o, const void *src, size_t size, size_t count)
     return out_flush(o);
 }
 
-/* Version 1.0 header, padded so the data start on a 64-byte boundary as numpy does; shape (n,) when
- * ndim is 1, else (n, dim). */
+/* The header first in the (empty) block; shape (n,) when ndim is 1, else (n, dim). */
 static void npy_header(out_block *o, const char *descr, size_t n, size_t dim, int ndim)
 {
-    char dict[200], shape[64];
-    if (ndim == 1)
-        snprintf(shape, sizeof shape, "(%zu,)", n);
-    else
-        snprintf(shape, sizeof shape, "(%zu, %zu)", n, dim);
-    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                       descr, shape);
-    size_t pad = (64 - (10 + (size_t)len + 1) % 64) % 64;
-    size_t hlen = (size_t)len + pad + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
-    char *p = o->buf; /* the block is empty: the header comes first */
-    memcpy(p, pre, sizeof pre);
-    memcpy(p + sizeof pre, dict, (size_t)len);
-    memset(p + sizeof pre + len, ' ', pad);
-    p[sizeof pre + (size_t)len + pad] = '\n';
-    o->len += sizeof pre + (size_t)len + pad + 1;
+    const size_t shape[2] = {n, dim};
+    o->len += pcli_npy_header((unsigned char *)o->buf + o->len, descr, shape, ndim);
 }
 
 /* ---- numbers as text, into a buffer with room (at most 32 bytes each) */
@@ -1527,6 +1513,8 @@ static int write_output(const char *path, fill_fn fill, const void *ctx, char *e
     free(o.buf);
     if (rc) {
         pcli_outfile_discard(&f);
+        if (o.failed == 2) /* the filler's own message is in err */
+            return -1;
         return pcli_fail(err, errsize, "%s: write failed: %s", path, e ? strerror(e) : "I/O error");
     }
     return pcli_outfile_commit(&f, err, errsize);
@@ -1536,17 +1524,41 @@ static int write_output(const char *path, fill_fn fill, const void *ctx, char *e
 
 typedef struct {
     const int32_t *labels;
-    size_t n;
+    size_t n, clusters;
     int npy;
+    const char *path;
+    char *err;
+    size_t errsize;
 } labels_job;
+
+/* .npy: packed into the smallest type that holds the clusters (npy_format.h), a block at a time. */
+static int fill_npy_labels(out_block *o, const labels_job *j)
+{
+    pcli_npy_label_type t = pcli_npy_label_type_for(j->clusters);
+    npy_header(o, t.descr, j->n, 1, 1);
+    for (size_t at = 0; at < j->n;) {
+        char *p = out_room(o);
+        if (!p)
+            return -1;
+        size_t room = (OUT_BLOCK + OUT_SLACK - o->len) / t.size, m = j->n - at < room ? j->n - at : room;
+        size_t fit = pcli_npy_labels_pack(j->labels + at, m, t.size, p);
+        if (fit < m) {
+            o->failed = 2; /* not an I/O error: the message is ours */
+            pcli_fail(j->err, j->errsize, "%s: label %d at [%zu] is outside 0..%zu (the %zu clusters) and -1", j->path,
+                      j->labels[at + fit], at + fit, j->clusters ? j->clusters - 1 : 0, j->clusters);
+            return -1;
+        }
+        o->len += m * t.size;
+        at += m;
+    }
+    return 0;
+}
 
 static int fill_labels(out_block *o, const void *ctx)
 {
     const labels_job *j = ctx;
-    if (j->npy) {
-        npy_header(o, "<i4", j->n, 1, 1);
-        return out_le(o, j->labels, 4, j->n);
-    }
+    if (j->npy)
+        return fill_npy_labels(o, j);
     for (size_t i = 0; i < j->n; i++) {
         char *p = out_room(o);
         if (!p)
@@ -1558,11 +1570,11 @@ static int fill_labels(out_block *o, const void *ctx)
     return 0;
 }
 
-int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *err, size_t errsize)
+int pcli_write_labels(const char *path, const int32_t *labels, size_t n, size_t clusters, char *err, size_t errsize)
 {
     if (n && !labels)
         return pcli_fail(err, errsize, "%s: no labels to write", path);
-    labels_job j = {labels, n, pcli_has_extension(path, ".npy")};
+    labels_job j = {labels, n, clusters, pcli_has_extension(path, ".npy"), path, err, errsize};
     return write_output(path, fill_labels, &j, err, errsize);
 }
 

@@ -88,8 +88,11 @@ int pcli_read_labels(const char *path, int32_t **labels, size_t *n, char *err, s
  * values separated by a tab in .tsv and by a comma otherwise (.csv, .txt). Each replaces path whole
  * or not at all (pcli_outfile below). */
 
-/* Text: one integer per line ("%d"); .npy: '<i4' shape (n,). */
-int pcli_write_labels(const char *path, const int32_t *labels, size_t n, char *err, size_t errsize);
+/* Labels in [0, clusters) or -1. Text: one integer per line ("%d"); .npy: shape (n,) in the smallest
+ * signed type that holds them (npy_format.h: '|i1' up to 128 clusters, '<i2' up to 32768, else '<i4');
+ * a label outside that range is refused (nothing is written). */
+int pcli_write_labels(const char *path, const int32_t *labels, size_t n, size_t clusters, char *err,
+                      size_t errsize);
 
 /* Text: one row per line, no header, each value as printf's "%.9g" prints it (so float32 values
  * round-trip; the digits are made by hand, exactly); .npy: '<f4' shape (n, dim). */

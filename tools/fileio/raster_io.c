@@ -6,6 +6,7 @@
 
 #include "raster_internal.h"
 #include "points_io.h"
+#include "npy_format.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -360,6 +361,10 @@ void pcli__expand_span(const pcli_image *im, size_t y, size_t x0, size_t n, cons
         EXPAND(uint8_t);
     else if (type == PCLI_LABELS_UINT16)
         EXPAND(uint16_t);
+    else if (type == PCLI_LABELS_INT8)
+        EXPAND(int8_t);
+    else if (type == PCLI_LABELS_INT16)
+        EXPAND(int16_t);
     else
         EXPAND(int32_t);
 #undef ONE
@@ -392,7 +397,7 @@ size_t pcli__count_valid(const pcli_image *im, size_t from, size_t to)
 
 /* ---------------------------------------------------------------- label types */
 
-static const char *const label_type_names[] = {"auto", "Byte", "UInt16", "Int32"};
+static const char *const label_type_names[] = {"auto", "Byte", "UInt16", "Int32", "Int8", "Int16"};
 
 int pcli_label_type_parse(const char *name, pcli_label_type *type)
 {
@@ -415,7 +420,32 @@ double pcli_label_type_nodata(pcli_label_type type)
 
 size_t pcli_label_type_max_clusters(pcli_label_type type)
 {
-    return type == PCLI_LABELS_BYTE ? 255 : type == PCLI_LABELS_UINT16 ? 65535 : (size_t)INT32_MAX;
+    return type == PCLI_LABELS_BYTE     ? 255
+           : type == PCLI_LABELS_UINT16 ? 65535
+           : type == PCLI_LABELS_INT8   ? 128
+           : type == PCLI_LABELS_INT16  ? 32768
+                                        : (size_t)INT32_MAX;
+}
+
+size_t pcli_label_type_size(pcli_label_type type)
+{
+    return type == PCLI_LABELS_BYTE || type == PCLI_LABELS_INT8 ? 1
+           : type == PCLI_LABELS_UINT16 || type == PCLI_LABELS_INT16 ? 2
+                                                                     : 4;
+}
+
+int pcli_label_type_raster(pcli_label_type type)
+{
+    static const int spec_type[] = {3, 0, 1, 3, 4, 5};
+    return spec_type[type];
+}
+
+pcli_label_type pcli_label_type_of_output(const char *path, pcli_label_type asked, size_t clusters)
+{
+    if (!pcli_has_extension(path, ".npy"))
+        return pcli_label_type_for(asked, clusters);
+    size_t size = pcli_npy_label_type_for(clusters).size;
+    return size == 1 ? PCLI_LABELS_INT8 : size == 2 ? PCLI_LABELS_INT16 : PCLI_LABELS_INT32;
 }
 
 pcli_label_type pcli_label_type_for(pcli_label_type asked, size_t clusters)
@@ -659,36 +689,30 @@ int pcli_image_read(const char *path, const pcli_read_options *opt, pcli_image *
 }
 
 /* Version 1.0 header padded to 64 bytes, as numpy writes it. */
+/* The .npy type of each pcli_raster_spec type. */
+static const char *const npy_descr[] = {"|u1", "<u2", "<f4", "<i4", "|i1", "<i2"};
+
 static int npy_write_header(FILE *fp, const char *descr, const size_t *shape, int ndim)
 {
-    char dict[256], sh[96];
-    if (ndim == 2)
-        snprintf(sh, sizeof sh, "(%zu, %zu)", shape[0], shape[1]);
-    else
-        snprintf(sh, sizeof sh, "(%zu, %zu, %zu)", shape[0], shape[1], shape[2]);
-    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, sh);
-    size_t pad = (64 - (10 + (size_t)len + 1) % 64) % 64, hlen = (size_t)len + pad + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
-    if (fwrite(pre, 1, 10, fp) != 10 || fwrite(dict, 1, (size_t)len, fp) != (size_t)len)
-        return -1;
-    for (size_t i = 0; i < pad; i++)
-        if (fputc(' ', fp) == EOF)
-            return -1;
-    return fputc('\n', fp) == EOF ? -1 : 0;
+    unsigned char h[PCLI_NPY_HEADER_MAX];
+    size_t len = pcli_npy_header(h, descr, shape, ndim);
+    return fwrite(h, 1, len, fp) == len ? 0 : -1;
 }
 
 /* Writes into `path` itself: the callers stage their outputs. Rows are expanded into a block of
- * about 16 MiB and written with one call each. */
-static int npy_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact, char *err,
-                            size_t errsize)
+ * about 16 MiB in the file's type (the smallest that holds the clusters, as every .npy of labels) and
+ * written with one call each. */
+static int npy_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact,
+                            size_t clusters, char *err, size_t errsize)
 {
+    pcli_label_type type = pcli_label_type_of_output(path, PCLI_LABELS_AUTO, clusters);
+    size_t es = pcli_label_type_size(type);
     FILE *fp = fopen(path, "wb");
     if (!fp)
         return pcli_fail(err, errsize, "%s: cannot create file: %s", path, strerror(errno));
-    size_t W = im->width, step = ((size_t)16 << 20) / (W * sizeof(int32_t)) + 1;
+    size_t W = im->width, step = ((size_t)16 << 20) / (W * es) + 1;
     step = step < im->height ? step : im->height;
-    int32_t *block = pcli__alloc_large(step * W * sizeof *block);
+    unsigned char *block = pcli__alloc_large(step * W * es);
     size_t shape[2] = {im->height, im->width}, cursor = 0;
     if (!block) {
         fclose(fp);
@@ -697,12 +721,12 @@ static int npy_labels_write(const char *path, const pcli_image *im, const int32_
     /* The errno of the first failure is the cause (ENOSPC on a full disk): fclose may succeed after
      * it, or fail with another. */
     errno = 0;
-    int bad = npy_write_header(fp, "<i4", shape, 2), e = errno;
+    int bad = npy_write_header(fp, npy_descr[pcli_label_type_raster(type)], shape, 2), e = errno;
     for (size_t y = 0; y < im->height && !bad; y += step) {
         size_t rows = im->height - y < step ? im->height - y : step;
         for (size_t r = 0; r < rows; r++)
-            pcli__expand_span(im, y + r, 0, W, labels, compact, &cursor, PCLI_LABELS_INT32, block + r * W);
-        bad = fwrite(block, sizeof *block, rows * W, fp) != rows * W;
+            pcli__expand_span(im, y + r, 0, W, labels, compact, &cursor, type, block + r * W * es);
+        bad = fwrite(block, es, rows * W, fp) != rows * W;
         e = errno;
     }
     free(block);
@@ -718,7 +742,7 @@ int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *lab
                       const pcli_label_format *fmt, char *err, size_t errsize)
 {
     if (pcli_has_extension(path, ".npy"))
-        return npy_labels_write(path, im, labels, compact, err, errsize);
+        return npy_labels_write(path, im, labels, compact, clusters, err, errsize);
     static const pcli_label_format defaults;
     fmt = fmt ? fmt : &defaults;
     pcli_label_type type = pcli_label_type_for(fmt->type, clusters);
@@ -730,6 +754,18 @@ int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *lab
     return pcli__gdal_labels_write(path, im, labels, compact, type, fmt, err, errsize);
 }
 
+/* The bytes of a label in a .npy of them: any signed integer type (this program's own label files
+ * are |i1, <i2 or <i4, npy_format.h); 0 with the message in err for any other. */
+static size_t npy_label_size(const char *path, const npy_header *h, char *err, size_t errsize)
+{
+    static const char *const types[] = {"|i1", "<i2", "<i4", "<i8"};
+    for (size_t i = 0; i < 4; i++)
+        if (strcmp(h->descr, types[i]) == 0)
+            return (size_t)1 << i;
+    pcli_fail(err, errsize, "%s: labels must be |i1, <i2, <i4 or <i8, got '%s'", path, h->descr);
+    return 0;
+}
+
 static int npy_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
                                  size_t errsize)
 {
@@ -738,13 +774,11 @@ static int npy_labels_read_valid(const char *path, const pcli_image *im, int32_t
     if (npy_open(path, &fp, &h, err, errsize))
         return -1;
     int rc = -1;
-    size_t es = strcmp(h.descr, "<i4") == 0 ? 4 : strcmp(h.descr, "<i8") == 0 ? 8 : 0;
+    size_t es = npy_label_size(path, &h, err, errsize);
     unsigned char *row = NULL;
     int32_t *out = NULL;
-    if (!es) {
-        pcli_fail(err, errsize, "%s: labels must be <i4 or <i8, got '%s'", path, h.descr);
+    if (!es)
         goto done;
-    }
     if (h.ndim != 2 || h.shape[0] != im->height || h.shape[1] != im->width) {
         pcli_fail(err, errsize, "%s: labels must have shape (%zu, %zu), the image's", path, im->height, im->width);
         goto done;
@@ -764,14 +798,13 @@ static int npy_labels_read_valid(const char *path, const pcli_image *im, int32_t
         for (size_t x = 0; x < im->width; x++) {
             if (!pcli_image_is_valid(im, y * im->width + x))
                 continue;
-            int64_t v;
-            if (es == 4) {
-                int32_t v32;
-                memcpy(&v32, row + x * 4, 4);
-                v = v32;
-            } else {
-                memcpy(&v, row + x * 8, 8);
-            }
+            const unsigned char *b = row + x * es;
+            uint64_t u = 0;
+            for (size_t i = 0; i < es; i++) /* little-endian, sign-extended from its top byte */
+                u |= (uint64_t)b[i] << (8 * i);
+            if (es < 8 && (b[es - 1] & 0x80))
+                u |= ~(uint64_t)0 << (8 * es);
+            int64_t v = (int64_t)u;
             out[k++] = v < INT32_MIN || v > INT32_MAX ? -1 : (int32_t)v;
         }
     }
@@ -801,13 +834,11 @@ int pcli_labels_check(const char *path, size_t width, size_t height, char *err, 
     npy_header h;
     if (npy_open(path, &fp, &h, err, errsize))
         return -1;
-    size_t es = strcmp(h.descr, "<i4") == 0 ? 4 : strcmp(h.descr, "<i8") == 0 ? 8 : 0;
+    size_t es = npy_label_size(path, &h, err, errsize);
     int rc = -1;
-    if (!es)
-        pcli_fail(err, errsize, "%s: labels must be <i4 or <i8, got '%s'", path, h.descr);
-    else if (h.ndim != 2 || h.shape[0] != height || h.shape[1] != width)
+    if (es && (h.ndim != 2 || h.shape[0] != height || h.shape[1] != width))
         pcli_fail(err, errsize, "%s: labels must have shape (%zu, %zu), the image's", path, height, width);
-    else
+    else if (es)
         rc = npy_check_size(fp, path, &h, es, err, errsize);
     fclose(fp);
     return rc;
@@ -824,22 +855,29 @@ struct pcli_raster_writer {
     size_t next_row;  /* .npy: the row the file position is at */
 };
 
-static size_t spec_elem(const pcli_raster_spec *s) { return s->type == 0 ? 1 : s->type == 1 ? 2 : 4; }
+static size_t spec_elem(const pcli_raster_spec *s)
+{
+    static const size_t bytes[] = {1, 2, 4, 4, 1, 2};
+    return bytes[s->type];
+}
 
 int pcli_raster_create(const char *path, const pcli_raster_spec *spec, pcli_raster_writer **out, char *err,
                        size_t errsize)
 {
-    static const char *const descr[] = {"|u1", "<u2", "<f4", "<i4"};
     pcli_raster_writer *w = calloc(1, sizeof *w);
     *out = NULL;
     if (!w)
         return pcli_fail(err, errsize, "%s: out of memory", path);
     w->spec = *spec;
     w->path = path;
+    if (spec->type > 3 && !pcli_has_extension(path, ".npy")) {
+        free(w);
+        return pcli_fail(err, errsize, "%s: int8 and int16 rasters are written as .npy only", path);
+    }
     if (pcli_has_extension(path, ".npy")) {
         size_t shape[3] = {spec->height, spec->width, spec->bands};
         w->npy = fopen(path, "wb");
-        if (!w->npy || npy_write_header(w->npy, descr[spec->type], shape, spec->bands > 1 ? 3 : 2) ||
+        if (!w->npy || npy_write_header(w->npy, npy_descr[spec->type], shape, spec->bands > 1 ? 3 : 2) ||
             (w->data_start = ftello(w->npy)) < 0) {
             int e = errno;
             if (w->npy)

@@ -74,10 +74,18 @@ void pcli_image_compact(pcli_image *im);
 void pcli_image_expand_row(const pcli_image *im, size_t y, const int32_t *labels, int compact, size_t *cursor,
                            int32_t *out);
 
-/* The integer type of a label GeoTIFF and its nodata value (the label of nodata pixels, and of the
+/* The integer type of a label raster and its nodata value (the label of nodata pixels, and of the
  * noise of HCA --noise): Byte 255 (clusters 0..254), UInt16 65535 (0..65534), Int32 -1. AUTO: the
- * first of them that holds the clusters. */
-typedef enum { PCLI_LABELS_AUTO = 0, PCLI_LABELS_BYTE, PCLI_LABELS_UINT16, PCLI_LABELS_INT32 } pcli_label_type;
+ * first of them that holds the clusters. Int8 and Int16 (nodata -1) are .npy's alone, chosen by the
+ * cluster count as every .npy of labels is (npy_format.h); --ot does not take them. */
+typedef enum {
+    PCLI_LABELS_AUTO = 0,
+    PCLI_LABELS_BYTE,
+    PCLI_LABELS_UINT16,
+    PCLI_LABELS_INT32,
+    PCLI_LABELS_INT8,
+    PCLI_LABELS_INT16
+} pcli_label_type;
 
 /* "Byte", "UInt16", "Int32" (GDAL's names, as --ot takes them; any case); -1 for another. */
 int pcli_label_type_parse(const char *name, pcli_label_type *type);
@@ -86,6 +94,11 @@ double pcli_label_type_nodata(pcli_label_type type);
 size_t pcli_label_type_max_clusters(pcli_label_type type);
 /* The type a label GeoTIFF of `clusters` clusters gets: `asked` unless AUTO. */
 pcli_label_type pcli_label_type_for(pcli_label_type asked, size_t clusters);
+/* The type the label raster `path` gets: a .npy Int8, Int16 or Int32 by the clusters (asked is for
+ * GeoTIFFs), anything else pcli_label_type_for's. */
+pcli_label_type pcli_label_type_of_output(const char *path, pcli_label_type asked, size_t clusters);
+size_t pcli_label_type_size(pcli_label_type type); /* bytes a label */
+int pcli_label_type_raster(pcli_label_type type);  /* the pcli_raster_spec type that stores it */
 
 /* How label GeoTIFFs are written: the type, and GDAL GTiff creation options (NAME=VALUE, as
  * gdal_translate -co) that override the defaults (deflate level 1 with the horizontal predictor,
@@ -105,7 +118,7 @@ int pcli_label_format_check(const pcli_label_format *fmt, char *warning, size_t 
 
 /* Writes the labels of the image's pixels to path: a GeoTIFF (fmt's type for `clusters` clusters,
  * its nodata value, the input's geotransform and projection, fmt's creation options) through GDAL,
- * or .npy (int32, shape (H, W), -1 for nodata) by extension; fmt NULL: the defaults. labels are per
+ * or .npy (int8, int16 or int32 by the clusters, shape (H, W), -1 for nodata) by extension; fmt NULL: the defaults. labels are per
  * valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0); -1 (HCA's noise)
  * and invalid pixels get the nodata value. A type that cannot hold the clusters is refused. path is
  * written in place: the caller stages it (pcli_outputs, output_files.h). */
@@ -128,7 +141,7 @@ int pcli_check_input_file(const char *path, char *err, size_t errsize);
 typedef struct pcli_raster_writer pcli_raster_writer;
 typedef struct {
     size_t width, height, bands;
-    int type;               /* 0 uint8, 1 uint16, 2 float32, 3 int32 */
+    int type;               /* 0 uint8, 1 uint16, 2 float32, 3 int32, 4 int8 and 5 int16 (.npy only) */
     int has_nodata;
     double nodata;
     const double *geotransform; /* 6 values or NULL */

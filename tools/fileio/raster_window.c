@@ -508,7 +508,7 @@ int pcli_window_read(pcli_window_reader *r, size_t y0, size_t rows, void *buf, p
 
 void pcli_window_labels(const pcli_image *win, const int32_t *labels, pcli_label_type type, void *out)
 {
-    size_t W = win->width, es = type == PCLI_LABELS_BYTE ? 1 : type == PCLI_LABELS_UINT16 ? 2 : 4, cursor = 0;
+    size_t W = win->width, es = pcli_label_type_size(type), cursor = 0;
     for (size_t y = 0; y < win->height; y++)
         pcli__expand_span(win, y, 0, W, labels, 1, &cursor, type, (unsigned char *)out + y * W * es);
 }

@@ -94,7 +94,7 @@ int mpi_cmd_hca(int argc, char **argv)
                             "%zu clusters of at least the minimum size\n", a.p.clusters, k, a.p.clusters);
     }
     double t_write = MPI_Wtime();
-    int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels);
+    int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels, k);
     rc = CLI_OK;
     if (rank == 0) {
         char err[1024] = "";

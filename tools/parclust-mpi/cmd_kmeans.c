@@ -133,7 +133,7 @@ int mpi_cmd_kmeans(int argc, char **argv)
                    slowest[2]);
     }
     double t_write = MPI_Wtime();
-    int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels);
+    int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels, k);
     rc = CLI_OK;
     if (rank == 0) {
         const char *path = NULL;

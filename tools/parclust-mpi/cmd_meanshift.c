@@ -81,7 +81,7 @@ int mpi_cmd_meanshift(int argc, char **argv)
             printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s\n", slowest[0], slowest[1],
                    slowest[2]);
     }
-    int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels);
+    int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels, cl.k);
     /* The modes: gathered to rank 0 (which held them all for the merge), written there. */
     float *all = NULL;
     int *counts = NULL, *displs = NULL;

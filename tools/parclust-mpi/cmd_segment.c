@@ -35,7 +35,6 @@ static void *compact(const pcli_image *win, size_t pixel_bytes)
     return out;
 }
 
-static int label_bytes(pcli_label_type t) { return t == PCLI_LABELS_BYTE ? 1 : t == PCLI_LABELS_UINT16 ? 2 : 4; }
 
 int mpi_cmd_segment(int argc, char **argv)
 {
@@ -150,8 +149,7 @@ int mpi_cmd_segment(int argc, char **argv)
     size_t k = pc_result_cluster_count(r);
     unsigned long long valid_all = 0, mine = n;
     MPI_Allreduce(&mine, &valid_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    int npy = cli_has_extension(c.output, ".npy");
-    pcli_label_type type = npy ? PCLI_LABELS_INT32 : pcli_label_type_for(c.labels_format.type, k);
+    pcli_label_type type = pcli_label_type_of_output(c.output, c.labels_format.type, k);
     if (rank == 0)
         printf("segment: %s, %zu x %zu pixels, %zu band%s (held as %s), %llu valid; %s: %zu clusters, %.3f s "
                "(%d ranks)\n", c.input, W, hdr.height, B, B == 1 ? "" : "s", pcli_pixtype_name(hdr.type), valid_all,
@@ -162,7 +160,7 @@ int mpi_cmd_segment(int argc, char **argv)
         goto done;
     }
     /* The label rows of this rank in the raster's label type. */
-    size_t lb = (size_t)label_bytes(type);
+    size_t lb = pcli_label_type_size(type);
     if (!(rowbuf = malloc(rows * W * lb + 1)))
         bad = pcli_fail(err, sizeof err, "rank %d: out of memory for its label rows", rank) != 0;
     else if (rows)
@@ -174,9 +172,8 @@ int mpi_cmd_segment(int argc, char **argv)
     const char *path = NULL;
     int wrong = 0;
     if (rank == 0) {
-        pcli_raster_spec spec = {W, hdr.height, 1, type == PCLI_LABELS_BYTE ? 0 : type == PCLI_LABELS_UINT16 ? 1 : 3,
-                                 1, pcli_label_type_nodata(type), hdr.has_geotransform ? hdr.geotransform : NULL, 0,
-                                 hdr.projection, &c.labels_format};
+        pcli_raster_spec spec = {W, hdr.height, 1, pcli_label_type_raster(type), 1, pcli_label_type_nodata(type),
+                                 hdr.has_geotransform ? hdr.geotransform : NULL, 0, hdr.projection, &c.labels_format};
         wrong = !(path = cli_outputs_stage(&out, c.output)) ||
                 pcli_raster_create(path, &spec, &writer, err, sizeof err);
         if (!wrong && rows)

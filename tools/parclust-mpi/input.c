@@ -162,7 +162,7 @@ void mpi_input_free(mpi_input *in)
 }
 
 int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, const mpi_input *in,
-                     const int32_t *labels)
+                     const int32_t *labels, size_t clusters)
 {
     char err[1024] = "";
     const char *staged = NULL;
@@ -191,7 +191,7 @@ int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, cons
         if (in->rank == 0) {
             if (!(staged = cli_outputs_stage(out, target)))
                 rc = -1;
-            else if (pcli_write_labels(staged, all, in->total, err, sizeof err)) {
+            else if (pcli_write_labels(staged, all, in->total, clusters, err, sizeof err)) {
                 cli_outputs_error(out, err);
                 rc = -1;
             }
@@ -208,7 +208,7 @@ int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, cons
         size_t data = 0;
         if (!(staged = cli_outputs_stage(out, target)))
             rc = -1;
-        else if (strlen(staged) >= sizeof path || pcli_npy_labels_create(staged, in->total, &data, err, sizeof err)) {
+        else if (strlen(staged) >= sizeof path || pcli_npy_labels_create(staged, in->total, clusters, &data, err, sizeof err)) {
             cli_outputs_error(out, err[0] ? err : "the staging name is too long");
             rc = -1;
         } else {
@@ -220,7 +220,7 @@ int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, cons
         return -1;
     MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
     MPI_Bcast(&offset, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    rc = pcli_npy_labels_put(path, (size_t)offset, in->first, labels, in->points.n, err, sizeof err);
+    rc = pcli_npy_labels_put(path, (size_t)offset, clusters, in->first, labels, in->points.n, err, sizeof err);
     char named[sizeof err + sizeof path + 32] = "";
     if (rc) { /* the staging name means nothing to the user: the target's (the message starts with it) */
         size_t len = strlen(path);

@@ -33,10 +33,11 @@ int mpi_agree(const char *cmd, pc_status st, const char *message);
 /* Rank 0's verdict (0 or -1, its message printed by it) on every rank. */
 int mpi_rank0_verdict(int rc);
 
-/* Rank 0 staged the labels output (out, registered as --labels); every rank writes its labels:
- * .npy at its offset, text gathered to rank 0. 0, or -1 on every rank (printed by rank 0). */
+/* Rank 0 staged the labels output (out, registered as --labels); every rank writes its labels (in
+ * [0, clusters) or -1, clusters the same on every rank): .npy at its offset, text gathered to rank 0.
+ * 0, or -1 on every rank (printed by rank 0). */
 int mpi_write_labels(const char *cmd, cli_outputs *out, const char *target, const mpi_input *in,
-                     const int32_t *labels);
+                     const int32_t *labels, size_t clusters);
 
 /* --backend cuda or auto on a host with GPUs: this rank's GPU is the local rank (MPI_COMM_TYPE_SHARED)
  * modulo the devices present, so P ranks on a host of P GPUs use one each. 0, or -1 on every rank

@@ -85,8 +85,10 @@ void cli_outputs_add_common(cli_outputs *out, const cli_common_outputs *o);
 /* Once the input is read: the least the common outputs of n points of dim values and k centres (0:
  * not known yet) will take, and whether their filesystems have that room (0, or -1 printed). */
 int cli_outputs_room_common(cli_outputs *out, const cli_common_outputs *o, size_t n, size_t dim, size_t k);
-/* The least a matrix of rows x cols values takes as written by pcli_write_matrix (labels: cols 1). */
+/* The least a matrix of rows x cols values takes as written by pcli_write_matrix, and n labels as
+ * pcli_write_labels writes them. */
 double cli_matrix_min_bytes(const char *path, size_t rows, size_t cols);
+double cli_labels_min_bytes(const char *path, size_t n);
 /* Stages the labels, centres and plot of r (points m) into out. 0, or -1 with the error in err and
  * *path set when a writer failed (NULL when staging itself failed and printed its error). */
 int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, pcli_matrix *points, const pc_result *r,

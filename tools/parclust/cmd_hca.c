@@ -27,7 +27,7 @@ static const char *const help =
     "  --refine-bandwidth H   its bandwidth (default: one cell width, the largest side)\n"
     "  --backend B            auto (default: the GPU from 2^20 points), seq, openmp or cuda\n"
     "  --threads T            OpenMP threads (default: all cores)\n"
-    "  --labels OUT           one label per point (.npy: int32)\n"
+    "  --labels OUT           one label per point (.npy: int8, int16 or int32, the first that holds them)\n"
     "  --centers OUT          the cluster centres (mean of their points), one row each (.npy: float32)\n"
     "  --dendrogram OUT       SciPy linkage matrix over the components: left, right, height, leaves\n"
     "                         (.npy: float64, as scipy.cluster.hierarchy takes it)\n"

@@ -24,7 +24,7 @@ static const char *const help =
     "  --noise                label the points of too-small clusters -1 instead\n"
     "  --backend B            auto (default), seq, openmp or cuda (runs on all cores for now)\n"
     "  --threads T            OpenMP threads (default: all cores)\n"
-    "  --labels OUT           one label per point (.npy: int32)\n"
+    "  --labels OUT           one label per point (.npy: int8, int16 or int32, the first that holds them)\n"
     "  --centers OUT          the cluster centres, one row each\n"
     "  --dendrogram OUT       SciPy linkage matrix over the prototype groups (float64 in .npy)\n"
     "  --components OUT       per group: its number, densest cell, its density, points\n"

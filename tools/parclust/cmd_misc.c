@@ -138,7 +138,7 @@ int cmd_generate(int argc, char **argv)
         return CLI_USAGE;
     cli_outputs_expect(&staged, out, cli_matrix_min_bytes(out, p.n, p.dim));
     if (labels_out)
-        cli_outputs_expect(&staged, labels_out, cli_matrix_min_bytes(labels_out, p.n, 1));
+        cli_outputs_expect(&staged, labels_out, cli_labels_min_bytes(labels_out, p.n));
     if (cli_outputs_check_room(&staged))
         return CLI_FAILED;
     float *pts = malloc(p.n * p.dim * sizeof *pts);
@@ -154,10 +154,13 @@ int cmd_generate(int argc, char **argv)
         rc = CLI_USAGE;
         goto done;
     }
+    size_t label_count = 0; /* what the labels' file type must hold, whatever the data set's layout */
+    for (size_t i = 0; i < p.n; i++)
+        label_count = labels[i] >= 0 && (size_t)labels[i] >= label_count ? (size_t)labels[i] + 1 : label_count;
     const char *path;
     if (!(path = cli_outputs_stage(&staged, out)) || pcli_write_matrix(path, pts, p.n, p.dim, err, sizeof err) ||
         (labels_out && (!(path = cli_outputs_stage(&staged, labels_out)) ||
-                        pcli_write_labels(path, labels, p.n, err, sizeof err)))) {
+                        pcli_write_labels(path, labels, p.n, label_count, err, sizeof err)))) {
         if (path)
             cli_outputs_error(&staged, err);
         cli_outputs_discard(&staged);

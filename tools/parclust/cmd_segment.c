@@ -28,7 +28,8 @@ static const char *const help =
     "value, or NaN, is nodata: it gets no cluster, and the labels' nodata value.\n"
     "\n"
     "  -o, --output OUT       labels: GeoTIFF (.tif: the input's georeferencing and projection) or .npy\n"
-    "                         (int32, shape (H, W), nodata -1); clusters 0..k-1 by size\n"
+    "                         (shape (H, W), nodata -1; int8, int16 or int32, the first that holds\n"
+    "                         the clusters); clusters 0..k-1 by size\n"
     "  --ot TYPE              GeoTIFF label type: Byte (nodata 255, up to 255 clusters), UInt16\n"
     "                         (nodata 65535, up to 65535) or Int32 (nodata -1); default: the first\n"
     "                         that holds the clusters\n"
@@ -263,7 +264,8 @@ static int labels_format_options(seg_cli *c)
     if (!f->type && !f->n_options)
         return 0;
     if (cli_has_extension(c->output, ".npy")) {
-        cli_error("segment", "%s: .npy labels are int32 (nodata -1); --ot and --co are for GeoTIFF labels (.tif)",
+        cli_error("segment", "%s: .npy labels are int8, int16 or int32 by the cluster count (nodata -1); --ot and --co "
+                  "are for GeoTIFF labels (.tif)",
                   c->output);
         return -1;
     }
@@ -712,9 +714,9 @@ int cmd_segment(int argc, char **argv)
         cli_error("segment", "%s", err);
         return CLI_FAILED;
     }
-    /* Room for the outputs, before the clustering (.npy labels: 4 bytes a pixel; GeoTIFF: deflated). */
+    /* Room for the outputs, before the clustering (.npy labels: a byte a pixel at least; GeoTIFF: deflated). */
     if (cli_has_extension(c.output, ".npy"))
-        cli_outputs_expect(&out, c.output, 64 + 4 * (double)im.width * (double)im.height);
+        cli_outputs_expect(&out, c.output, cli_labels_min_bytes(c.output, im.width * im.height));
     if (c.preview)
         cli_outputs_expect(&out, c.preview, pcli_preview_min_bytes(im.width, im.height, c.preview_size));
     if (cli_outputs_check_room(&out)) {

@@ -20,10 +20,16 @@ double cli_matrix_min_bytes(const char *path, size_t rows, size_t cols)
     return pcli_has_extension(path, ".npy") ? 64 + 4 * values : 2 * values;
 }
 
+double cli_labels_min_bytes(const char *path, size_t n)
+{
+    /* .npy labels take a byte each at the least (int8, up to 128 clusters); text a digit and a newline. */
+    return pcli_has_extension(path, ".npy") ? 64 + (double)n : 2 * (double)n;
+}
+
 int cli_outputs_room_common(cli_outputs *out, const cli_common_outputs *o, size_t n, size_t dim, size_t k)
 {
     if (o->labels)
-        cli_outputs_expect(out, o->labels, cli_matrix_min_bytes(o->labels, n, 1));
+        cli_outputs_expect(out, o->labels, cli_labels_min_bytes(o->labels, n));
     if (o->centers)
         cli_outputs_expect(out, o->centers, cli_matrix_min_bytes(o->centers, k, dim));
     if (o->plot)
@@ -43,7 +49,7 @@ int cli_stage_common(cli_outputs *out, const cli_common_outputs *o, pcli_matrix 
         return -1;
     }
     if (o->labels && (!(*path = cli_outputs_stage(out, o->labels)) ||
-                      pcli_write_labels(*path, pc_result_labels(r), n, err, errsize)))
+                      pcli_write_labels(*path, pc_result_labels(r), n, k, err, errsize)))
         return -1;
     if (o->centers && (!(*path = cli_outputs_stage(out, o->centers)) ||
                        pcli_write_matrix(*path, pc_result_centers(r), k, dim, err, errsize)))

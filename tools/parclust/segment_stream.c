@@ -150,7 +150,6 @@ struct run {
 
 static int npy_out(const run *s) { return cli_has_extension(s->a->output, ".npy"); }
 
-static size_t label_bytes(pcli_label_type t) { return t == PCLI_LABELS_BYTE ? 1 : t == PCLI_LABELS_UINT16 ? 2 : 4; }
 
 static int library_error(run *s, const char *call)
 {
@@ -251,7 +250,7 @@ static size_t window_rows(const run *s, double room, double row_bytes, size_t un
 static int plan_windows(run *s, double state, int labelling)
 {
     size_t bw = 1, bh = 1, in_bh = pcli_window_block_rows(s->rd), unit = in_bh;
-    double les = labelling ? (double)label_bytes(s->ltype) : 0, out_row = 0, jobs = 0;
+    double les = labelling ? (double)pcli_label_type_size(s->ltype) : 0, out_row = 0, jobs = 0;
     if (labelling) {
         pcli_raster_block(s->writer, &bw, &bh);
         unit = in_bh > bh ? in_bh : bh;
@@ -347,7 +346,7 @@ static int alloc_buffers(run *s, int labelling)
     s->valid = malloc((n + 7) / 8);
     if (labelling) {
         s->labels = malloc(n * sizeof *s->labels);
-        s->out = malloc(n * label_bytes(s->ltype));
+        s->out = malloc(n * pcli_label_type_size(s->ltype));
     }
     if (!s->buf || !s->valid || (labelling && (!s->labels || !s->out)))
         return pcli_fail(s->err, sizeof s->err, "out of memory for windows of %zu rows", s->rows);
@@ -390,7 +389,7 @@ static void print_plan(const run *s)
 /* The picture's pixels that fall in this window, from its labels in the output's type. */
 static void sample_picture(run *s, size_t y0, size_t rows)
 {
-    size_t es = label_bytes(s->ltype);
+    size_t es = pcli_label_type_size(s->ltype);
     int32_t nodata = (int32_t)pcli_label_type_nodata(s->ltype);
     for (size_t py = 0; py < s->ph; py++) {
         size_t y = (size_t)(((double)py + 0.5) * s->scale);
@@ -442,7 +441,7 @@ static int start_labels(run *s, cli_outputs *out, const char **path)
     const seg_stream_args *a = s->a;
     int npy = npy_out(s);
     size_t k = s->k;
-    s->ltype = npy ? PCLI_LABELS_INT32 : pcli_label_type_for(a->labels_format->type, k);
+    s->ltype = pcli_label_type_of_output(a->output, a->labels_format->type, k);
     if (!npy && k > pcli_label_type_max_clusters(s->ltype))
         return pcli_fail(s->err, sizeof s->err, "--ot %s holds at most %zu clusters (labels 0-%zu, nodata %.0f), the "
                          "run found %zu: choose a wider type or leave --ot out", pcli_label_type_name(s->ltype),
@@ -450,9 +449,16 @@ static int start_labels(run *s, cli_outputs *out, const char **path)
                          pcli_label_type_nodata(s->ltype), k);
     if (a->preview && !(s->picture = malloc(s->pw * s->ph * sizeof *s->picture)))
         return pcli_fail(s->err, sizeof s->err, "%s: out of memory", a->preview);
-    pcli_raster_spec spec = {s->W, s->H, 1, s->ltype == PCLI_LABELS_BYTE ? 0 : s->ltype == PCLI_LABELS_UINT16 ? 1 : 3,
-                             !npy, pcli_label_type_nodata(s->ltype), s->im.has_geotransform ? s->im.geotransform : NULL,
-                             0, s->im.projection, npy ? NULL : a->labels_format};
+    pcli_raster_spec spec = {s->W,
+                             s->H,
+                             1,
+                             pcli_label_type_raster(s->ltype),
+                             !npy,
+                             pcli_label_type_nodata(s->ltype),
+                             s->im.has_geotransform ? s->im.geotransform : NULL,
+                             0,
+                             s->im.projection,
+                             npy ? NULL : a->labels_format};
     if (!(*path = cli_outputs_stage(out, a->output))) {
         s->err[0] = '\0'; /* printed */
         return -1;
@@ -782,7 +788,7 @@ static pc_status ms_regions(void *user, size_t k, const int64_t *sizes, const fl
 static pc_status ms_write(void *user, size_t row0, size_t rows, const int32_t *labels)
 {
     run *s = user;
-    size_t n = rows * s->W, es = label_bytes(s->ltype);
+    size_t n = rows * s->W, es = pcli_label_type_size(s->ltype);
     if (n * es > s->out_cap) {
         void *grown = realloc(s->out, n * es);
         if (!grown)
@@ -924,9 +930,9 @@ int seg_stream_run(const seg_stream_args *a, cli_outputs *out)
     s.H = s.im.height;
     s.B = s.im.bands;
     s.ps = s.B * pcli_pixtype_size(s.im.type);
-    /* Room for the outputs before any pass (.npy labels: 4 bytes a pixel; GeoTIFF: deflated). */
+    /* Room for the outputs before any pass (.npy labels: a byte a pixel at least; GeoTIFF: deflated). */
     if (npy_out(&s))
-        cli_outputs_expect(out, a->output, 64 + 4 * (double)s.W * (double)s.H);
+        cli_outputs_expect(out, a->output, cli_labels_min_bytes(a->output, s.W * s.H));
     if (a->preview)
         cli_outputs_expect(out, a->preview, pcli_preview_min_bytes(s.W, s.H, a->preview_size));
     int rc = CLI_FAILED;
