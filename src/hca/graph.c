@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* (density, linear index) compared lexicographically. */
-static int denser(const pc__hca_grid *g, size_t a, size_t b)
-{
-    return g->density[a] != g->density[b] ? g->density[a] > g->density[b] : g->key[a] > g->key[b];
-}
 
 typedef struct {
     const pc__hca_grid *g;
@@ -22,32 +17,17 @@ static void consider(void *ctx, size_t cell, size_t nb)
 {
     (void)cell;
     link_ctx *c = ctx;
-    if (denser(c->g, nb, c->best))
+    if (pc__hca_denser(c->g, nb, c->best))
         c->best = nb;
 }
 
-typedef struct {
-    int32_t a, b; /* components, a < b */
-    int64_t v;    /* min(D(a), D(b)) of a touching pair */
-} touch;
-
-typedef struct {
-    const pc__hca_grid *g;
-    const int32_t *comp;
-    touch *list;
-    size_t count, cap;
-    int failed;
-} touch_ctx;
-
-static void record(void *ctx, size_t cell, size_t nb)
+void pc__hca_touches_add(pc__hca_touches *t, int32_t ca, int32_t cb, int64_t v)
 {
-    touch_ctx *t = ctx;
-    int32_t ca = t->comp[cell], cb = t->comp[nb];
-    if (ca == cb || t->failed)
+    if (t->failed)
         return;
     if (t->count == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 1024;
-        touch *grown = realloc(t->list, cap * sizeof *grown);
+        pc__hca_touch *grown = realloc(t->list, cap * sizeof *grown);
         if (!grown) {
             t->failed = 1;
             return;
@@ -55,14 +35,74 @@ static void record(void *ctx, size_t cell, size_t nb)
         t->list = grown;
         t->cap = cap;
     }
-    int64_t da = t->g->density[cell], db = t->g->density[nb];
-    touch e = {ca < cb ? ca : cb, ca < cb ? cb : ca, da < db ? da : db};
+    pc__hca_touch e = {ca < cb ? ca : cb, ca < cb ? cb : ca, v};
     t->list[t->count++] = e;
+}
+
+int pc__hca_touches_merge(pc__hca_touches *all, const pc__hca_touches *mine)
+{
+    if (!mine->count)
+        return 0;
+    pc__hca_touch *grown = realloc(all->list, (all->count + mine->count) * sizeof *grown);
+    if (!grown)
+        return -1;
+    all->list = grown;
+    memcpy(all->list + all->count, mine->list, mine->count * sizeof *grown);
+    all->count += mine->count;
+    return 0;
+}
+
+typedef struct {
+    const pc__hca_grid *g;
+    const int32_t *comp;
+    pc__hca_touches touches;
+} touch_ctx;
+
+static void record(void *ctx, size_t cell, size_t nb)
+{
+    touch_ctx *t = ctx;
+    int32_t ca = t->comp[cell], cb = t->comp[nb];
+    if (ca == cb)
+        return;
+    int64_t da = t->g->density[cell], db = t->g->density[nb];
+    pc__hca_touches_add(&t->touches, ca, cb, da < db ? da : db);
+}
+
+/* Probing: each cell looks up its 3^d - 1 neighbours. */
+static void links_by_probes(const pc__hca_grid *g, int32_t *link)
+{
+    int threads = g->threads;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256)
+    for (long c = 0; c < (long)g->cells; c++) {
+        link_ctx ctx = {g, (size_t)c};
+        pc__hca_neighbours(g, (size_t)c, 0, consider, &ctx);
+        link[c] = (int32_t)ctx.best;
+    }
+}
+
+/* Touching pairs across components, each unordered pair of cells once, collected per thread. */
+static pc_status touches_by_probes(const pc__hca_grid *g, const int32_t *comp, pc__hca_touches *all)
+{
+    int threads = g->threads, failed = 0;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    {
+        touch_ctx mine = {g, comp, {NULL, 0, 0, 0}};
+#pragma omp for schedule(dynamic, 256)
+        for (long c = 0; c < (long)g->cells; c++)
+            pc__hca_neighbours(g, (size_t)c, 1, record, &mine);
+        failed |= mine.touches.failed;
+#pragma omp critical(pc__hca_touch)
+        failed |= !failed && pc__hca_touches_merge(all, &mine.touches);
+        free(mine.touches.list);
+    }
+    return failed ? PC_OUT_OF_MEMORY : PC_OK;
 }
 
 static int by_pair(const void *x, const void *y)
 {
-    const touch *a = x, *b = y;
+    const pc__hca_touch *a = x, *b = y;
     if (a->a != b->a)
         return a->a < b->a ? -1 : 1;
     if (a->b != b->b)
@@ -81,7 +121,7 @@ void pc__hca_graph_free(pc__hca_graph *gr)
     memset(gr, 0, sizeof *gr);
 }
 
-pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *gr)
+pc_status pc__hca_graph_build_by(const pc__hca_grid *g, pc__hca_graph *gr, pc__hca_neighbour_way way)
 {
     memset(gr, 0, sizeof *gr);
     size_t cells = g->cells;
@@ -92,13 +132,17 @@ pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *gr)
         pc__hca_graph_free(gr);
         return PC_OUT_OF_MEMORY;
     }
-    int threads = g->threads;
-    (void)threads;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256)
-    for (long c = 0; c < (long)cells; c++) {
-        link_ctx ctx = {g, (size_t)c};
-        pc__hca_neighbours(g, (size_t)c, 0, consider, &ctx);
-        link[c] = (int32_t)ctx.best;
+    /* Probing costs 3^d - 1 lookups a cell, blocks 2^d hashings: blocks from 4 dimensions up. */
+    int blocks = way == PC__HCA_NEIGHBOURS_BLOCKS || (way == PC__HCA_NEIGHBOURS_AUTO && cells > 1 && g->dim >= 4);
+    pc_status st = PC_OK;
+    if (blocks)
+        st = pc__hca_links_by_blocks(g, link);
+    else
+        links_by_probes(g, link);
+    if (st != PC_OK) {
+        free(link);
+        pc__hca_graph_free(gr);
+        return st;
     }
     /* Representatives link to themselves; they are numbered by increasing linear index. */
     int32_t *comp = gr->component_of_cell;
@@ -130,36 +174,14 @@ pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *gr)
     for (size_t c = 0; c < cells; c++)
         gr->size[comp[c]] += g->density[c];
 
-    /* Touching pairs across components, each unordered pair once, collected per thread and merged
-     * in a fixed order so the result does not depend on the thread count. */
-    touch_ctx all = {g, comp, NULL, 0, 0, 0};
-    int failed = 0;
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
-    {
-        touch_ctx mine = {g, comp, NULL, 0, 0, 0};
-#pragma omp for schedule(dynamic, 256)
-        for (long c = 0; c < (long)cells; c++)
-            pc__hca_neighbours(g, (size_t)c, 1, record, &mine);
-        failed |= mine.failed;
-#pragma omp critical(pc__hca_touch)
-        {
-            if (!failed && mine.count) {
-                touch *grown = realloc(all.list, (all.count + mine.count) * sizeof *grown);
-                if (grown) {
-                    all.list = grown;
-                    memcpy(all.list + all.count, mine.list, mine.count * sizeof *grown);
-                    all.count += mine.count;
-                } else {
-                    all.failed = 1;
-                }
-            }
-        }
-        free(mine.list);
-    }
-    if (failed || all.failed) {
+    /* Touching pairs across components, merged and sorted so that the result does not depend on the
+     * thread count or the way. */
+    pc__hca_touches all = {NULL, 0, 0, 0};
+    st = blocks ? pc__hca_touches_by_blocks(g, comp, &all) : touches_by_probes(g, comp, &all);
+    if (st != PC_OK) {
         free(all.list);
         pc__hca_graph_free(gr);
-        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot hold the touching cells of adjacent components");
+        return pc__fail(st, "HCA: cannot hold the touching cells of adjacent components");
     }
     if (all.count) /* none when everything is one component */
         qsort(all.list, all.count, sizeof *all.list, by_pair);
@@ -188,4 +210,9 @@ pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *gr)
     gr->edges = edges;
     free(all.list);
     return PC_OK;
+}
+
+pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *gr)
+{
+    return pc__hca_graph_build_by(g, gr, PC__HCA_NEIGHBOURS_AUTO);
 }

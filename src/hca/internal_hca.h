@@ -157,6 +157,39 @@ typedef struct {
 pc_status pc__hca_graph_build(const pc__hca_grid *g, pc__hca_graph *graph);
 void pc__hca_graph_free(pc__hca_graph *graph);
 
+/* Whether cell a is denser than cell b: (density, linear index) compared lexicographically, so that
+ * links strictly increase and chains end. */
+static inline int pc__hca_denser(const pc__hca_grid *g, size_t a, size_t b)
+{
+    return g->density[a] != g->density[b] ? g->density[a] > g->density[b] : g->key[a] > g->key[b];
+}
+
+/* How the graph finds each cell's neighbours: AUTO (blocks from 4 dimensions up), or one way (the
+ * tests compare them). Both give the same graph. */
+typedef enum { PC__HCA_NEIGHBOURS_AUTO = 0, PC__HCA_NEIGHBOURS_PROBE, PC__HCA_NEIGHBOURS_BLOCKS } pc__hca_neighbour_way;
+pc_status pc__hca_graph_build_by(const pc__hca_grid *g, pc__hca_graph *graph, pc__hca_neighbour_way way);
+
+/* Two cells of different components that touch: a < b, v = min of their densities. A list of them
+ * (per thread, merged), where only the largest v of a pair counts. */
+typedef struct {
+    int32_t a, b;
+    int64_t v;
+} pc__hca_touch;
+typedef struct {
+    pc__hca_touch *list;
+    size_t count, cap;
+    int failed; /* out of memory */
+} pc__hca_touches;
+void pc__hca_touches_add(pc__hca_touches *t, int32_t ca, int32_t cb, int64_t v);
+/* Appends mine to all (one thread at a time): 0, or -1 out of memory. */
+int pc__hca_touches_merge(pc__hca_touches *all, const pc__hca_touches *mine);
+
+/* The neighbourhoods by blocks (graph_blocks.c): link[c] = the densest cell of c's closed
+ * neighbourhood (density, then linear index); and every touching pair of components, with the largest
+ * min(D(a), D(b)) of their touching cells among the entries of the pair, added to *out. */
+pc_status pc__hca_links_by_blocks(const pc__hca_grid *g, int32_t *link);
+pc_status pc__hca_touches_by_blocks(const pc__hca_grid *g, const int32_t *comp, pc__hca_touches *out);
+
 /* Single linkage over the component graph (Kruskal), parts joined at height 1: (components - 1) x 4. */
 pc_status pc__hca_dendrogram(const pc__hca_graph *graph, double **linkage);
 
