@@ -113,10 +113,13 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
                   "n %zu dim %zu k %zu variant %d, %d iterations: %zu labels differ, %zu of them not near-ties "
                   "(%zu centres moved)",
                   n, dim, k, (int)variant, max_iter, differ, real, moved_centres);
-        /* Same labels: the same inertia to rounding; a few flipped labels move it a little. */
-        double rel = differ == 0 ? 1e-5 : 1e-3;
+        /* Same labels at the same centres: the same inertia to rounding. A few flipped labels, or a
+         * near-tie flipped in an earlier step (the same final labels, but centres that moved: seed
+         * 1795487387 on an H100, inertia 1.4e-4 apart with no label different), move it a little. */
+        double rel = differ == 0 && moved_centres == 0 ? 1e-5 : 1e-3;
         CHECK_MSG(fabs(pc_result_inertia(a) - pc_result_inertia(b)) <= rel * pc_result_inertia(a),
-                  "inertia %.9g vs %.9g (%zu labels differ)", pc_result_inertia(a), pc_result_inertia(b), differ);
+                  "inertia %.9g vs %.9g (%zu labels differ, %zu centres moved)", pc_result_inertia(a),
+                  pc_result_inertia(b), differ, moved_centres);
         if (differ == 0) {
             CHECK(pc_result_iterations(a) == pc_result_iterations(b));
             /* The centres are the means of each step's labels, the final labels those against the
