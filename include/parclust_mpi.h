@@ -82,11 +82,12 @@ typedef struct {
 } pc_mpi_clusters;
 void pc_mpi_clusters_free(pc_mpi_clusters *clusters); /* frees the arrays; NULL-safe */
 
-/* Mean shift (params as pc_meanshift's; non-blurring only: PC_UNSUPPORTED for blurring; backends
- * ignored: the sums run on the CPU, OpenMP where built), the modes merged on rank 0. An infinite radius
- * (gaussian's default): the all-pairs sums as a ring over the ranks' blocks of points. A finite radius
- * on several ranks: slabs along the widest axis, one a rank, each with a halo one radius wide; points
- * move from slab to slab as they climb and their modes come home at the end. labels and modes (points->n and n x dim
+/* Mean shift (params as pc_meanshift's; backends ignored: the sums run on the CPU, OpenMP where
+ * built), the modes merged on rank 0. An infinite radius (gaussian's default), or blurring: the
+ * all-pairs sums as a ring over the ranks' blocks of points (blurring: the points where the previous
+ * iteration left them). A finite radius on several ranks, not blurring: slabs along the widest axis,
+ * one a rank, each with a halo one radius wide; points move from slab to slab as they climb and their
+ * modes come home at the end. labels and modes (points->n and n x dim
  * float32) receive this rank's labels and modes. Equal to pc_meanshift's to within the stopping
  * tolerance (modes; labels on separated data), not bit for bit: mpi/meanshift.c says why. */
 pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_meanshift_params *params, int32_t *labels,

@@ -1,6 +1,7 @@
 /* Mean shift across ranks, the all-pairs path as a ring: in every iteration each rank shifts its own
- * points against every rank's block of references (the original points: non-blurring) in turn, own
- * block first, the next block travelling round the ring (MPI_Isend / MPI_Irecv to the neighbours)
+ * points against every rank's block of references in turn (the original points; blurring: every
+ * point where the previous iteration left it, stopped ones included, as pc_meanshift's blurring
+ * moves its references), own block first, the next block travelling round the ring (MPI_Isend / MPI_Irecv to the neighbours)
  * while the current one is summed. Weights and sums are in double precision, positions in float32 as
  * pc_meanshift keeps them; a point stops once a shift moves it by <= eps (or nothing is within its
  * radius), the run when no point of any rank moves or after max_iter. The modes are then gathered to
@@ -11,7 +12,8 @@
  * The result is not pc_meanshift's bit for bit (its sums are float32, of scaled coordinates, with
  * exp2): the modes agree to within the stopping tolerance, and so do labels on separated data. With a
  * finite radius on more than one rank the ring gives way to slabs with halos (meanshift_slabs.c):
- * each rank then sums over its slab's references only. */
+ * each rank then sums over its slab's references only; not for blurring, whose references move (the
+ * ring's weights keep the radius). */
 #include "internal_mpi.h"
 #include "meanshift_kernel.h"
 
@@ -327,9 +329,6 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
     double h = params ? params->bandwidth : 0;
     if (st == PC_OK && (!(h > 0) || !isfinite(h)))
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: bandwidth must be a finite number > 0, got %g", rank, h);
-    if (st == PC_OK && params->blurring)
-        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: blurring mean shift does not run across ranks (the references "
-                          "would move every iteration)", rank);
     if (st == PC_OK && params->max_iter < 1)
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: max_iter must be >= 1, got %d", rank, params->max_iter);
     if (st == PC_OK && (unsigned)params->kernel > PC_KERNEL_EPANECHNIKOV)
@@ -383,7 +382,7 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         memcpy(modes, own, n * d * sizeof *own);
     times.setup = MPI_Wtime() - t0;
     int iterations = 0;
-    if (isfinite(radius) && size > 1) {
+    if (isfinite(radius) && size > 1 && !params->blurring) {
         if ((st = pc__mpi_meanshift_slabs(comm, own, (size_t)n, d, &kf, radius, eps, params->max_iter, modes,
                                           &iterations, &times)) != PC_OK)
             goto done;
@@ -392,7 +391,7 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
             double t1 = MPI_Wtime(), wait = 0;
             memset(num, 0, n * d * sizeof *num);
             memset(den, 0, n * sizeof *den);
-            memcpy(blk[0], own, n * d * sizeof *own);
+            memcpy(blk[0], params->blurring ? modes : own, n * d * sizeof *own);
             int cur = 0, next_rank = (rank + 1) % size, prev_rank = (rank + size - 1) % size;
             for (int step = 0; step < size; step++) {
                 int owner = (rank - step + size) % size, incoming = (owner - 1 + size) % size;

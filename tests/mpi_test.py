@@ -181,6 +181,23 @@ elif WHAT == "meanshift":
             dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()
             check(dm <= 1e-4 * h and dc <= 1e-4 * h,
                   f"meanshift {kernel[:2]} {tag(p, split)}: modes within {dm / h:.2g} h, centres {dc / h:.2g} h")
+    # Blurring: the references move, so every rank's block is its points as the last iteration left
+    # them (the ring, also with a finite radius).
+    for kernel in (["--bandwidth", 1, "--blurring", "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5,
+                                                                       "--blurring", "--eps", 1e-6]):
+        h = float(kernel[kernel.index("--bandwidth") + 1])
+        rc, out, err = run(["meanshift", "y.npy", "--labels", "l1.npy", "--modes", "m1.npy"] + kernel)
+        check(rc == 0, f"parclust meanshift {kernel}: {err.strip()}")
+        for p, split in [(1, None), (3, None), (4, "0,700,0,1303")]:
+            rc, out, err = run(["meanshift", "y.npy", "--labels", "lm.npy", "--modes", "mm.npy"] + kernel + split_args(split),
+                               p)
+            check(rc == 0 and err == "" and f"(ring of {p} ranks)" in out,
+                  f"meanshift {kernel[:3]} {tag(p, split)} ran as the ring: {out.strip()} {err.strip()}")
+            if rc:
+                continue
+            dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
+            check(same_bytes("l1.npy", "lm.npy") and dm <= 1e-4 * h,
+                  f"meanshift {kernel[:3]} {tag(p, split)}: labels identical, modes within {dm / h:.2g} h")
 elif WHAT == "segment":
     # A float32 .npy image whose middle third of rows is nodata (NaN): rank 1 of 3 has no valid pixel.
     img = np.zeros((60, 50, 3), np.float32)

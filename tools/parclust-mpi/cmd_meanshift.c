@@ -33,10 +33,9 @@ int mpi_cmd_meanshift(int argc, char **argv)
         return CLI_OK;
     if (rc)
         return CLI_USAGE;
-    if (a.c.out.plot || a.p.blurring) {
+    if (a.c.out.plot) {
         if (rank == 0)
-            cli_error(cmd, a.c.out.plot ? "--plot is not available across ranks (the points stay on their ranks)"
-                                        : "--blurring does not run across ranks (the references would move)");
+            cli_error(cmd, "--plot is not available across ranks (the points stay on their ranks)");
         return CLI_USAGE;
     }
     cli_outputs out;
@@ -73,8 +72,9 @@ int mpi_cmd_meanshift(int argc, char **argv)
     double parts[3] = {report.setup, report.compute, report.communication}, slowest[3];
     MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        /* as pc_mpi_meanshift chooses: slabs for a finite radius on several ranks, else the ring */
-        int slabs = size > 1 && (a.p.radius > 0 ? isfinite(a.p.radius) : a.p.kernel != PC_KERNEL_GAUSSIAN);
+        /* as pc_mpi_meanshift chooses: slabs for a finite radius on several ranks (not blurring), else the ring */
+        int slabs = size > 1 && !a.p.blurring &&
+                    (a.p.radius > 0 ? isfinite(a.p.radius) : a.p.kernel != PC_KERNEL_GAUSSIAN);
         printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s of %d ranks)\n",
                in.total, dim, cl.k, cl.iterations, seconds, slabs ? "slabs" : "ring", size);
         if (a.c.verbose)
