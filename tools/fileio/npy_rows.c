@@ -62,8 +62,8 @@ int pcli_npy_labels_put(const char *path, size_t data_offset, size_t clusters, s
     size_t fit = pcli_npy_labels_pack(labels, count, t.size, packed);
     int rc = 0, fd = -1;
     if (fit < count)
-        rc = pcli_fail(err, errsize, "%s: label %d at [%zu] is outside 0..%zu (the %zu clusters) and -1", path,
-                       labels[fit], first + fit, clusters ? clusters - 1 : 0, clusters);
+        rc = pcli_fail(err, errsize, "%s: label %d at [%zu] is neither -1 nor one of the %zu clusters (0..%zu)", path,
+                       labels[fit], first + fit, clusters, clusters ? clusters - 1 : 0);
     else if ((fd = open(path, O_WRONLY)) < 0)
         rc = pcli_fail(err, errsize, "%s: cannot open for writing: %s", path, strerror(errno));
     else if (write_all(fd, packed, count * t.size, (off_t)(data_offset + t.size * first))) {

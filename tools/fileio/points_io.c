@@ -1544,8 +1544,8 @@ static int fill_npy_labels(out_block *o, const labels_job *j)
         size_t fit = pcli_npy_labels_pack(j->labels + at, m, t.size, p);
         if (fit < m) {
             o->failed = 2; /* not an I/O error: the message is ours */
-            pcli_fail(j->err, j->errsize, "%s: label %d at [%zu] is outside 0..%zu (the %zu clusters) and -1", j->path,
-                      j->labels[at + fit], at + fit, j->clusters ? j->clusters - 1 : 0, j->clusters);
+            pcli_fail(j->err, j->errsize, "%s: label %d at [%zu] is neither -1 nor one of the %zu clusters (0..%zu)",
+                      j->path, j->labels[at + fit], at + fit, j->clusters, j->clusters ? j->clusters - 1 : 0);
             return -1;
         }
         o->len += m * t.size;
