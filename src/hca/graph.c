@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct {
     const pc__hca_grid *g;
     size_t best;

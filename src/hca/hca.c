@@ -85,16 +85,23 @@ pc_status pc__hca_tick_status(const struct pc__hca_tick *tick)
                     100 * tick->to);
 }
 
+/* The cluster of a cell: from the byte-a-cell map where there is one (255 = none), else the int32 map. */
+static inline int32_t cell_cluster(const uint8_t *small, const int32_t *map, int32_t cell)
+{
+    return small ? (small[cell] == 255 ? -1 : small[cell]) : map[cell];
+}
+
 /* The labels and integer sums of packed uint8 points [begin, end): each pixel's cell index becomes its
  * cluster (small: a byte a cell, 255 = none), and the running sums of the current cluster's run grow in
  * registers. Inlined with dim a constant for 3 and 4 bands (the images' cases), so that the per-pixel
  * loops unroll. */
-static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *u8, size_t dim, const uint8_t *small, const int32_t *map,
-                               int32_t *labels, size_t begin, size_t end, uint64_t *run, int32_t *run_cluster,
-                               uint64_t *isum)
+static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *u8, size_t dim, const uint8_t *small,
+                                                                 const int32_t *map, int32_t *labels, size_t begin,
+                                                                 size_t end, uint64_t *run, int32_t *run_cluster,
+                                                                 uint64_t *isum)
 {
     for (size_t i = begin; i < end; i++) {
-        int32_t c = small ? (small[labels[i]] == 255 ? -1 : small[labels[i]]) : map[labels[i]];
+        int32_t c = cell_cluster(small, map, labels[i]);
         labels[i] = c;
         if (c < 0)
             continue;
@@ -162,7 +169,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
                 continue;
             }
             for (long i = (long)((size_t)b * block); i < (long)end; i++) {
-                int32_t c = small ? (small[labels[i]] == 255 ? -1 : small[labels[i]]) : map[labels[i]];
+                int32_t c = cell_cluster(small, map, labels[i]);
                 labels[i] = c;
                 if (c < 0)
                     continue;

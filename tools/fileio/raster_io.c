@@ -427,18 +427,16 @@ size_t pcli_label_type_max_clusters(pcli_label_type type)
                                         : (size_t)INT32_MAX;
 }
 
-size_t pcli_label_type_size(pcli_label_type type)
-{
-    return type == PCLI_LABELS_BYTE || type == PCLI_LABELS_INT8 ? 1
-           : type == PCLI_LABELS_UINT16 || type == PCLI_LABELS_INT16 ? 2
-                                                                     : 4;
-}
+/* Bytes a value of each pcli_raster_spec type. */
+static const size_t raster_bytes[] = {1, 2, 4, 4, 1, 2};
 
 int pcli_label_type_raster(pcli_label_type type)
 {
     static const int spec_type[] = {3, 0, 1, 3, 4, 5};
     return spec_type[type];
 }
+
+size_t pcli_label_type_size(pcli_label_type type) { return raster_bytes[pcli_label_type_raster(type)]; }
 
 pcli_label_type pcli_label_type_of_output(const char *path, pcli_label_type asked, size_t clusters)
 {
@@ -688,7 +686,6 @@ int pcli_image_read(const char *path, const pcli_read_options *opt, pcli_image *
     return rc;
 }
 
-/* Version 1.0 header padded to 64 bytes, as numpy writes it. */
 /* The .npy type of each pcli_raster_spec type. */
 static const char *const npy_descr[] = {"|u1", "<u2", "<f4", "<i4", "|i1", "<i2"};
 
@@ -855,11 +852,7 @@ struct pcli_raster_writer {
     size_t next_row;  /* .npy: the row the file position is at */
 };
 
-static size_t spec_elem(const pcli_raster_spec *s)
-{
-    static const size_t bytes[] = {1, 2, 4, 4, 1, 2};
-    return bytes[s->type];
-}
+static size_t spec_elem(const pcli_raster_spec *s) { return raster_bytes[s->type]; }
 
 int pcli_raster_create(const char *path, const pcli_raster_spec *spec, pcli_raster_writer **out, char *err,
                        size_t errsize)

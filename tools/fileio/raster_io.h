@@ -118,8 +118,8 @@ int pcli_label_format_check(const pcli_label_format *fmt, char *warning, size_t 
 
 /* Writes the labels of the image's pixels to path: a GeoTIFF (fmt's type for `clusters` clusters,
  * its nodata value, the input's geotransform and projection, fmt's creation options) through GDAL,
- * or .npy (int8, int16 or int32 by the clusters, shape (H, W), -1 for nodata) by extension; fmt NULL: the defaults. labels are per
- * valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0); -1 (HCA's noise)
+ * or .npy (int8, int16 or int32 by the clusters, shape (H, W), -1 for nodata) by extension; fmt
+ * NULL: the defaults. labels are per valid pixel in order (compact = 1; n_valid of them) or per pixel (compact = 0); -1 (HCA's noise)
  * and invalid pixels get the nodata value. A type that cannot hold the clusters is refused. path is
  * written in place: the caller stages it (pcli_outputs, output_files.h). */
 int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *labels, int compact, size_t clusters,

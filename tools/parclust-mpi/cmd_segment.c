@@ -35,7 +35,6 @@ static void *compact(const pcli_image *win, size_t pixel_bytes)
     return out;
 }
 
-
 int mpi_cmd_segment(int argc, char **argv)
 {
     int rank = 0, size = 1;

@@ -154,13 +154,12 @@ int cmd_generate(int argc, char **argv)
         rc = CLI_USAGE;
         goto done;
     }
-    size_t label_count = 0; /* what the labels' file type must hold, whatever the data set's layout */
-    for (size_t i = 0; i < p.n; i++)
-        label_count = labels[i] >= 0 && (size_t)labels[i] >= label_count ? (size_t)labels[i] + 1 : label_count;
+    /* labels 0 .. classes - 1: the model sets have their own count, the others p.clusters */
+    size_t classes = p.dataset == PC_DATASET_HCA8 ? 8 : p.dataset == PC_DATASET_HCA5 ? 5 : p.clusters;
     const char *path;
     if (!(path = cli_outputs_stage(&staged, out)) || pcli_write_matrix(path, pts, p.n, p.dim, err, sizeof err) ||
         (labels_out && (!(path = cli_outputs_stage(&staged, labels_out)) ||
-                        pcli_write_labels(path, labels, p.n, label_count, err, sizeof err)))) {
+                        pcli_write_labels(path, labels, p.n, classes, err, sizeof err)))) {
         if (path)
             cli_outputs_error(&staged, err);
         cli_outputs_discard(&staged);
@@ -168,7 +167,6 @@ int cmd_generate(int argc, char **argv)
     }
     if (cli_outputs_commit(&staged))
         goto done;
-    size_t classes = p.dataset == PC_DATASET_HCA8 ? 8 : p.dataset == PC_DATASET_HCA5 ? 5 : p.clusters;
     printf("wrote %zu %s points in %zu dimensions (%zu clusters) to %s\n", p.n, kind, p.dim, classes, out);
     rc = CLI_OK;
 done:

@@ -150,7 +150,6 @@ struct run {
 
 static int npy_out(const run *s) { return cli_has_extension(s->a->output, ".npy"); }
 
-
 static int library_error(run *s, const char *call)
 {
     const char *e = pc_last_error();
