@@ -41,13 +41,40 @@ int pcpy_points(PyObject *obj, const char *what, pc_points *out)
     return 0;
 }
 
+/* "parclust: stopped at 5.0% of the run" on the exception a signal handler raised (add_note, Python
+ * 3.11 and later): where the library stopped, so that a user (and the tests) can tell a run cut short
+ * from one that ran to its end before the exception was seen. */
+static void note_where_stopped(double fraction)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *e = PyErr_GetRaisedException();
+#else
+    PyObject *type, *e, *tb;
+    PyErr_Fetch(&type, &e, &tb);
+    PyErr_NormalizeException(&type, &e, &tb);
+#endif
+    if (e && PyObject_HasAttrString(e, "add_note")) {
+        char text[80];
+        snprintf(text, sizeof text, "parclust: stopped at %.1f%% of the run", 100 * fraction);
+        PyObject *r = PyObject_CallMethod(e, "add_note", "s", text);
+        Py_XDECREF(r);
+        PyErr_Clear(); /* a note that could not be added is no reason to lose the interrupt */
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e);
+#else
+    PyErr_Restore(type, e, tb);
+#endif
+}
+
 int pcpy_progress(void *user, double fraction)
 {
-    (void)fraction;
     pcpy_call *call = user;
     PyEval_RestoreThread(call->thread);
-    if (PyErr_CheckSignals() != 0)
+    if (PyErr_CheckSignals() != 0) {
         call->interrupted = 1;
+        note_where_stopped(fraction);
+    }
     call->thread = PyEval_SaveThread();
     return call->interrupted;
 }

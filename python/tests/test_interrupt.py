@@ -1,6 +1,8 @@
-"""Ctrl-C (SIGINT) during a long fit of each estimator stops it with KeyboardInterrupt, raised by the
-library's call (through its progress callback) within a moment, and the estimator works afterwards."""
+"""Ctrl-C (SIGINT) during a fit of each estimator stops it with KeyboardInterrupt, raised by the
+library's call (through its progress callback) part of the way through its run, and the estimator works
+afterwards."""
 import os
+import re
 import signal
 import sys
 import threading
@@ -15,8 +17,10 @@ from parclust import _common
 
 def interrupt_inside(fit):
     """Runs fit() on the main thread while a watcher sends SIGINT once the main thread has been inside
-    the library's call (parclust._common.run, the GIL released) for 20 ms. Returns the exception and the
-    seconds from the signal to the exception."""
+    the library's call (parclust._common.run, the GIL released) for 5 ms. Asserts that the library
+    stopped before the end of its run (the fraction its note gives: a library that ignored the signal
+    until its last progress report would say 100%). Returns the seconds from the signal to the
+    exception."""
     main = threading.main_thread().ident
     sent, done = [], threading.Event()
 
@@ -27,7 +31,7 @@ def interrupt_inside(fit):
     def watch():
         while not done.is_set():
             if in_call():
-                time.sleep(0.02)
+                time.sleep(0.005)
                 if in_call() and not done.is_set():
                     sent.append(time.monotonic())
                     os.kill(os.getpid(), signal.SIGINT)
@@ -49,6 +53,11 @@ def interrupt_inside(fit):
     while tb.tb_next:
         tb = tb.tb_next
     assert tb.tb_frame.f_code is _common.run.__code__
+    if hasattr(BaseException, "add_note"):  # Python 3.11 and later
+        notes = [re.fullmatch(r"parclust: stopped at ([0-9.]+)% of the run", note)
+                 for note in getattr(info.value, "__notes__", [])]
+        assert len(notes) == 1 and notes[0], getattr(info.value, "__notes__", None)
+        assert float(notes[0].group(1)) < 100
     return after - sent[0]
 
 
@@ -59,14 +68,15 @@ def main_thread_only():
 
 def test_ctrl_c_stops_hca():
     main_thread_only()
-    # 20 Mpix of 3 bands: a fit takes seconds on 2 cores, a second on 16; the labelling and the grid's
-    # counting pass look for Ctrl-C every 10 ms
+    # 20 Mpix of 3 bands: a fit takes 0.1 s on 2 cores; the labelling and the grid's counting pass
+    # look for Ctrl-C every 10 ms
     n = 20_000_000
     i = np.arange(n, dtype=np.uint32)
     X = np.stack([(i * 2654435761) >> 24, (i // 4096) % 256, (i * 40503) >> 8 & 255], axis=1).astype(np.uint8)
     hca = parclust.HCA(6, m=32, backend="openmp")
     latency = interrupt_inside(lambda: hca.fit(X))
-    assert latency < 1.0  # about 0.01 s idle (RESULTS.md); generous for a loaded CI machine
+    # about 0.01 s idle (RESULTS.md); the bound is one a hang fails and a loaded 2-core CI machine does not
+    assert latency < 5.0
     assert not hasattr(hca, "labels_")
     small = X[:50_000]
     np.testing.assert_array_equal(hca.fit(small).labels_, parclust.HCA(6, m=32, backend="openmp").fit(small).labels_)
@@ -80,7 +90,7 @@ def test_ctrl_c_stops_kmeans():
     params = dict(init=X[:64].copy(), n_init=1, max_iter=100_000, tol=0.0)
     km = parclust.KMeans(64, **params)
     latency = interrupt_inside(lambda: km.fit(X))
-    assert latency < 1.0
+    assert latency < 5.0
     assert not hasattr(km, "labels_")
     small = X[:5000]
     np.testing.assert_array_equal(km.fit(small).labels_, parclust.KMeans(64, **params).fit(small).labels_)
@@ -92,7 +102,7 @@ def test_ctrl_c_stops_meanshift():
     X = np.random.default_rng(8).normal(size=(4000, 3)).astype(np.float32)
     ms = parclust.MeanShift(bandwidth=2.0, kernel="gaussian", tol=0.0, max_iter=1_000_000, backend="openmp")
     latency = interrupt_inside(lambda: ms.fit(X))
-    assert latency < 1.0
+    assert latency < 5.0
     assert not hasattr(ms, "labels_")
     small = X[:300]
     again = dict(tol=1e-3, max_iter=300)
