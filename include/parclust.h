@@ -211,6 +211,15 @@ void pc_meanshift_params_init(pc_meanshift_params *params);
  * iterations; on failure *result is NULL and pc_last_error() says why. */
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result);
 
+/* The climbs of points first .. first + count - 1 only, every point a reference: modes (count x dim
+ * float32) receives their modes, those pc_meanshift's result gives these points (the sequential and
+ * OpenMP backends bit for bit; CUDA's sums may differ in rounding), and iterations the most shifts
+ * any of them took. So a run's climbs can be split over processes or GPUs that each hold all the
+ * points (parclust_mpi.h: pc_mpi_meanshift with CUDA), their modes then merged together. Blurring
+ * (every climb moves the references) is refused. */
+pc_status pc_meanshift_climb(const pc_points *points, size_t first, size_t count, const pc_meanshift_params *params,
+                             float *modes, int *iterations);
+
 /* ---------------------------------------------------------------- mean shift on images */
 
 /* Mean shift segmentation of an image in the joint spatial-range domain (ALGORITHMS.md section 4),

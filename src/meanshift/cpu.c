@@ -137,8 +137,11 @@ pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc_
     pc__ms_refs refs;
     memset(&refs, 0, sizeof refs);
     refs.shift = setup->shift;
-    size_t *active = pc__alloc(n, sizeof *active, "active point list");
-    unsigned char *stopped = pc__calloc(n, 1, "stop flags");
+    /* Positions, stop flags and the active list are the climbing points' (index 0 = point first);
+     * the references are all n points (blurring: all of them climb). */
+    size_t count = setup->count;
+    size_t *active = pc__alloc(count, sizeof *active, "active point list");
+    unsigned char *stopped = pc__calloc(count, 1, "stop flags");
     /* Blurring moves the references, so every iteration reads one buffer and writes another. */
     float *other = setup->blurring ? pc__alloc(n, dim * sizeof(float), "blurring buffer") : NULL;
     if (!active || !stopped || (setup->blurring && !other)) {
@@ -148,9 +151,9 @@ pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc_
     st = pc__ms_refs_build(&refs, points, n, dim, setup->use_grid, setup->radius);
     if (st != PC_OK)
         goto done;
-    memcpy(modes, points, n * dim * sizeof *modes);
-    size_t active_count = n;
-    for (size_t i = 0; i < n; i++)
+    memcpy(modes, points + setup->first * dim, count * dim * sizeof *modes);
+    size_t active_count = count;
+    for (size_t i = 0; i < count; i++)
         active[i] = i;
     float *current = modes;
     int it = 0;
@@ -182,7 +185,7 @@ pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc_
         }
     }
     if (current != modes)
-        memcpy(modes, current, n * dim * sizeof *modes);
+        memcpy(modes, current, count * dim * sizeof *modes);
     *iterations = it;
 done:
     pc__ms_refs_free(&refs);

@@ -1066,7 +1066,7 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
     PC_CUDA_TRY(cudaEventCreate(&start), "cudaEventCreate");
     PC_CUDA_TRY(cudaEventCreate(&stop), "cudaEventCreate");
     float total_ms = 0.0f;
-    int count = n, it = 0;
+    int count = (int)setup->count, it = 0; // the climbing points (the active list holds their indices)
     st = pc__cuda_status(cudaMemcpy(s.ref.ptr, hs, s.n * s.dim * sizeof(float), cudaMemcpyHostToDevice), "upload");
     while (st == PC_OK && it < setup->max_iter && count > 0) {
         cudaEventRecord(start);
@@ -1216,9 +1216,12 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
             st = PC_OUT_OF_MEMORY;
             goto done;
         }
-        for (size_t i = 0; i < n; i++)
-            iota[i] = (int)i;
-        st = pc__cuda_status(cudaMemcpy(s.active.ptr, iota, n * sizeof(int), cudaMemcpyHostToDevice), "upload");
+        // The climbing points first .. first + count - 1; every position is there, as the kernels index
+        // positions and references alike, but only the active ones move.
+        for (size_t i = 0; i < setup->count; i++)
+            iota[i] = (int)(setup->first + i);
+        st = pc__cuda_status(cudaMemcpy(s.active.ptr, iota, setup->count * sizeof(int), cudaMemcpyHostToDevice),
+                             "upload");
         free(iota);
         if (st == PC_OK)
             st = pc__cuda_status(cudaMemcpy(s.pos.ptr, hs, n * dim * sizeof(float), cudaMemcpyHostToDevice), "upload");
@@ -1234,9 +1237,9 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
     if ((st = pc__cuda_status(cudaMemcpy(hs, s.pos.ptr, n * dim * sizeof(float), cudaMemcpyDeviceToHost),
                               "download")) != PC_OK)
         goto done;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < setup->count; i++)
         for (size_t k = 0; k < dim; k++)
-            modes[i * dim + k] = (float)(hs[k * n + i] / scale + centre[k]);
+            modes[i * dim + k] = (float)(hs[k * n + setup->first + i] / scale + centre[k]);
     stage_seconds[2] = pc__now() - t0;
 done:
     free(hs);

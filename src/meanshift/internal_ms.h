@@ -14,6 +14,10 @@ typedef struct {
     int max_iter;
     int blurring;
     int use_grid;
+    /* The points that climb: first .. first + count - 1, every point a reference either way; their
+     * modes are the backends' count x dim output. pc_meanshift: all of them (0, n); blurring: always
+     * all, since the climbs move the references. */
+    size_t first, count;
     pc_progress_fn progress;
     void *progress_user;
 } pc__ms_setup;
@@ -25,7 +29,8 @@ typedef struct {
     int chunk;
 } pc__ms_cpu_options;
 
-/* Moves every point to its mode: modes (n x dim) receives the final positions. */
+/* Moves the climbing points (setup->first, count) to their modes: modes (count x dim) receives the
+ * final positions. */
 pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
                             const pc__ms_cpu_options *options, float *modes, int *iterations);
 
@@ -34,7 +39,8 @@ typedef struct {
     int block; /* threads per block, 0 = the kernel's default */
 } pc__ms_cuda_options;
 
-/* The CUDA backend (cuda.cu; cuda_off.c when CUDA is not built). stage_seconds receives the
+/* The CUDA backend (cuda.cu; cuda_off.c when CUDA is not built), with pc__meanshift_cpu's inputs and
+ * output. stage_seconds receives the
  * upload, shift (GPU time of the iterations) and download times. */
 pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
                              const pc__ms_cuda_options *options, float *modes, int *iterations,

@@ -139,28 +139,68 @@ static pc_status check_scaled_bandwidth(const pc_meanshift_params *user, double 
                     "weigh distances below 1e-12 times the data's range", user->bandwidth, max_abs);
 }
 
+/* What pc_meanshift and pc_meanshift_climb share up to the climbs: the checks, the scale of the
+ * points (2^e, pc__scale_exponent) and the parameters in it, and the backend for `pairs` of work. */
+static pc_status prepare(const pc_points *points, const pc_meanshift_params *params, double pairs,
+                         pc__ms_setup *setup, double *merge_radius, int *e, pc_backend *backend)
+{
+    if (points->n > (size_t)INT32_MAX) /* labels are int32 (parclust info states the limit) */
+        return pc__fail(PC_INVALID_ARGUMENT, "mean shift handles up to %d points, got %zu", INT32_MAX, points->n);
+    pc_status st;
+    if ((st = resolve(params, setup, merge_radius)) != PC_OK) /* checks in the user's units */
+        return st;
+    double max_abs = pc__points_max_abs(points);
+    *e = pc__scale_exponent(max_abs);
+    pc_meanshift_params scaled = scaled_params(params, *e);
+    if ((st = check_scaled_bandwidth(params, scaled.bandwidth, max_abs)) != PC_OK ||
+        (st = resolve(&scaled, setup, merge_radius)) != PC_OK)
+        return st;
+    return pc__choose_backend(params->backend, pairs, backend);
+}
+
+/* The climbs of setup's points on the backend: modes (setup->count x dim), in the scaled units. r: the
+ * result whose stages receive the times, or NULL. */
+static pc_status climb(const float *data, size_t n, size_t dim, const pc__ms_setup *setup,
+                       const pc_meanshift_params *params, pc_backend backend, float *modes, int *iterations,
+                       pc_result *r)
+{
+    pc_status st;
+    double t1 = pc__now();
+    if (backend == PC_BACKEND_CUDA) {
+        pc__ms_cuda_options gpu = {params->cuda_kernel, params->cuda_block};
+        double gpu_stages[3] = {0, 0, 0};
+        if ((st = pc__meanshift_cuda(data, n, dim, setup, &gpu, modes, iterations, gpu_stages)) != PC_OK)
+            return st;
+        if (r) {
+            pc__result_add_stage(r, "upload", gpu_stages[0]);
+            pc__result_add_stage(r, "shift", gpu_stages[1]);
+            pc__result_add_stage(r, "download", gpu_stages[2]);
+        }
+        return PC_OK;
+    }
+    pc__ms_cpu_options cpu = {backend == PC_BACKEND_OPENMP, params->threads, params->schedule, params->chunk};
+    if ((st = pc__meanshift_cpu(data, n, dim, setup, &cpu, modes, iterations)) != PC_OK)
+        return st;
+    if (r)
+        pc__result_add_stage(r, "shift", pc__now() - t1);
+    return PC_OK;
+}
+
 pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *params, pc_result **result)
 {
     pc_status st = pc__begin(points, params, result);
     if (st != PC_OK)
         return st;
-    if (points->n > (size_t)INT32_MAX) /* labels are int32 (parclust info states the limit) */
-        return pc__fail(PC_INVALID_ARGUMENT, "mean shift handles up to %d points, got %zu", INT32_MAX, points->n);
     pc__ms_setup setup;
     double merge_radius = 0;
-    if ((st = resolve(params, &setup, &merge_radius)) != PC_OK) /* checks in the user's units */
-        return st;
-    double max_abs = pc__points_max_abs(points);
-    int e = pc__scale_exponent(max_abs);
-    pc_meanshift_params scaled = scaled_params(params, e);
-    if ((st = check_scaled_bandwidth(params, scaled.bandwidth, max_abs)) != PC_OK ||
-        (st = resolve(&scaled, &setup, &merge_radius)) != PC_OK)
-        return st;
-    size_t n = points->n, dim = points->dim;
+    int e = 0;
     pc_backend backend;
+    size_t n = points->n, dim = points->dim;
     /* AUTO's measure of work: the pairs of one all-pairs iteration. */
-    if ((st = pc__choose_backend(params->backend, (double)n * (double)n, &backend)) != PC_OK)
+    if ((st = prepare(points, params, (double)n * (double)n, &setup, &merge_radius, &e, &backend)) != PC_OK)
         return st;
+    setup.first = 0;
+    setup.count = n;
 
     const float *data;
     float *owned = NULL;
@@ -176,22 +216,9 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
         st = PC_OUT_OF_MEMORY;
         goto fail;
     }
-    double t1 = pc__now();
-    pc__result_add_stage(r, "prepare", t1 - t0);
-    if (backend == PC_BACKEND_CUDA) {
-        pc__ms_cuda_options gpu = {params->cuda_kernel, params->cuda_block};
-        double gpu_stages[3] = {0, 0, 0};
-        if ((st = pc__meanshift_cuda(data, n, dim, &setup, &gpu, r->modes, &r->iterations, gpu_stages)) != PC_OK)
-            goto fail;
-        pc__result_add_stage(r, "upload", gpu_stages[0]);
-        pc__result_add_stage(r, "shift", gpu_stages[1]);
-        pc__result_add_stage(r, "download", gpu_stages[2]);
-    } else {
-        pc__ms_cpu_options cpu = {backend == PC_BACKEND_OPENMP, params->threads, params->schedule, params->chunk};
-        if ((st = pc__meanshift_cpu(data, n, dim, &setup, &cpu, r->modes, &r->iterations)) != PC_OK)
-            goto fail;
-        pc__result_add_stage(r, "shift", pc__now() - t1);
-    }
+    pc__result_add_stage(r, "prepare", pc__now() - t0);
+    if ((st = climb(data, n, dim, &setup, params, backend, r->modes, &r->iterations, r)) != PC_OK)
+        goto fail;
     double t2 = pc__now();
     if ((st = pc__merge_modes(r->modes, n, dim, merge_radius, r)) != PC_OK)
         goto fail;
@@ -204,5 +231,43 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
 fail:
     free(owned);
     pc_result_free(r);
+    return st;
+}
+
+pc_status pc_meanshift_climb(const pc_points *points, size_t first, size_t count, const pc_meanshift_params *params,
+                             float *modes, int *iterations)
+{
+    pc_result *unused = NULL;
+    pc_status st = pc__begin(points, params, &unused);
+    if (st != PC_OK)
+        return st;
+    size_t n = points->n, dim = points->dim;
+    if (first > n || count > n - first)
+        return pc__fail(PC_INVALID_ARGUMENT, "the climbing points %zu .. %zu are not among the %zu points", first,
+                        first + count, n);
+    if (params->blurring)
+        return pc__fail(PC_INVALID_ARGUMENT, "blurring mean shift moves every point's reference: it climbs all the "
+                        "points at once (pc_meanshift)");
+    if (!iterations || (count && !modes))
+        return pc__fail(PC_INVALID_ARGUMENT, "modes (with points to climb) and iterations must not be NULL");
+    pc__ms_setup setup;
+    double merge_radius = 0;
+    int e = 0;
+    pc_backend backend;
+    if ((st = prepare(points, params, (double)count * (double)n, &setup, &merge_radius, &e, &backend)) != PC_OK)
+        return st;
+    setup.first = first;
+    setup.count = count;
+    *iterations = 0;
+    if (count == 0)
+        return PC_OK;
+    const float *data;
+    float *owned = NULL;
+    if ((st = pc__points_scaled_f32(points, e, &data, &owned)) != PC_OK)
+        return st;
+    st = climb(data, n, dim, &setup, params, backend, modes, iterations, NULL);
+    if (st == PC_OK)
+        pc__scale_f32(modes, count * dim, -e);
+    free(owned);
     return st;
 }
