@@ -4,11 +4,13 @@
  *
  *   mpirun -np P bench_mpi_gpu kmeans [--n 100000000] [--dim 16] [--k 1000] [--iters 10] [--backend cuda]
  *   mpirun -np P bench_mpi_gpu hca    [--gpix 4] [--bands 4] [--m 32] [--clusters 8] [--backend cuda]
+ *   mpirun -np P bench_mpi_gpu meanshift [--n 1000000] [--dim 3] [--iters 10] [--bandwidth 2] [--backend cuda]
  *
  * One line per run on rank 0: P, the slowest rank's times (k-means: setup = scan and initialisation,
  * compute = its passes, communication = the reductions, waiting included; per iteration = (compute +
- * communication) / iterations; HCA: the whole call), and a checksum of the result (k-means: the
- * inertia; HCA: the cluster sizes' hash) that must not depend on P. */
+ * communication) / iterations; HCA: the whole call; mean shift: setup = the points' check, compute = the
+ * climbs, communication = the gather of the points and the merge), and a checksum of the result
+ * (k-means: the inertia; HCA and mean shift: the cluster sizes' hash) that must not depend on P. */
 #include "parclust_mpi.h"
 
 #include <mpi.h>
@@ -189,6 +191,66 @@ static int bench_hca(int argc, char **argv, int rank, int size, pc_backend backe
     return 0;
 }
 
+/* Gaussian blobs: 16 centres in [0, 100)^dim (the same on every rank), row r near centre mix(r) % 16
+ * with spread about 1.7 a dimension; bandwidth 2, eps 0 and `iters` shifts, so every P does the same
+ * work, all pairs every iteration. */
+static int bench_meanshift(int argc, char **argv, int rank, int size, pc_backend backend)
+{
+    size_t n = strtoull(arg(argc, argv, "--n", "1000000"), NULL, 10);
+    size_t dim = strtoull(arg(argc, argv, "--dim", "3"), NULL, 10);
+    int iters = atoi(arg(argc, argv, "--iters", "10"));
+    size_t first, count, k = 16;
+    my_rows(n, rank, size, &first, &count);
+    float *pts = malloc((count ? count : 1) * dim * sizeof *pts), *modes = malloc((count ? count : 1) * dim * sizeof *modes);
+    int32_t *labels = malloc((count ? count : 1) * sizeof *labels);
+    if (!pts || !modes || !labels) {
+        fprintf(stderr, "rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    double t0 = MPI_Wtime();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = first + i, c = mix(r) % k;
+        for (size_t j = 0; j < dim; j++) {
+            uint64_t h = mix(r * 64 + j);
+            double u = (double)(h >> 11) / 9007199254740992.0, v = (double)(mix(h) >> 11) / 9007199254740992.0;
+            pts[i * dim + j] = (float)(mix(c * 64 + j) % 100000) / 1000.0f + (float)((u + v - 1.0) * 3.0);
+        }
+    }
+    double gen = slowest(MPI_Wtime() - t0);
+    pc_meanshift_params p;
+    pc_meanshift_params_init(&p);
+    p.bandwidth = atof(arg(argc, argv, "--bandwidth", "2"));
+    p.eps = 0;
+    p.max_iter = iters;
+    p.backend = backend;
+    pc_points v = pc_points_f32(pts, count, dim);
+    pc_mpi_clusters cl;
+    pc_mpi_report rep;
+    memset(&rep, 0, sizeof rep);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    pc_status st = pc_mpi_meanshift(MPI_COMM_WORLD, &v, &p, labels, modes, &cl, &rep);
+    double wall = slowest(MPI_Wtime() - t0);
+    if (st != PC_OK) {
+        fprintf(stderr, "rank %d: pc_mpi_meanshift: %s\n", rank, pc_mpi_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    double setup = slowest(rep.setup), compute = slowest(rep.compute), comm = slowest(rep.communication);
+    uint64_t h = 0;
+    for (size_t c = 0; c < cl.k; c++)
+        h = mix(h ^ (uint64_t)cl.sizes[c]);
+    if (rank == 0)
+        printf("| meanshift %s | %zu x %zu, h %g | %d | %s | %d, %zu clusters | %.3f | %.3f | %.3f | %.3f | %.3f | %.4f | "
+               "%016llx |\n", rep.method, n, dim, p.bandwidth, size, pc_backend_name(backend), cl.iterations, cl.k, gen,
+               wall, setup, compute, comm, (compute + comm) / (cl.iterations ? cl.iterations : 1), (unsigned long long)h);
+    pc_mpi_clusters_free(&cl);
+    free(pts);
+    free(modes);
+    free(labels);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -206,8 +268,11 @@ int main(int argc, char **argv)
             rc = bench_kmeans(argc, argv, rank, size, backend);
         else if (strcmp(what, "hca") == 0)
             rc = bench_hca(argc, argv, rank, size, backend);
+        else if (strcmp(what, "meanshift") == 0)
+            rc = bench_meanshift(argc, argv, rank, size, backend);
         else if (rank == 0)
-            fprintf(stderr, "usage: mpirun -np P bench_mpi_gpu kmeans|hca [options] (see the source's comment)\n");
+            fprintf(stderr, "usage: mpirun -np P bench_mpi_gpu kmeans|hca|meanshift [options] (see the source's "
+                    "comment)\n");
     }
     MPI_Finalize();
     return rc;

@@ -45,6 +45,9 @@ typedef struct {
     /* k-means: the inertia of the final labels to the final centres (pc_kmeans's; the result's is the
      * stream's, of the assignment before the last update), summed over the ranks in double precision. */
     double inertia;
+    /* mean shift: how the references reached the ranks' points: "gathered", "slabs" or "ring"
+     * (parclust_mpi.h: pc_mpi_meanshift); NULL for the others. */
+    const char *method;
 } pc_mpi_report;
 
 /* k-means (params as pc_kmeans's, n_init as its runs from its seeds, each run scanning again;
@@ -82,14 +85,17 @@ typedef struct {
 } pc_mpi_clusters;
 void pc_mpi_clusters_free(pc_mpi_clusters *clusters); /* frees the arrays; NULL-safe */
 
-/* Mean shift (params as pc_meanshift's; backends ignored: the sums run on the CPU, OpenMP where
- * built), the modes merged on rank 0. An infinite radius (gaussian's default), or blurring: the
- * all-pairs sums as a ring over the ranks' blocks of points (blurring: the points where the previous
- * iteration left them). A finite radius on several ranks, not blurring: slabs along the widest axis,
- * one a rank, each with a halo one radius wide; points move from slab to slab as they climb and their
- * modes come home at the end. labels and modes (points->n and n x dim
- * float32) receive this rank's labels and modes. Equal to pc_meanshift's to within the stopping
- * tolerance (modes; labels on separated data), not bit for bit: mpi/meanshift.c says why. */
+/* Mean shift (params as pc_meanshift's), the modes merged on rank 0, on the CPU (OpenMP where built)
+ * or, with the CUDA backend (or auto where every rank has a device), on the calling thread's current
+ * device. Not blurring, with an infinite radius (gaussian's default), on one rank or on GPUs: every
+ * rank gathers all the points and climbs its own (pc_meanshift_climb): pc_meanshift's modes, bit for
+ * bit on the CPU. A finite radius on several ranks' CPUs: slabs along the widest axis, one a rank,
+ * each with a halo one radius wide; points move from slab to slab as they climb and their modes come
+ * home at the end. Blurring (CPU only; the CUDA backend is refused): the all-pairs sums as a ring over
+ * the ranks' blocks of points where the previous iteration left them. labels and modes (points->n and
+ * n x dim float32) receive this rank's labels and modes. The slabs and the ring agree with
+ * pc_meanshift to within the stopping tolerance (modes; labels on separated data), not bit for bit:
+ * mpi/meanshift.c says why. report->method names the way taken. */
 pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_meanshift_params *params, int32_t *labels,
                            float *modes, pc_mpi_clusters *clusters, pc_mpi_report *report);
 

@@ -219,7 +219,7 @@ static double own_inertia(const pc_points *p, const int32_t *labels, const float
 static pc_status kmeans_once(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
                              pc_result **result, pc_mpi_report *report)
 {
-    pc_mpi_report times = {0, 0, 0, 0};
+    pc_mpi_report times = {0, 0, 0, 0, NULL};
     team t;
     pc_kmeans_stream *local = NULL, *s = NULL;
     pc_status st = team_init(&t, comm);
@@ -310,7 +310,7 @@ pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_
         free(trial);
         return st;
     }
-    pc_mpi_report best = {0, 0, 0, INFINITY}, sum = {0, 0, 0, 0};
+    pc_mpi_report best = {0, 0, 0, INFINITY, NULL}, sum = {0, 0, 0, 0, NULL};
     *result = NULL;
     for (int run = 0; run < params->n_init && st == PC_OK; run++) {
         pc_kmeans_params one = *params;

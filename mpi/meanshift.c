@@ -1,19 +1,26 @@
-/* Mean shift across ranks, the all-pairs path as a ring: in every iteration each rank shifts its own
- * points against every rank's block of references in turn (the original points; blurring: every
- * point where the previous iteration left it, stopped ones included, as pc_meanshift's blurring
- * moves its references), own block first, the next block travelling round the ring (MPI_Isend / MPI_Irecv to the neighbours)
- * while the current one is summed. Weights and sums are in double precision, positions in float32 as
- * pc_meanshift keeps them; a point stops once a shift moves it by <= eps (or nothing is within its
- * radius), the run when no point of any rank moves or after max_iter. The modes are then gathered to
- * rank 0 and merged as pc_meanshift merges them (connected components of modes closer than
- * merge_radius; clusters numbered by size, largest first, ties by their first point; centres the
- * means of their modes), and each rank gets its labels back.
+/* Mean shift across ranks, three ways of bringing the references to a rank's points, then one merge.
  *
- * The result is not pc_meanshift's bit for bit (its sums are float32, of scaled coordinates, with
- * exp2): the modes agree to within the stopping tolerance, and so do labels on separated data. With a
- * finite radius on more than one rank the ring gives way to slabs with halos (meanshift_slabs.c):
- * each rank then sums over its slab's references only; not for blurring, whose references move (the
- * ring's weights keep the radius). */
+ * Gathered (meanshift_gathered.c), not blurring: a climb depends on its own point and the references
+ * only, so every rank gathers all the points once and climbs its own with the core library's kernels
+ * (pc_meanshift_climb, on the CPU or the rank's GPU): the modes are pc_meanshift's (CPU: bit for bit),
+ * the iterations send nothing. All pairs (an infinite radius, gaussian's default) and one rank take it;
+ * so does a finite radius on GPUs.
+ *
+ * Ring, for blurring (its references move: every point where the previous iteration left it, stopped
+ * ones included, as pc_meanshift's blurring moves them): in every iteration each rank shifts its own
+ * points against every rank's block in turn, own block first, the next block travelling round the
+ * ring (MPI_Isend / MPI_Irecv to the neighbours) while the current one is summed. Weights and sums are
+ * in double precision, positions in float32 as pc_meanshift keeps them; a point stops once a shift
+ * moves it by <= eps (or nothing is within its radius), the run when no point of any rank moves or
+ * after max_iter. Not pc_meanshift's bit for bit (its sums are float32, of scaled coordinates, with
+ * exp2): the modes agree to within the stopping tolerance, and so do labels on separated data.
+ *
+ * Slabs (meanshift_slabs.c), a finite radius on several ranks' CPUs, not blurring: each rank sums over
+ * its slab's references and a halo only, so no rank holds all the points.
+ *
+ * The modes are then gathered to rank 0 and merged as pc_meanshift merges them (connected components
+ * of modes closer than merge_radius; clusters numbered by size, largest first, ties by their first
+ * point; centres the means of their modes), and each rank gets its labels back. */
 #include "internal_mpi.h"
 #include "meanshift_kernel.h"
 
@@ -312,7 +319,7 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    pc_mpi_report times = {0, 0, 0, 0};
+    pc_mpi_report times = {0, 0, 0, 0, NULL};
     double t0 = MPI_Wtime();
     pc_status st = PC_OK;
     if (clusters)
@@ -333,6 +340,14 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: max_iter must be >= 1, got %d", rank, params->max_iter);
     if (st == PC_OK && (unsigned)params->kernel > PC_KERNEL_EPANECHNIKOV)
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: unknown kernel %d", rank, (int)params->kernel);
+    /* GPUs: --backend cuda, or auto where every rank has a device (the same path on all ranks). */
+    int gpus = params && (params->backend == PC_BACKEND_CUDA ||
+                          (params->backend == PC_BACKEND_AUTO && pc_cuda_device_count() > 0)),
+        all_gpus = 0;
+    MPI_Allreduce(&gpus, &all_gpus, 1, MPI_INT, MPI_MIN, comm);
+    if (st == PC_OK && params->blurring && params->backend == PC_BACKEND_CUDA)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: blurring mean shift across ranks runs on the CPU (the ring), "
+                          "not on GPUs: take --backend openmp", rank);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         return st;
     pc__ms_kernel kf = {params->kernel, 2 * h * h, h * h, INFINITY};
@@ -382,7 +397,15 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         memcpy(modes, own, n * d * sizeof *own);
     times.setup = MPI_Wtime() - t0;
     int iterations = 0;
-    if (isfinite(radius) && size > 1 && !params->blurring) {
+    /* Not blurring, the climbs are independent: all the points on every rank (one gather) and the core
+     * library's climbs, unless a finite radius on several CPUs keeps each rank to its slab. */
+    int gathered = !params->blurring && (all_gpus || !isfinite(radius) || size == 1);
+    times.method = gathered ? "gathered" : params->blurring ? "ring" : "slabs";
+    if (gathered) {
+        if ((st = pc__mpi_meanshift_gathered(comm, own, (size_t)n, d, counts, params, modes, &iterations,
+                                             &times)) != PC_OK)
+            goto done;
+    } else if (isfinite(radius) && size > 1 && !params->blurring) {
         if ((st = pc__mpi_meanshift_slabs(comm, own, (size_t)n, d, &kf, radius, eps, params->max_iter, modes,
                                           &iterations, &times)) != PC_OK)
             goto done;

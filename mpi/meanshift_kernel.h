@@ -25,5 +25,10 @@ unsigned long long pc__ms_step(float *pos, unsigned char *stopped, size_t n, siz
 pc_status pc__mpi_meanshift_slabs(MPI_Comm comm, const float *own, size_t n, size_t dim, const pc__ms_kernel *kf,
                                   double radius, double eps, int max_iter, float *modes, int *iterations,
                                   pc_mpi_report *times);
+/* Not blurring (meanshift_gathered.c): every rank gathers all the points and climbs its own (counts:
+ * every rank's rows) on params' backend; modes (n x dim) receive them. */
+pc_status pc__mpi_meanshift_gathered(MPI_Comm comm, const float *own, size_t n, size_t dim,
+                                     const unsigned long long *counts, const pc_meanshift_params *params, float *modes,
+                                     int *iterations, pc_mpi_report *times);
 
 #endif

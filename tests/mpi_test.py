@@ -9,8 +9,9 @@ in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
   kmeans: labels and centres identical (same initial centres: the sample holds every point), inertia
           within 1e-6 relative; also text input (read by rank 0, scattered) and --init FILE;
   hca:    labels, dendrogram and components identical, centres within float rounding;
-  meanshift: (gaussian; flat with its radius and gaussian with one: slabs) labels identical, modes and
-          centres within 1e-4 h;
+  meanshift: (gaussian: gathered, modes identical; flat with its radius and gaussian with one: slabs;
+          blurring: the ring; --backend cuda where there are GPUs, else its one-message failure) labels
+          identical, modes and centres within 1e-4 h;
   segment: the label raster's values equal `parclust segment`'s (GeoTIFF: type, nodata, georeferencing
           too, read back with GDAL), HCA and k-means, each rank its rows, a rank whose rows are all nodata;
   fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
@@ -154,14 +155,17 @@ elif WHAT == "hca":
         check(rc == 0 and rc2 == 0 and same_bytes("ul1.npy", "ulm.npy") and same_bytes("ud1.npy", "udm.npy"),
               f"hca uint8 {m or 'default m'} P=4: labels and dendrogram identical {err.strip()} {err2.strip()}")
 elif WHAT == "meanshift":
-    # Separated blobs: the ring's double-precision sums and pc_meanshift's float32 ones reach the same
-    # modes to within the stopping tolerance (eps 1e-6 h here), and so the same labels.
+    # Separated blobs: the slabs' and the ring's double-precision sums and pc_meanshift's float32 ones
+    # reach the same modes to within the stopping tolerance (eps 1e-6 h here), and so the same labels;
+    # the gathered way (all pairs, one rank) climbs with pc_meanshift's own code: the same modes.
     y = (np.array([[0, 0], [8, 0], [0, 8]])[rng.integers(0, 3, N)] + rng.normal(0, 0.7, (N, 2))).astype(np.float32)
     np.save("y.npy", y)
-    # Gaussian: the ring; a finite radius (flat's h, gaussian's --radius) on 2 or more ranks: slabs with
+    # Gaussian: gathered; a finite radius (flat's h, gaussian's --radius) on 2 or more ranks: slabs with
     # halos, points crossing from slab to slab as they climb (the blobs straddle the cuts).
+    # (--backend openmp: auto would take the GPUs' path on a host with GPUs, tested below.)
     for kernel in (["--bandwidth", 1, "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5, "--eps", 1e-6],
                    ["--bandwidth", 1, "--radius", 2.5, "--eps", 1e-6]):
+        kernel = kernel + ["--backend", "openmp"]
         h = float(kernel[kernel.index("--bandwidth") + 1])
         rc, out, err = run(["meanshift", "y.npy", "--labels", "l1.npy", "--modes", "m1.npy", "--centers", "c1.npy"]
                            + kernel)
@@ -174,9 +178,11 @@ elif WHAT == "meanshift":
             check(rc == 0 and err == "", f"meanshift {kernel[:2]} {tag(p, split)} ran: {err.strip()}")
             if rc:
                 continue
-            way = "slabs" if finite and p > 1 else "ring"
-            check(f"({way} of {p} ranks)" in out, f"meanshift {kernel[:2]} {tag(p, split)}: ran as {way}: {out.strip()}")
+            way = "slabs" if finite and p > 1 else "gathered"
+            check(f"({way}, {p} ranks)" in out, f"meanshift {kernel[:2]} {tag(p, split)}: ran as {way}: {out.strip()}")
             check(same_bytes("l1.npy", "lm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: labels identical")
+            if way == "gathered":  # the core library's climbs of the same points: the same modes
+                check(same_bytes("m1.npy", "mm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: modes identical")
             dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
             dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()
             check(dm <= 1e-4 * h and dc <= 1e-4 * h,
@@ -185,19 +191,56 @@ elif WHAT == "meanshift":
     # them (the ring, also with a finite radius).
     for kernel in (["--bandwidth", 1, "--blurring", "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5,
                                                                        "--blurring", "--eps", 1e-6]):
+        kernel = kernel + ["--backend", "openmp"]
         h = float(kernel[kernel.index("--bandwidth") + 1])
         rc, out, err = run(["meanshift", "y.npy", "--labels", "l1.npy", "--modes", "m1.npy"] + kernel)
         check(rc == 0, f"parclust meanshift {kernel}: {err.strip()}")
         for p, split in [(1, None), (3, None), (4, "0,700,0,1303")]:
             rc, out, err = run(["meanshift", "y.npy", "--labels", "lm.npy", "--modes", "mm.npy"] + kernel + split_args(split),
                                p)
-            check(rc == 0 and err == "" and f"(ring of {p} ranks)" in out,
+            check(rc == 0 and err == "" and f"(ring, {p} ranks)" in out,
                   f"meanshift {kernel[:3]} {tag(p, split)} ran as the ring: {out.strip()} {err.strip()}")
             if rc:
                 continue
             dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
             check(same_bytes("l1.npy", "lm.npy") and dm <= 1e-4 * h,
                   f"meanshift {kernel[:3]} {tag(p, split)}: labels identical, modes within {dm / h:.2g} h")
+    # One GPU a rank (--backend cuda, the local rank modulo the devices): every rank all the points,
+    # its own climbing on its GPU with parclust's kernels; the same labels as parclust --backend cuda,
+    # modes to rounding (the kernels split the sums by the number of climbing points). Without a GPU the
+    # run ends with one message; blurring is refused on GPUs either way.
+    rc, info, _ = run(["info"])
+    gpus = "CUDA devices: 0" not in info
+    for kernel in (["--bandwidth", 1, "--eps", 1e-6], ["--kernel", "flat", "--bandwidth", 1.5, "--eps", 1e-6]):
+        kernel = kernel + ["--backend", "cuda"]
+        h = float(kernel[kernel.index("--bandwidth") + 1])
+        if gpus:
+            rc, out, err = run(["meanshift", "y.npy", "--labels", "l1.npy", "--modes", "m1.npy", "--centers",
+                                "c1.npy"] + kernel)
+            check(rc == 0, f"parclust meanshift {kernel}: {err.strip()}")
+        for p, split in (SPLITS if gpus else [(2, None)]):
+            for f in ("lm.npy", "mm.npy", "cm.npy"):
+                if os.path.exists(f):
+                    os.remove(f)
+            rc, out, err = run(["meanshift", "y.npy", "--labels", "lm.npy", "--modes", "mm.npy", "--centers", "cm.npy"]
+                               + kernel + split_args(split), p)
+            if not gpus:
+                check(rc != 0 and len(err.strip().splitlines()) == 1 and "CUDA" in err
+                      and not any(os.path.exists(f) for f in ("lm.npy", "mm.npy", "cm.npy")),
+                      f"meanshift --backend cuda without a GPU {tag(p, split)}: one message, no output: {err.strip()}")
+                continue
+            check(rc == 0 and err == "" and f"(gathered, {p} ranks)" in out,
+                  f"meanshift {kernel[:2]} cuda {tag(p, split)} ran on the GPUs: {out.strip()} {err.strip()}")
+            if rc:
+                continue
+            dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
+            dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()
+            check(same_bytes("l1.npy", "lm.npy") and dm <= 1e-4 * h and dc <= 1e-4 * h,
+                  f"meanshift {kernel[:2]} cuda {tag(p, split)}: labels identical, modes within {dm / h:.2g} h, "
+                  f"centres {dc / h:.2g} h")
+    rc, out, err = run(["meanshift", "y.npy", "--labels", "lb.npy", "--blurring", "--backend", "cuda"], 2)
+    check(rc != 0 and "blurring" in err and len(err.strip().splitlines()) == 1 and not os.path.exists("lb.npy"),
+          f"meanshift --blurring --backend cuda across ranks: refused in one message: {err.strip()}")
 elif WHAT == "segment":
     # A float32 .npy image whose middle third of rows is nodata (NaN): rank 1 of 3 has no valid pixel.
     img = np.zeros((60, 50, 3), np.float32)

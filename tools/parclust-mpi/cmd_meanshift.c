@@ -2,8 +2,6 @@
  * outputs; the modes and centres come from rank 0, which gathered the modes to merge them. */
 #include "mpi_cli.h"
 
-#include <math.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -45,6 +43,8 @@ int mpi_cmd_meanshift(int argc, char **argv)
     cli_outputs_add(&out, "--modes", a.c.modes);
     if (mpi_rank0_verdict(rank == 0 ? cli_outputs_check(&out) : 0))
         return CLI_FAILED;
+    if (mpi_pick_device(cmd, a.p.backend)) /* the GPUs' path: one GPU per rank */
+        return CLI_FAILED;
     mpi_input in;
     if (mpi_read_input(cmd, a.c.input, a.c.header, split, &in))
         return CLI_FAILED;
@@ -72,11 +72,8 @@ int mpi_cmd_meanshift(int argc, char **argv)
     double parts[3] = {report.setup, report.compute, report.communication}, slowest[3];
     MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        /* as pc_mpi_meanshift chooses: slabs for a finite radius on several ranks (not blurring), else the ring */
-        int slabs = size > 1 && !a.p.blurring &&
-                    (a.p.radius > 0 ? isfinite(a.p.radius) : a.p.kernel != PC_KERNEL_GAUSSIAN);
-        printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s of %d ranks)\n",
-               in.total, dim, cl.k, cl.iterations, seconds, slabs ? "slabs" : "ring", size);
+        printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s, %d ranks)\n",
+               in.total, dim, cl.k, cl.iterations, seconds, report.method, size);
         if (a.c.verbose)
             printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s\n", slowest[0], slowest[1],
                    slowest[2]);

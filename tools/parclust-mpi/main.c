@@ -21,8 +21,10 @@ static void usage(FILE *out)
             "commands (the options of 'parclust COMMAND --help', less --plot, plus --split):\n"
             "  kmeans INPUT -k K   Lloyd's k-means: the single-process result for any P\n"
             "  hca INPUT           grid-based hierarchical clustering: the single-process result for any P\n"
-            "  meanshift INPUT     mean shift (non-blurring), the all-pairs sums as a ring over the ranks:\n"
-            "                      the single-process modes to within the stopping tolerance\n"
+            "  meanshift INPUT     mean shift: every rank all the points, its own climbing (CPU or GPU):\n"
+            "                      parclust's modes; a finite radius on CPUs: slabs with halos; --blurring\n"
+            "                      (CPU): the sums as a ring over the ranks. Those two: parclust's modes\n"
+            "                      to within the stopping tolerance\n"
             "  segment IMAGE -o L  an image by HCA or k-means, each rank its rows: parclust segment's labels\n"
             "\n"
             "  --split R0,R1,...   rows of each rank (default: as even as can be, in rank order)\n"
@@ -33,7 +35,7 @@ static void usage(FILE *out)
             "\n"
             "A .npy INPUT is read by every rank, its own rows only; a text INPUT by rank 0, its rows scattered.\n"
             "--labels .npy is written by every rank at its rows' offset; the other outputs by rank 0.\n"
-            "HCA and k-means with --backend cuda (or auto, where the stream sends a block to the GPU) run each\n"
+            "HCA, k-means and mean shift with --backend cuda (or auto, where a GPU takes the work) run each\n"
             "rank on a GPU of its host: the local rank modulo the devices present.\n",
             pc_version());
 }
