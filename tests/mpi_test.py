@@ -179,7 +179,7 @@ elif WHAT == "meanshift":
             if rc:
                 continue
             way = "slabs" if finite and p > 1 else "gathered"
-            check(f"({way}, {p} ranks)" in out, f"meanshift {kernel[:2]} {tag(p, split)}: ran as {way}: {out.strip()}")
+            check(f"({way}, {p} rank{'s' if p > 1 else ''})" in out, f"meanshift {kernel[:2]} {tag(p, split)}: ran as {way}: {out.strip()}")
             check(same_bytes("l1.npy", "lm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: labels identical")
             if way == "gathered":  # the core library's climbs of the same points: the same modes
                 check(same_bytes("m1.npy", "mm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: modes identical")
@@ -198,7 +198,7 @@ elif WHAT == "meanshift":
         for p, split in [(1, None), (3, None), (4, "0,700,0,1303")]:
             rc, out, err = run(["meanshift", "y.npy", "--labels", "lm.npy", "--modes", "mm.npy"] + kernel + split_args(split),
                                p)
-            check(rc == 0 and err == "" and f"(ring, {p} ranks)" in out,
+            check(rc == 0 and err == "" and f"(ring, {p} rank{'s' if p > 1 else ''})" in out,
                   f"meanshift {kernel[:3]} {tag(p, split)} ran as the ring: {out.strip()} {err.strip()}")
             if rc:
                 continue
@@ -229,7 +229,7 @@ elif WHAT == "meanshift":
                       and not any(os.path.exists(f) for f in ("lm.npy", "mm.npy", "cm.npy")),
                       f"meanshift --backend cuda without a GPU {tag(p, split)}: one message, no output: {err.strip()}")
                 continue
-            check(rc == 0 and err == "" and f"(gathered, {p} ranks)" in out,
+            check(rc == 0 and err == "" and f"(gathered, {p} rank{'s' if p > 1 else ''})" in out,
                   f"meanshift {kernel[:2]} cuda {tag(p, split)} ran on the GPUs: {out.strip()} {err.strip()}")
             if rc:
                 continue

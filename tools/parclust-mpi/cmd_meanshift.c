@@ -72,8 +72,8 @@ int mpi_cmd_meanshift(int argc, char **argv)
     double parts[3] = {report.setup, report.compute, report.communication}, slowest[3];
     MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s, %d ranks)\n",
-               in.total, dim, cl.k, cl.iterations, seconds, report.method, size);
+        printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s, %d rank%s)\n",
+               in.total, dim, cl.k, cl.iterations, seconds, report.method, size, size == 1 ? "" : "s");
         if (a.c.verbose)
             printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s\n", slowest[0], slowest[1],
                    slowest[2]);
