@@ -14,6 +14,7 @@ in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
           identical, modes and centres within 1e-4 h;
   segment: the label raster's values equal `parclust segment`'s (GeoTIFF: type, nodata, georeferencing
           too, read back with GDAL), HCA and k-means, each rank its rows, a rank whose rows are all nodata;
+          --preview's picture byte for byte;
   fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
           folder that cannot be written each end the run with a non-zero exit, one error line
           (from rank 0, naming the file), and no output or staging file left behind.
@@ -250,13 +251,18 @@ elif WHAT == "segment":
     img[..., 2] = rng.normal(0, 0.5, (60, 50))
     img[20:40] = np.nan
     np.save("img.npy", img)
+    # --preview (24 x 28 of the 50 x 60: subsampled) painted in the clusters' mean colours, the bands'
+    # ranges over every rank's rows: parclust segment's picture, byte for byte.
     for alg in (["--algorithm", "hca", "--clusters", 4], ["--algorithm", "kmeans", "-k", 4]):
-        rc, out, err = run(["segment", "img.npy", "-o", "s1.npy"] + alg)
+        pv = ["--preview", "p1.png", "--preview-size", 28]
+        rc, out, err = run(["segment", "img.npy", "-o", "s1.npy"] + alg + pv)
         check(rc == 0, f"parclust segment img.npy {alg[1]}: {err.strip()}")
         for p in (3,) if SANITIZED else (1, 3, 4):
-            rc, out, err = run(["segment", "img.npy", "-o", "sm.npy"] + alg, p)
+            pv[1] = "pm.png"
+            rc, out, err = run(["segment", "img.npy", "-o", "sm.npy"] + alg + pv, p)
             check(rc == 0 and err == "" and np.array_equal(np.load("s1.npy"), np.load("sm.npy")),
                   f"segment .npy {alg[1]} P={p} (rank 1 of 3 all nodata): labels equal {err.strip()}")
+            check(rc == 0 and same_bytes("p1.png", "pm.png"), f"segment .npy {alg[1]} P={p}: --preview equal")
     if HAVE_GDAL:
         from osgeo import gdal
 

@@ -5,6 +5,7 @@
  * writes the one label raster (GeoTIFF or .npy, as parclust segment writes it: type by cluster count,
  * nodata, georeferencing, --ot, --co), its own rows and then each rank's, received in row order. */
 #include "mpi_cli.h"
+#include "preview.h"
 #include "raster_window.h"
 #include "segment_cli.h"
 
@@ -52,7 +53,6 @@ int mpi_cmd_segment(int argc, char **argv)
         return CLI_USAGE;
     const char *refused = c.algorithm != ALG_HCA && c.algorithm != ALG_KMEANS
                               ? "only --algorithm hca and kmeans run across ranks"
-                          : c.preview ? "--preview is not available across ranks"
                           : c.truth   ? "--truth is not available across ranks"
                                       : NULL;
     if (refused) {
@@ -71,6 +71,7 @@ int mpi_cmd_segment(int argc, char **argv)
     cli_outputs_input(&out, "the input image", c.input);
     cli_outputs_input(&out, "the --init file", c.init_file);
     cli_outputs_add(&out, "--output", c.output);
+    cli_outputs_add(&out, "--preview", c.preview);
     if (mpi_rank0_verdict(rank == 0 ? cli_outputs_check(&out) : 0))
         return CLI_FAILED;
     if (mpi_pick_device(cmd, c.algorithm == ALG_HCA ? c.hca.backend : c.km.backend))
@@ -111,7 +112,8 @@ int mpi_cmd_segment(int argc, char **argv)
     rc = CLI_FAILED;
     int32_t *labels = NULL;
     pc_result *r = NULL;
-    float *centres = NULL;
+    float *centres = NULL, *paint = NULL;
+    pcli_picture picture = {0, 0, 0, 0, 0, NULL};
     unsigned char *rowbuf = NULL;
     pcli_raster_writer *writer = NULL;
     /* k-means --init FILE: read by rank 0, its centres (held units) sent to all. */
@@ -146,6 +148,25 @@ int mpi_cmd_segment(int argc, char **argv)
         goto done;
     }
     size_t k = pc_result_cluster_count(r);
+    /* --preview: the bands' valid ranges over every rank's rows (a rank without valid pixels adds none),
+     * and the centres in the file's units (int16 is held shifted), as parclust segment paints them. */
+    double lo[PCLI_MAX_BANDS], hi[PCLI_MAX_BANDS];
+    for (size_t b = 0; b < B; b++) {
+        lo[b] = n ? win.lo[b] : INFINITY;
+        hi[b] = n ? win.hi[b] : -INFINITY;
+    }
+    MPI_Allreduce(lo, hdr.lo, (int)B, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(hi, hdr.hi, (int)B, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0 && c.preview) {
+        const float *held = c.algorithm == ALG_HCA ? centres : pc_result_centers(r);
+        if (!(paint = malloc((k * B + 1) * sizeof *paint)) ||
+            pcli_picture_init(&picture, W, hdr.height, c.preview_size, err, sizeof err))
+            bad = 1;
+        for (size_t i = 0; paint && i < k * B; i++)
+            paint[i] = (float)(held[i] - hdr.offset);
+    }
+    if (mpi_agree(cmd, bad ? PC_OUT_OF_MEMORY : PC_OK, err))
+        goto done;
     unsigned long long valid_all = 0, mine = n;
     MPI_Allreduce(&mine, &valid_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     pcli_label_type type = pcli_label_type_of_output(c.output, c.labels_format.type, k);
@@ -177,6 +198,8 @@ int mpi_cmd_segment(int argc, char **argv)
                 pcli_raster_create(path, &spec, &writer, err, sizeof err);
         if (!wrong && rows)
             wrong = pcli_raster_write_rows(writer, y0, rows, rowbuf, err, sizeof err);
+        if (picture.labels && rows)
+            pcli_picture_sample(&picture, y0, rows, rowbuf, type);
     }
     size_t piece = ((size_t)1 << 30) / (W * lb) ? ((size_t)1 << 30) / (W * lb) : 1;
     for (int q = 1; q < size; q++) {
@@ -202,6 +225,8 @@ int mpi_cmd_segment(int argc, char **argv)
                 MPI_Recv(other, (int)(count * W * lb), MPI_BYTE, q, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 if (!wrong)
                     wrong = pcli_raster_write_rows(writer, (size_t)range[0] + at, count, other, err, sizeof err);
+                if (picture.labels)
+                    pcli_picture_sample(&picture, (size_t)range[0] + at, count, other, type);
             }
         }
         free(other);
@@ -214,6 +239,9 @@ int mpi_cmd_segment(int argc, char **argv)
                 wrong = pcli_raster_close(writer, err, sizeof err);
             writer = NULL;
         }
+        if (!wrong && c.preview)
+            wrong = !(path = cli_outputs_stage(&out, c.preview)) ||
+                    pcli_picture_write(&picture, path, &hdr, paint, k, c.palette, err, sizeof err);
         rc = cli_outputs_finish(&out, wrong, path, err);
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -222,6 +250,8 @@ done:
         pcli_raster_abort(writer);
     if (rank == 0 && rc != CLI_OK)
         cli_outputs_discard(&out);
+    pcli_picture_free(&picture);
+    free(paint);
     free(rowbuf);
     free(labels);
     free(centres);

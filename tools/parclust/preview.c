@@ -115,3 +115,61 @@ done:
     free(labrow);
     return rc;
 }
+
+int pcli_picture_init(pcli_picture *p, size_t width, size_t height, size_t max_side, char *err, size_t errsize)
+{
+    memset(p, 0, sizeof *p);
+    p->width = width;
+    p->height = height;
+    p->scale = pcli_preview_size(width, height, max_side, &p->pw, &p->ph);
+    if (!(p->labels = malloc(p->pw * p->ph * sizeof *p->labels)))
+        return pcli_fail(err, errsize, "out of memory for the preview's %zu x %zu labels", p->pw, p->ph);
+    for (size_t i = 0; i < p->pw * p->ph; i++)
+        p->labels[i] = -1;
+    return 0;
+}
+
+void pcli_picture_sample(pcli_picture *p, size_t y0, size_t rows, const void *labels, pcli_label_type type)
+{
+    size_t es = pcli_label_type_size(type), W = p->width;
+    int32_t nodata = (int32_t)pcli_label_type_nodata(type);
+    for (size_t py = 0; py < p->ph; py++) {
+        size_t y = (size_t)(((double)py + 0.5) * p->scale);
+        y = y < p->height ? y : p->height - 1; /* as pcli_preview_write picks them */
+        if (y < y0 || y >= y0 + rows)
+            continue;
+        const unsigned char *row = (const unsigned char *)labels + (y - y0) * W * es;
+        for (size_t px = 0; px < p->pw; px++) {
+            size_t x = (size_t)(((double)px + 0.5) * p->scale);
+            x = x < W ? x : W - 1;
+            int32_t v = es == 1 ? row[x] : es == 2 ? ((const uint16_t *)(const void *)row)[x]
+                                                   : ((const int32_t *)(const void *)row)[x];
+            p->labels[py * p->pw + px] = v == nodata ? -1 : v;
+        }
+    }
+}
+
+int pcli_picture_write(const pcli_picture *p, const char *path, const pcli_image *im, const float *centers, size_t k,
+                       int palette, char *err, size_t errsize)
+{
+    pcli_image pv; /* the picture's labels as an image of its own size, every pixel valid */
+    memset(&pv, 0, sizeof pv);
+    pv.width = p->pw;
+    pv.height = p->ph;
+    pv.bands = im->bands;
+    memcpy(pv.lo, im->lo, sizeof pv.lo);
+    memcpy(pv.hi, im->hi, sizeof pv.hi);
+    size_t n = p->pw * p->ph;
+    if (!(pv.valid = malloc((n + 7) / 8)))
+        return pcli_fail(err, errsize, "%s: out of memory", path);
+    memset(pv.valid, 0xff, (n + 7) / 8); /* nodata is in the labels (-1) */
+    int rc = pcli_preview_write(path, &pv, p->labels, 0, centers, k, palette, 0, err, errsize);
+    free(pv.valid);
+    return rc;
+}
+
+void pcli_picture_free(pcli_picture *p)
+{
+    free(p->labels);
+    p->labels = NULL;
+}

@@ -142,9 +142,7 @@ struct run {
     size_t k;
     pcli_label_type ltype;
     pcli_raster_writer *writer;
-    int32_t *picture;       /* --preview: the labels of the picture's pixels */
-    size_t pw, ph;
-    double scale;
+    pcli_picture picture;   /* --preview (labels NULL without it) */
     char err[512];
 };
 
@@ -274,7 +272,7 @@ static int plan_windows(run *s, double state, int labelling)
                          "least %s needed (a window of one row of %zu pixels, the %s state%s%s)", s->a->input,
                          bytes_text(s->limit, a, sizeof a), bytes_text(fixed + cache + row, b, sizeof b), s->W,
                          s->a->algorithm == SEG_HCA ? "HCA histogram's" : "k-means", cache > 0 ? ", GDAL's cache" : "",
-                         s->picture ? ", the preview's labels" : "");
+                         s->picture.labels ? ", the preview's labels" : "");
     }
     if (cache > 0)
         pcli_window_cache_cap((size_t)cache);
@@ -385,33 +383,12 @@ static void print_plan(const run *s)
     fflush(stdout);
 }
 
-/* The picture's pixels that fall in this window, from its labels in the output's type. */
-static void sample_picture(run *s, size_t y0, size_t rows)
-{
-    size_t es = pcli_label_type_size(s->ltype);
-    int32_t nodata = (int32_t)pcli_label_type_nodata(s->ltype);
-    for (size_t py = 0; py < s->ph; py++) {
-        size_t y = (size_t)(((double)py + 0.5) * s->scale);
-        y = y < s->H ? y : s->H - 1; /* as pcli_preview_write picks them */
-        if (y < y0 || y >= y0 + rows)
-            continue;
-        const unsigned char *row = (const unsigned char *)s->out + (y - y0) * s->W * es;
-        for (size_t px = 0; px < s->pw; px++) {
-            size_t x = (size_t)(((double)px + 0.5) * s->scale);
-            x = x < s->W ? x : s->W - 1;
-            int32_t v = es == 1 ? row[x] : es == 2 ? ((const uint16_t *)(const void *)row)[x]
-                                                   : ((const int32_t *)(const void *)row)[x];
-            s->picture[py * s->pw + px] = v == nodata ? -1 : v;
-        }
-    }
-}
-
 /* The window's labels (s->labels, a valid pixel each) to the output and the picture. */
 static int emit_labels(run *s, const pcli_image *win, size_t y0)
 {
     pcli_window_labels(win, s->labels, s->ltype, s->out);
-    if (s->picture)
-        sample_picture(s, y0, win->height);
+    if (s->picture.labels)
+        pcli_picture_sample(&s->picture, y0, win->height, s->out, s->ltype);
     return pcli_raster_write_rows(s->writer, y0, win->height, s->out, s->err, sizeof s->err);
 }
 
@@ -420,18 +397,24 @@ static int check_picture(run *s)
 {
     if (!s->a->preview)
         return 0;
-    s->scale = pcli_preview_size(s->W, s->H, s->a->preview_size, &s->pw, &s->ph);
-    double bytes = (double)s->pw * (double)s->ph * 4.125;
+    size_t pw, ph;
+    pcli_preview_size(s->W, s->H, s->a->preview_size, &pw, &ph);
+    double bytes = (double)pw * (double)ph * 4.125;
     if (bytes > s->limit / 4) {
         char x[32];
         return pcli_fail(s->err, sizeof s->err, "--preview: its %zu x %zu labels take %s, more than a quarter of %s: "
-                         "choose a smaller --preview-size (or a larger --max-memory)", s->pw, s->ph,
+                         "choose a smaller --preview-size (or a larger --max-memory)", pw, ph,
                          bytes_text(bytes, x, sizeof x), s->a->limit_what);
     }
     return 0;
 }
 
-static double picture_bytes(const run *s) { return s->a->preview ? (double)s->pw * (double)s->ph * 4.125 : 0; }
+static double picture_bytes(const run *s)
+{
+    size_t pw, ph;
+    pcli_preview_size(s->W, s->H, s->a->preview_size, &pw, &ph);
+    return s->a->preview ? (double)pw * (double)ph * 4.125 : 0;
+}
 
 /* Before the label pass: the output's type for k clusters (as the in-memory run chooses it; too
  * narrow: said now), the picture, the output staged and created. *path: the staged name. */
@@ -446,8 +429,8 @@ static int start_labels(run *s, cli_outputs *out, const char **path)
                          "run found %zu: choose a wider type or leave --ot out", pcli_label_type_name(s->ltype),
                          pcli_label_type_max_clusters(s->ltype), pcli_label_type_max_clusters(s->ltype) - 1,
                          pcli_label_type_nodata(s->ltype), k);
-    if (a->preview && !(s->picture = malloc(s->pw * s->ph * sizeof *s->picture)))
-        return pcli_fail(s->err, sizeof s->err, "%s: out of memory", a->preview);
+    if (a->preview && pcli_picture_init(&s->picture, s->W, s->H, a->preview_size, s->err, sizeof s->err))
+        return -1;
     pcli_raster_spec spec = {s->W,
                              s->H,
                              1,
@@ -477,24 +460,10 @@ static int finish_labels(run *s, cli_outputs *out, const pc_result *r, const int
     printf("%s: %zu clusters (%s backend)\n", s->a->algorithm == SEG_HCA ? "hca" : s->a->algorithm == SEG_KMEANS ?
            "kmeans" : "meanshift", s->k, pc_backend_name(pc_result_backend(r)));
     seg_print_clusters(&s->im, s->k, sizes, centres);
-    if (s->a->preview) {
-        pcli_image pv; /* the picture's labels as an image of its own size, every pixel valid */
-        memset(&pv, 0, sizeof pv);
-        pv.width = s->pw;
-        pv.height = s->ph;
-        pv.bands = s->B;
-        memcpy(pv.lo, s->im.lo, sizeof pv.lo);
-        memcpy(pv.hi, s->im.hi, sizeof pv.hi);
-        size_t n = s->pw * s->ph;
-        if (!(pv.valid = malloc((n + 7) / 8)))
-            return pcli_fail(s->err, sizeof s->err, "%s: out of memory", s->a->preview);
-        memset(pv.valid, 0xff, (n + 7) / 8); /* nodata is in the labels (-1) */
-        int rc = !(*path = cli_outputs_stage(out, s->a->preview)) ? (s->err[0] = '\0', -1)
-                 : pcli_preview_write(*path, &pv, s->picture, 0, centres, s->k, s->a->palette, 0, s->err, sizeof s->err);
-        free(pv.valid);
-        if (rc)
-            return -1;
-    }
+    if (s->a->preview && (!(*path = cli_outputs_stage(out, s->a->preview)) ? (s->err[0] = '\0', 1)
+                          : pcli_picture_write(&s->picture, *path, &s->im, centres, s->k, s->a->palette, s->err,
+                                               sizeof s->err)))
+        return -1;
     for (int i = 0; i < s->ntimes; i++) {
         const pass_time *t = &s->times[i];
         if (t->passes == 1)
@@ -805,8 +774,8 @@ static pc_status ms_write(void *user, size_t row0, size_t rows, const int32_t *l
         else
             ((int32_t *)s->out)[i] = v;
     }
-    if (s->picture)
-        sample_picture(s, row0, rows);
+    if (s->picture.labels)
+        pcli_picture_sample(&s->picture, row0, rows, s->out, s->ltype);
     return pcli_raster_write_rows(s->writer, row0, rows, s->out, s->err, sizeof s->err) ? PC_IO_ERROR : PC_OK;
 }
 
@@ -967,7 +936,7 @@ done:
     free(s.sums);
     free(s.counts);
     free(s.init);
-    free(s.picture);
+    pcli_picture_free(&s.picture);
     free(s.sizes);
     free(s.centres);
     pc_hca_stream_free(s.hca);
