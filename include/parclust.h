@@ -713,6 +713,12 @@ pc_status pc_normalized_mutual_info(const int32_t *truth, const int32_t *pred, s
 /* Share of points correctly classified after matching each true class to at most one predicted
  * cluster so that the matched points are as many as possible (Hungarian method). */
 pc_status pc_matched_accuracy(const int32_t *truth, const int32_t *pred, size_t n, double *accuracy);
+/* The three scores above of labelings given as (truth, pred) pairs and how many points have each
+ * (counts >= 0, some > 0; a pair may repeat): for labelings held in pieces, whose pair counts add
+ * up (parclust-mpi segment --truth sums each rank's). Any output pointer may be NULL. Equal to the
+ * calls above on the points the pairs stand for. */
+pc_status pc_label_scores(const int32_t *truth, const int32_t *pred, const int64_t *counts, size_t pairs,
+                          double *accuracy, double *ari, double *nmi);
 
 /* ---------------------------------------------------------------- synthetic data */
 

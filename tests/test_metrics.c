@@ -334,8 +334,82 @@ static void test_reference_file(const char *path)
     printf("metrics: %d reference cases from %s\n", cases, path);
 }
 
+/* pc_label_scores on pair counts against the three calls on the points they stand for: each point a
+ * pair, and the distinct pairs counted in pieces (a pair split over two entries, as ranks would hold
+ * it, in shuffled order, with zero-count pairs of labels no point has). Small label ranges take the
+ * dense table, labels spread over the int32 range the sorted one; noise (-1) is a class of its own. */
+static void test_pair_counts(void)
+{
+    for (int round = 0; round < 6; round++) {
+        size_t n = 3000 + (size_t)round * 977;
+        int spread = round % 2; /* labels far apart: the sparse table */
+        int32_t *truth = malloc(n * sizeof *truth), *pred = malloc(n * sizeof *pred);
+        for (size_t i = 0; i < n; i++) {
+            truth[i] = rnd_below(7) - 1;
+            pred[i] = rnd_below(2) ? truth[i] + 1 : rnd_below(40) - (round > 3);
+            if (spread) {
+                truth[i] = truth[i] < 0 ? truth[i] : truth[i] * 300000001;
+                pred[i] = pred[i] < 0 ? pred[i] : pred[i] * 50000017;
+            }
+        }
+        scores ref = all_scores(truth, pred, n);
+        int64_t *ones = malloc(n * sizeof *ones);
+        for (size_t i = 0; i < n; i++)
+            ones[i] = 1;
+        double acc = NAN, ari = NAN, nmi = NAN;
+        CHECK_STATUS(pc_label_scores(truth, pred, ones, n, &acc, &ari, &nmi), PC_OK);
+        CHECK_MSG(acc == ref.acc && ari == ref.ari && nmi == ref.nmi,
+                  "round %d, a pair a point: %.17g %.17g %.17g, the points' %.17g %.17g %.17g", round, acc, ari, nmi,
+                  ref.acc, ref.ari, ref.nmi);
+        /* The distinct pairs, each count split in two entries, plus empty pairs, shuffled. */
+        size_t cap = 2 * n + 8, m = 0;
+        int32_t *pt = malloc(cap * sizeof *pt), *pp = malloc(cap * sizeof *pp);
+        int64_t *pc = malloc(cap * sizeof *pc);
+        for (size_t i = 0; i < n; i++) {
+            size_t j = 0;
+            while (j < m && !(pt[j] == truth[i] && pp[j] == pred[i]))
+                j++;
+            if (j == m) {
+                pt[m] = truth[i], pp[m] = pred[i], pc[m++] = 0;
+            }
+            pc[j]++;
+        }
+        size_t distinct = m;
+        for (size_t j = 0; j < distinct; j++)
+            if (pc[j] > 1) {
+                int64_t part = 1 + (int64_t)(rnd() % (uint64_t)(pc[j] - 1));
+                pt[m] = pt[j], pp[m] = pp[j], pc[m++] = part;
+                pc[j] -= part;
+            }
+        for (int e = 0; e < 4; e++)
+            pt[m] = 1000 + e, pp[m] = 2000 + e, pc[m++] = 0;
+        for (size_t j = m; j > 1; j--) {
+            size_t r = (size_t)(rnd() % j);
+            int32_t a = pt[j - 1], b = pp[j - 1];
+            int64_t c = pc[j - 1];
+            pt[j - 1] = pt[r], pp[j - 1] = pp[r], pc[j - 1] = pc[r];
+            pt[r] = a, pp[r] = b, pc[r] = c;
+        }
+        CHECK_STATUS(pc_label_scores(pt, pp, pc, m, &acc, &ari, &nmi), PC_OK);
+        CHECK_MSG(fabs(acc - ref.acc) <= 1e-15 && fabs(ari - ref.ari) <= 1e-12 && fabs(nmi - ref.nmi) <= 1e-12,
+                  "round %d, %zu pair counts: %.17g %.17g %.17g, the points' %.17g %.17g %.17g", round, m, acc, ari,
+                  nmi, ref.acc, ref.ari, ref.nmi);
+        CHECK_STATUS(pc_label_scores(pt, pp, pc, m, NULL, &ari, NULL), PC_OK);
+        free(truth), free(pred), free(ones), free(pt), free(pp), free(pc);
+    }
+    int32_t t[3] = {0, 1, 1}, q[3] = {0, 0, 1};
+    int64_t bad[3] = {2, -1, 3}, none[3] = {0, 0, 0};
+    double x = 0;
+    CHECK_STATUS(pc_label_scores(t, q, bad, 3, &x, NULL, NULL), PC_INVALID_ARGUMENT);
+    CHECK(strstr(pc_last_error(), "pair 1") != NULL);
+    CHECK_STATUS(pc_label_scores(t, q, none, 3, &x, NULL, NULL), PC_INVALID_ARGUMENT);
+    CHECK(isnan(x));
+    CHECK_STATUS(pc_label_scores(t, NULL, none, 3, &x, NULL, NULL), PC_INVALID_ARGUMENT);
+}
+
 int main(int argc, char **argv)
 {
+    test_pair_counts();
     test_hand_worked();
     test_negative_labels();
     test_invariance();

@@ -188,16 +188,36 @@ static pc_status remap_labels(const int32_t *labels, size_t n, uint32_t *ids, si
     return PC_OK;
 }
 
-static pc_status table_build(const int32_t *truth, const int32_t *pred, size_t n, table *t)
+/* A weighted cell of the sparse path: its key and the points in it. */
+typedef struct {
+    uint64_t key;
+    int64_t count;
+} weighted_key;
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const weighted_key *)a)->key, y = ((const weighted_key *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* The table of n points (weights NULL), or of n distinct-or-not (truth, pred) pairs each standing for
+ * weights[i] >= 1 points. */
+static pc_status table_build(const int32_t *truth, const int32_t *pred, const int64_t *weights, size_t n, table *t)
 {
     memset(t, 0, sizeof *t);
     t->n = n;
+    if (weights) {
+        t->n = 0;
+        for (size_t i = 0; i < n; i++)
+            t->n += (size_t)weights[i];
+    }
     pc_status st = PC_OUT_OF_MEMORY;
     /* Distinct int32 labels, negatives merged, number at most 2^31 + 1: 32-bit ids suffice. */
     uint32_t *tid = alloc_n(n, sizeof *tid, "class ids");
     uint32_t *pid = alloc_n(n, sizeof *pid, "cluster ids");
     int64_t *dense = NULL;
     uint64_t *keys = NULL;
+    weighted_key *wkeys = NULL;
     if (!tid || !pid)
         goto done;
     if ((st = remap_labels(truth, n, tid, &t->r)) != PC_OK)
@@ -210,8 +230,9 @@ static pc_status table_build(const int32_t *truth, const int32_t *pred, size_t n
     if (!t->row_sum || !t->col_sum)
         goto done;
     for (size_t i = 0; i < n; i++) {
-        t->row_sum[tid[i]]++;
-        t->col_sum[pid[i]]++;
+        int64_t w = weights ? weights[i] : 1;
+        t->row_sum[tid[i]] += w;
+        t->col_sum[pid[i]] += w;
     }
     /* r and c are at most 2^31 + 1 each (distinct int32 labels), so r * c fits in 64 bits. */
     uint64_t cells = (uint64_t)t->r * t->c;
@@ -220,9 +241,18 @@ static pc_status table_build(const int32_t *truth, const int32_t *pred, size_t n
         if (!dense)
             goto done;
         for (size_t i = 0; i < n; i++)
-            dense[(size_t)tid[i] * t->c + pid[i]]++;
+            dense[(size_t)tid[i] * t->c + pid[i]] += weights ? weights[i] : 1;
         for (size_t cell = 0; cell < (size_t)cells; cell++)
             t->nnz += dense[cell] != 0;
+    } else if (weights) { /* pairs, not points: few enough to sort with their weights */
+        wkeys = alloc_n(n, sizeof *wkeys, "contingency keys");
+        if (!wkeys)
+            goto done;
+        for (size_t i = 0; i < n; i++)
+            wkeys[i] = (weighted_key){(uint64_t)tid[i] * t->c + pid[i], weights[i]};
+        qsort(wkeys, n, sizeof *wkeys, by_key);
+        for (size_t i = 0; i < n; i++)
+            t->nnz += i == 0 || wkeys[i].key != wkeys[i - 1].key;
     } else {
         keys = alloc_n(n, sizeof *keys, "contingency keys");
         if (!keys)
@@ -250,6 +280,16 @@ static pc_status table_build(const int32_t *truth, const int32_t *pred, size_t n
                 e++;
             }
         }
+    } else if (wkeys) {
+        for (size_t i = 0; i < n; i++) {
+            if (i == 0 || wkeys[i].key != wkeys[i - 1].key) {
+                t->cell_row[e] = (size_t)(wkeys[i].key / t->c);
+                t->cell_col[e] = (size_t)(wkeys[i].key % t->c);
+                t->cell_count[e] = 0;
+                e++;
+            }
+            t->cell_count[e - 1] += wkeys[i].count;
+        }
     } else {
         for (size_t i = 0; i < n; i++) {
             if (i == 0 || keys[i] != keys[i - 1]) {
@@ -267,6 +307,7 @@ done:
     free(pid);
     free(dense);
     free(keys);
+    free(wkeys);
     if (st != PC_OK)
         table_free(t);
     return st;
@@ -284,7 +325,28 @@ static pc_status prepare(const char *name, const int32_t *truth, const int32_t *
                         !truth ? "truth" : !pred ? "pred" : "the output pointer");
     if (n == 0)
         return pc__fail(PC_INVALID_ARGUMENT, "%s: n must be >= 1, got 0", name);
-    return table_build(truth, pred, n, t);
+    return table_build(truth, pred, NULL, n, t);
+}
+
+/* scikit-learn's pair confusion matrix, counting ordered pairs. */
+static double ari_of(const table *t)
+{
+    wide_int sum_sq = 0, sum_rows = 0, sum_cols = 0, nn = (wide_int)t->n;
+    for (size_t e = 0; e < t->nnz; e++)
+        sum_sq += (wide_int)t->cell_count[e] * t->cell_count[e];
+    for (size_t i = 0; i < t->r; i++)
+        sum_rows += (wide_int)t->row_sum[i] * t->row_sum[i];
+    for (size_t j = 0; j < t->c; j++)
+        sum_cols += (wide_int)t->col_sum[j] * t->col_sum[j];
+    wide_int tp = sum_sq - nn;
+    wide_int fp = sum_cols - sum_sq;
+    wide_int fn = sum_rows - sum_sq;
+    wide_int tn = nn * nn - fp - fn - sum_sq;
+    if (fn == 0 && fp == 0) /* full agreement, including the degenerate "one cluster" and "all singletons" */
+        return 1.0;
+    wide_int num = tp * tn - fn * fp;
+    wide_int den = (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn);
+    return 2.0 * (double)num / (double)den;
 }
 
 pc_status pc_adjusted_rand_index(const int32_t *truth, const int32_t *pred, size_t n, double *ari)
@@ -293,26 +355,7 @@ pc_status pc_adjusted_rand_index(const int32_t *truth, const int32_t *pred, size
     pc_status st = prepare("pc_adjusted_rand_index", truth, pred, n, ari, &t);
     if (st != PC_OK)
         return st;
-    /* scikit-learn's pair confusion matrix, counting ordered pairs. */
-    wide_int sum_sq = 0, sum_rows = 0, sum_cols = 0, nn = (wide_int)n;
-    for (size_t e = 0; e < t.nnz; e++)
-        sum_sq += (wide_int)t.cell_count[e] * t.cell_count[e];
-    for (size_t i = 0; i < t.r; i++)
-        sum_rows += (wide_int)t.row_sum[i] * t.row_sum[i];
-    for (size_t j = 0; j < t.c; j++)
-        sum_cols += (wide_int)t.col_sum[j] * t.col_sum[j];
-    wide_int tp = sum_sq - nn;
-    wide_int fp = sum_cols - sum_sq;
-    wide_int fn = sum_rows - sum_sq;
-    wide_int tn = nn * nn - fp - fn - sum_sq;
-    if (fn == 0 && fp == 0) {
-        /* Full agreement, including the degenerate "one cluster" and "all singletons" cases. */
-        *ari = 1.0;
-    } else {
-        wide_int num = tp * tn - fn * fp;
-        wide_int den = (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn);
-        *ari = 2.0 * (double)num / (double)den;
-    }
+    *ari = ari_of(&t);
     table_free(&t);
     return PC_OK;
 }
@@ -330,28 +373,20 @@ static double entropy_of(const int64_t *sizes, size_t k, double total)
     return -h;
 }
 
-pc_status pc_normalized_mutual_info(const int32_t *truth, const int32_t *pred, size_t n, double *nmi)
+static double nmi_of(const table *t)
 {
-    table t;
-    pc_status st = prepare("pc_normalized_mutual_info", truth, pred, n, nmi, &t);
-    if (st != PC_OK)
-        return st;
-    if (t.r == 1 && t.c == 1) {
-        /* Neither labeling splits the data: a perfect match by scikit-learn's convention. */
-        *nmi = 1.0;
-        table_free(&t);
-        return PC_OK;
-    }
+    if (t->r == 1 && t->c == 1) /* neither labeling splits the data: a perfect match by scikit-learn's convention */
+        return 1.0;
     /* Mutual information, term by term as sklearn's mutual_info_score writes it (terms below machine
      * epsilon are dropped, which decides the "mi == 0" case the same way). A single class on either
      * side means zero entropy and so zero mutual information. */
     double mi = 0.0;
-    if (t.r > 1 && t.c > 1) {
-        double total = (double)n, log_total = log(total);
-        for (size_t e = 0; e < t.nnz; e++) {
-            double v = (double)t.cell_count[e];
+    if (t->r > 1 && t->c > 1) {
+        double total = (double)t->n, log_total = log(total);
+        for (size_t e = 0; e < t->nnz; e++) {
+            double v = (double)t->cell_count[e];
             double p = v / total;
-            double outer = (double)(t.row_sum[t.cell_row[e]] * t.col_sum[t.cell_col[e]]);
+            double outer = (double)(t->row_sum[t->cell_row[e]] * t->col_sum[t->cell_col[e]]);
             double log_outer = -log(outer) + log_total + log_total;
             double term = p * (log(v) - log_total) + p * log_outer;
             if (fabs(term) < DBL_EPSILON)
@@ -361,13 +396,20 @@ pc_status pc_normalized_mutual_info(const int32_t *truth, const int32_t *pred, s
         if (mi < 0.0)
             mi = 0.0;
     }
-    if (mi == 0.0) {
-        *nmi = 0.0;
-    } else {
-        double h_true = entropy_of(t.row_sum, t.r, (double)n);
-        double h_pred = entropy_of(t.col_sum, t.c, (double)n);
-        *nmi = mi / ((h_true + h_pred) / 2.0);
-    }
+    if (mi == 0.0)
+        return 0.0;
+    double h_true = entropy_of(t->row_sum, t->r, (double)t->n);
+    double h_pred = entropy_of(t->col_sum, t->c, (double)t->n);
+    return mi / ((h_true + h_pred) / 2.0);
+}
+
+pc_status pc_normalized_mutual_info(const int32_t *truth, const int32_t *pred, size_t n, double *nmi)
+{
+    table t;
+    pc_status st = prepare("pc_normalized_mutual_info", truth, pred, n, nmi, &t);
+    if (st != PC_OK)
+        return st;
+    *nmi = nmi_of(&t);
     table_free(&t);
     return PC_OK;
 }
@@ -636,5 +678,60 @@ pc_status pc_matched_accuracy(const int32_t *truth, const int32_t *pred, size_t 
     if (st == PC_OK)
         *accuracy = (double)matched / (double)n;
     table_free(&t);
+    return st;
+}
+
+pc_status pc_label_scores(const int32_t *truth, const int32_t *pred, const int64_t *counts, size_t pairs,
+                          double *accuracy, double *ari, double *nmi)
+{
+    pc__clear_error();
+    double *outs[3] = {accuracy, ari, nmi};
+    for (int o = 0; o < 3; o++)
+        if (outs[o])
+            *outs[o] = NAN;
+    if (!truth || !pred || !counts)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_label_scores: %s is NULL", !truth ? "truth" : !pred ? "pred" : "counts");
+    /* Pairs of no point take no part: they would make classes or clusters of size 0. */
+    size_t kept = 0;
+    int64_t total = 0;
+    for (size_t i = 0; i < pairs; i++) {
+        if (counts[i] < 0)
+            return pc__fail(PC_INVALID_ARGUMENT, "pc_label_scores: pair %zu counts %lld points", i, (long long)counts[i]);
+        if (counts[i] > INT64_MAX - total)
+            return pc__fail(PC_INVALID_ARGUMENT, "pc_label_scores: the counts add up past 2^63");
+        total += counts[i];
+        kept += counts[i] > 0;
+    }
+    if (total == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_label_scores: the pairs count no point");
+    int32_t *t_kept = alloc_n(kept, sizeof *t_kept, "pairs"), *p_kept = alloc_n(kept, sizeof *p_kept, "pairs");
+    int64_t *c_kept = alloc_n(kept, sizeof *c_kept, "pairs");
+    pc_status st = PC_OUT_OF_MEMORY;
+    table t;
+    memset(&t, 0, sizeof t);
+    if (!t_kept || !p_kept || !c_kept)
+        goto done;
+    for (size_t i = 0, j = 0; i < pairs; i++)
+        if (counts[i] > 0) {
+            t_kept[j] = truth[i];
+            p_kept[j] = pred[i];
+            c_kept[j++] = counts[i];
+        }
+    if ((st = table_build(t_kept, p_kept, c_kept, kept, &t)) != PC_OK)
+        goto done;
+    if (ari)
+        *ari = ari_of(&t);
+    if (nmi)
+        *nmi = nmi_of(&t);
+    if (accuracy) {
+        int64_t matched = 0;
+        if ((st = matched_count(&t, &matched)) == PC_OK)
+            *accuracy = (double)matched / (double)total;
+    }
+done:
+    table_free(&t);
+    free(t_kept);
+    free(p_kept);
+    free(c_kept);
     return st;
 }
