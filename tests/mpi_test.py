@@ -14,7 +14,7 @@ in-memory algorithm (pc_kmeans, pc_hca), not the streams the ranks use:
           identical, modes and centres within 1e-4 h;
   segment: the label raster's values equal `parclust segment`'s (GeoTIFF: type, nodata, georeferencing
           too, read back with GDAL), HCA and k-means, each rank its rows, a rank whose rows are all nodata;
-          --preview's picture byte for byte;
+          --preview's picture byte for byte, --truth's scores as parclust segment prints them;
   fail:   a slice no rank can cluster (a NaN in one rank's rows), a truncated file and an output
           folder that cannot be written each end the run with a non-zero exit, one error line
           (from rank 0, naming the file), and no output or staging file left behind.
@@ -252,17 +252,33 @@ elif WHAT == "segment":
     img[20:40] = np.nan
     np.save("img.npy", img)
     # --preview (24 x 28 of the 50 x 60: subsampled) painted in the clusters' mean colours, the bands'
-    # ranges over every rank's rows: parclust segment's picture, byte for byte.
+    # ranges over every rank's rows: parclust segment's picture, byte for byte. --truth: the fields the
+    # image was made of (int16, a few pixels of noise -1), scored from every rank's pair counts: parclust
+    # segment's line of scores.
+    truth = ((xx // 17) * 5 + yy // 13).astype(np.int16)
+    truth[rng.random((60, 50)) < 0.02] = -1
+    np.save("truth.npy", truth)
+
+    def scores(out):
+        return [l for l in out.splitlines() if l.startswith("accuracy ")]
+
     for alg in (["--algorithm", "hca", "--clusters", 4], ["--algorithm", "kmeans", "-k", 4]):
-        pv = ["--preview", "p1.png", "--preview-size", 28]
+        pv = ["--preview", "p1.png", "--preview-size", 28, "--truth", "truth.npy"]
         rc, out, err = run(["segment", "img.npy", "-o", "s1.npy"] + alg + pv)
-        check(rc == 0, f"parclust segment img.npy {alg[1]}: {err.strip()}")
+        check(rc == 0 and len(scores(out)) == 1, f"parclust segment img.npy {alg[1]}: {err.strip()}")
         for p in (3,) if SANITIZED else (1, 3, 4):
             pv[1] = "pm.png"
-            rc, out, err = run(["segment", "img.npy", "-o", "sm.npy"] + alg + pv, p)
+            rc, outm, err = run(["segment", "img.npy", "-o", "sm.npy"] + alg + pv, p)
             check(rc == 0 and err == "" and np.array_equal(np.load("s1.npy"), np.load("sm.npy")),
                   f"segment .npy {alg[1]} P={p} (rank 1 of 3 all nodata): labels equal {err.strip()}")
             check(rc == 0 and same_bytes("p1.png", "pm.png"), f"segment .npy {alg[1]} P={p}: --preview equal")
+            check(rc == 0 and scores(outm) == scores(out),
+                  f"segment .npy {alg[1]} P={p}: --truth scores {scores(outm)}, parclust's {scores(out)}")
+    np.save("truth_short.npy", truth[:59])
+    rc, out, err = run(["segment", "img.npy", "-o", "st.npy", "-k", 4, "--algorithm", "kmeans", "--truth",
+                        "truth_short.npy"], 3)
+    check(rc != 0 and "truth_short.npy" in err and len(err.strip().splitlines()) == 1 and not os.path.exists("st.npy"),
+          f"segment --truth of the wrong shape across ranks: one message, no output: {err.strip()}")
     if HAVE_GDAL:
         from osgeo import gdal
 

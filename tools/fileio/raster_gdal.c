@@ -39,10 +39,10 @@ int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *warning, s
     return pcli_fail(err, errsize, "--co: %s", PCLI_NO_GDAL_MESSAGE);
 }
 
-int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
-                                 size_t errsize)
+int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, size_t y0, size_t height, int32_t **labels,
+                                 char *err, size_t errsize)
 {
-    (void)im, (void)labels;
+    (void)im, (void)y0, (void)height, (void)labels;
     return pcli_fail(err, errsize, "%s: %s", path, PCLI_NO_GDAL_MESSAGE);
 }
 
@@ -653,17 +653,17 @@ int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_
     return rc;
 }
 
-int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
-                                 size_t errsize)
+int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, size_t y0, size_t height, int32_t **labels,
+                                 char *err, size_t errsize)
 {
     GDALDatasetH ds = open_raster(path, err, errsize);
     if (!ds)
         return -1;
     int rc = -1;
     int32_t *row = NULL, *out = NULL;
-    if ((size_t)GDALGetRasterXSize(ds) != im->width || (size_t)GDALGetRasterYSize(ds) != im->height) {
+    if ((size_t)GDALGetRasterXSize(ds) != im->width || (size_t)GDALGetRasterYSize(ds) != height) {
         pcli_fail(err, errsize, "%s: %d x %d pixels, the image is %zu x %zu", path, GDALGetRasterXSize(ds),
-                  GDALGetRasterYSize(ds), im->width, im->height);
+                  GDALGetRasterYSize(ds), im->width, height);
         goto done;
     }
     GDALRasterBandH band = GDALGetRasterBand(ds, 1);
@@ -677,9 +677,9 @@ int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t
     }
     size_t k = 0;
     for (size_t y = 0; y < im->height; y++) {
-        if (GDALRasterIO(band, GF_Read, 0, (int)y, (int)im->width, 1, row, (int)im->width, 1, GDT_Int32, 0, 0) !=
-            CE_None) {
-            pcli_fail(err, errsize, "%s: read error in row %zu: %s", path, y, gdal_error());
+        if (GDALRasterIO(band, GF_Read, 0, (int)(y0 + y), (int)im->width, 1, row, (int)im->width, 1, GDT_Int32, 0,
+                         0) != CE_None) {
+            pcli_fail(err, errsize, "%s: read error in row %zu: %s", path, y0 + y, gdal_error());
             goto done;
         }
         for (size_t x = 0; x < im->width; x++)

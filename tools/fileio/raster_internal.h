@@ -32,8 +32,8 @@ int pcli__gdal_labels_write(const char *path, const pcli_image *im, const int32_
 int pcli__gdal_label_format_check(const pcli_label_format *fmt, char *warning, size_t warnsize, char *err,
                                   size_t errsize);
 int pcli__gdal_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize);
-int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
-                                 size_t errsize);
+int pcli__gdal_labels_read_valid(const char *path, const pcli_image *im, size_t y0, size_t height, int32_t **labels,
+                                 char *err, size_t errsize);
 int pcli__gdal_create(const char *path, const pcli_raster_spec *spec, void **handle, char *err, size_t errsize);
 int pcli__gdal_write_rows(void *handle, const pcli_raster_spec *spec, size_t y0, size_t rows, const void *data,
                           char *err, size_t errsize, const char *path);

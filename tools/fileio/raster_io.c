@@ -763,8 +763,8 @@ static size_t npy_label_size(const char *path, const npy_header *h, char *err, s
     return 0;
 }
 
-static int npy_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err,
-                                 size_t errsize)
+static int npy_labels_read_valid(const char *path, const pcli_image *im, size_t y0, size_t height, int32_t **labels,
+                                 char *err, size_t errsize)
 {
     FILE *fp;
     npy_header h;
@@ -776,8 +776,12 @@ static int npy_labels_read_valid(const char *path, const pcli_image *im, int32_t
     int32_t *out = NULL;
     if (!es)
         goto done;
-    if (h.ndim != 2 || h.shape[0] != im->height || h.shape[1] != im->width) {
-        pcli_fail(err, errsize, "%s: labels must have shape (%zu, %zu), the image's", path, im->height, im->width);
+    if (h.ndim != 2 || h.shape[0] != height || h.shape[1] != im->width) {
+        pcli_fail(err, errsize, "%s: labels must have shape (%zu, %zu), the image's", path, height, im->width);
+        goto done;
+    }
+    if (y0 && fseeko(fp, (off_t)(y0 * im->width * es), SEEK_CUR) != 0) {
+        pcli_fail(err, errsize, "%s: cannot seek to row %zu: %s", path, y0, strerror(errno));
         goto done;
     }
     row = malloc(im->width * es);
@@ -789,7 +793,7 @@ static int npy_labels_read_valid(const char *path, const pcli_image *im, int32_t
     size_t k = 0;
     for (size_t y = 0; y < im->height; y++) {
         if (fread(row, es, im->width, fp) != im->width) {
-            pcli_fail(err, errsize, "%s: truncated: the data end in row %zu of %zu", path, y, im->height);
+            pcli_fail(err, errsize, "%s: truncated: the data end in row %zu of %zu", path, y0 + y, height);
             goto done;
         }
         for (size_t x = 0; x < im->width; x++) {
@@ -817,10 +821,16 @@ done:
 
 int pcli_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err, size_t errsize)
 {
+    return pcli_labels_read_valid_rows(path, im, 0, im->height, labels, err, errsize);
+}
+
+int pcli_labels_read_valid_rows(const char *path, const pcli_image *rows, size_t y0, size_t height, int32_t **labels,
+                                char *err, size_t errsize)
+{
     *labels = NULL;
     if (pcli_has_extension(path, ".npy"))
-        return npy_labels_read_valid(path, im, labels, err, errsize);
-    return pcli__gdal_labels_read_valid(path, im, labels, err, errsize);
+        return npy_labels_read_valid(path, rows, y0, height, labels, err, errsize);
+    return pcli__gdal_labels_read_valid(path, rows, y0, height, labels, err, errsize);
 }
 
 int pcli_labels_check(const char *path, size_t width, size_t height, char *err, size_t errsize)

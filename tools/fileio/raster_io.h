@@ -128,6 +128,10 @@ int pcli_labels_write(const char *path, const pcli_image *im, const int32_t *lab
 /* Reads a label raster of the image's size (GeoTIFF band 1 or .npy (H, W) integers) and keeps the
  * labels of the image's valid pixels, in order (n_valid, malloc'd). Its own nodata pixels read -1. */
 int pcli_labels_read_valid(const char *path, const pcli_image *im, int32_t **labels, char *err, size_t errsize);
+/* The same for the image rows y0 .. y0 + rows->height - 1 of a label raster `height` rows high: rows is
+ * those rows' image (width, height = its row count, valid bits). */
+int pcli_labels_read_valid_rows(const char *path, const pcli_image *rows, size_t y0, size_t height, int32_t **labels,
+                                char *err, size_t errsize);
 /* Opens a label raster and checks, without reading it whole, that pcli_labels_read_valid can read it
  * for an image of width x height: the same size, an integer type (.npy), data not cut short (.npy),
  * its first and last rows readable (GDAL). */

@@ -53,7 +53,6 @@ int mpi_cmd_segment(int argc, char **argv)
         return CLI_USAGE;
     const char *refused = c.algorithm != ALG_HCA && c.algorithm != ALG_KMEANS
                               ? "only --algorithm hca and kmeans run across ranks"
-                          : c.truth   ? "--truth is not available across ranks"
                                       : NULL;
     if (refused) {
         if (rank == 0)
@@ -69,6 +68,7 @@ int mpi_cmd_segment(int argc, char **argv)
     cli_outputs out;
     cli_outputs_init(&out, cmd);
     cli_outputs_input(&out, "the input image", c.input);
+    cli_outputs_input(&out, "the --truth raster", c.truth);
     cli_outputs_input(&out, "the --init file", c.init_file);
     cli_outputs_add(&out, "--output", c.output);
     cli_outputs_add(&out, "--preview", c.preview);
@@ -82,6 +82,11 @@ int mpi_cmd_segment(int argc, char **argv)
     memset(&hdr, 0, sizeof hdr);
     memset(&win, 0, sizeof win);
     int bad = pcli_window_open(c.input, &c.read, &reader, &hdr, err, sizeof err);
+    if (!bad && c.truth && rank == 0) { /* its size and type, before any pixel is read */
+        char why[900];
+        if (pcli_labels_check(c.truth, hdr.width, hdr.height, why, sizeof why))
+            bad = snprintf(err, sizeof err, "--truth %s", why) > 0;
+    }
     if (mpi_agree(cmd, bad ? PC_IO_ERROR : PC_OK, err)) {
         pcli_window_close(reader);
         pcli_image_free(&hdr);
@@ -179,6 +184,8 @@ int mpi_cmd_segment(int argc, char **argv)
             cli_error(cmd, "%zu clusters do not fit a %s label raster (--ot)", k, pcli_label_type_name(type));
         goto done;
     }
+    if (c.truth && mpi_score_truth(cmd, c.truth, &win, y0, hdr.height, labels, n))
+        goto done;
     /* The label rows of this rank in the raster's label type. */
     size_t lb = pcli_label_type_size(type);
     if (!(rowbuf = malloc(rows * W * lb + 1)))

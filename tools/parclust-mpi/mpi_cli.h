@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "parclust_mpi.h"
+#include "raster_io.h"
 
 typedef struct {
     int rank, size;
@@ -32,6 +33,12 @@ int mpi_rows_of(const char *split, size_t total, int size, int rank, size_t *fir
 int mpi_agree(const char *cmd, pc_status st, const char *message);
 /* Rank 0's verdict (0 or -1, its message printed by it) on every rank. */
 int mpi_rank0_verdict(int rc);
+
+/* segment --truth (truth.c): this rank's valid pixels (rows: its rows' image, from image row y0 of
+ * `height`; labels: n, one a valid pixel) against its rows of the truth raster; rank 0 prints parclust
+ * segment's line of scores over every rank's pixels. 0, or -1 on every rank (printed by rank 0). */
+int mpi_score_truth(const char *cmd, const char *truth_path, const pcli_image *rows, size_t y0, size_t height,
+                    const int32_t *labels, size_t n);
 
 /* Rank 0 staged the labels output (out, registered as --labels); every rank writes its labels (in
  * [0, clusters) or -1, clusters the same on every rank): .npy at its offset, text gathered to rank 0.
