@@ -355,6 +355,10 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
     kf.radius2 = radius * radius;
     double eps = params->eps < 0 ? 1e-3 * h : params->eps, merge_radius = params->merge_radius < 0 ? h / 2
                                                                                                      : params->merge_radius;
+    /* Not blurring, the climbs are independent: all the points on every rank (one gather) and the core
+     * library's climbs, unless a finite radius on several CPUs keeps each rank to its slab. */
+    int gathered = !params->blurring && (all_gpus || !isfinite(radius) || size == 1), ring = params->blurring;
+    times.method = gathered ? "gathered" : ring ? "ring" : "slabs";
     /* Every rank's row count: the blocks' sizes round the ring, and rank 0's gather. */
     unsigned long long *counts = calloc((size_t)size, sizeof *counts);
     size_t d = (size_t)dim, largest = 0, total = 0;
@@ -375,11 +379,13 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
     if (total == 0)
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: mean shift needs at least one point; the ranks hold none", rank);
     else if (largest * d > 0x7fffffffu || total * d > 0x7fffffffu)
-        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %zu points of %zu values are more than the ring's messages hold",
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %zu points of %zu values are more than one MPI message holds",
                           rank, total, d);
-    else if (!(own = malloc((n * d + 1) * sizeof *own)) || !(blk[0] = malloc((largest * d + 1) * sizeof(float))) ||
-             !(blk[1] = malloc((largest * d + 1) * sizeof(float))) || !(num = malloc((n * d + 1) * sizeof *num)) ||
-             !(den = malloc((n + 1) * sizeof *den)) || !(stopped = calloc(n + 1, 1)))
+    else if (!(own = malloc((n * d + 1) * sizeof *own)))
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for its points", rank);
+    else if (ring && (!(blk[0] = malloc((largest * d + 1) * sizeof(float))) ||
+                      !(blk[1] = malloc((largest * d + 1) * sizeof(float))) || !(num = malloc((n * d + 1) * sizeof *num)) ||
+                      !(den = malloc((n + 1) * sizeof *den)) || !(stopped = calloc(n + 1, 1))))
         st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the ring's blocks", rank);
     for (size_t i = 0; st == PC_OK && i < n; i++)
         for (size_t k = 0; k < d; k++) {
@@ -397,15 +403,11 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         memcpy(modes, own, n * d * sizeof *own);
     times.setup = MPI_Wtime() - t0;
     int iterations = 0;
-    /* Not blurring, the climbs are independent: all the points on every rank (one gather) and the core
-     * library's climbs, unless a finite radius on several CPUs keeps each rank to its slab. */
-    int gathered = !params->blurring && (all_gpus || !isfinite(radius) || size == 1);
-    times.method = gathered ? "gathered" : params->blurring ? "ring" : "slabs";
     if (gathered) {
         if ((st = pc__mpi_meanshift_gathered(comm, own, (size_t)n, d, counts, params, modes, &iterations,
                                              &times)) != PC_OK)
             goto done;
-    } else if (isfinite(radius) && size > 1 && !params->blurring) {
+    } else if (!ring) {
         if ((st = pc__mpi_meanshift_slabs(comm, own, (size_t)n, d, &kf, radius, eps, params->max_iter, modes,
                                           &iterations, &times)) != PC_OK)
             goto done;
