@@ -219,6 +219,11 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
  * (every climb moves the references) is refused. */
 pc_status pc_meanshift_climb(const pc_points *points, size_t first, size_t count, const pc_meanshift_params *params,
                              float *modes, int *iterations);
+/* The clusters pc_meanshift makes of its modes, for modes climbed elsewhere (pc_meanshift_climb's, put
+ * together): connected components of modes closer than merge_radius (>= 0; 0: identical modes only),
+ * numbered by size, largest first, ties by their first mode; each centre the mean of its modes.
+ * *result holds labels, centres and sizes (no modes). */
+pc_status pc_meanshift_merge(const float *modes, size_t n, size_t dim, double merge_radius, pc_result **result);
 
 /* ---------------------------------------------------------------- mean shift on images */
 

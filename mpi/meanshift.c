@@ -18,9 +18,10 @@
  * Slabs (meanshift_slabs.c), a finite radius on several ranks' CPUs, not blurring: each rank sums over
  * its slab's references and a halo only, so no rank holds all the points.
  *
- * The modes are then gathered to rank 0 and merged as pc_meanshift merges them (connected components
- * of modes closer than merge_radius; clusters numbered by size, largest first, ties by their first
- * point; centres the means of their modes), and each rank gets its labels back. */
+ * The modes are then gathered to rank 0 and merged there by the core library's own merge
+ * (pc_meanshift_merge: connected components of modes closer than merge_radius; clusters numbered by
+ * size, largest first, ties by their first point; centres the means of their modes), and each rank
+ * gets its labels back. */
 #include "internal_mpi.h"
 #include "meanshift_kernel.h"
 
@@ -28,194 +29,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- merging the modes (rank 0) */
-
-static size_t find(size_t *parent, size_t i)
+/* Rank 0's clusters of all the modes, as pc_meanshift merges them (pc_meanshift_merge): labels (n) and
+ * out's k, sizes and centres (malloc'd). */
+static pc_status merge(const float *modes, size_t n, size_t dim, double radius, int32_t *labels, pc_mpi_clusters *out)
 {
-    while (parent[i] != i) {
-        parent[i] = parent[parent[i]];
-        i = parent[i];
-    }
-    return i;
-}
-
-/* The smaller root stays: every set's root is its first member. */
-static void join(size_t *parent, size_t a, size_t b)
-{
-    a = find(parent, a);
-    b = find(parent, b);
-    if (a < b)
-        parent[b] = a;
-    else if (b < a)
-        parent[a] = b;
-}
-
-static int within(const float *a, const float *b, size_t dim, double r2)
-{
-    double d2 = 0;
-    for (size_t k = 0; k < dim; k++) {
-        double d = (double)a[k] - b[k];
-        d2 += d * d;
-        if (d2 > r2)
-            return 0;
-    }
-    return 1;
-}
-
-typedef struct {
-    const int64_t *cell; /* dim coordinates */
-    size_t dim, index;
-} cell_ref;
-
-static int by_cell(const void *x, const void *y)
-{
-    const cell_ref *a = x, *b = y;
-    for (size_t k = 0; k < a->dim; k++)
-        if (a->cell[k] != b->cell[k])
-            return a->cell[k] < b->cell[k] ? -1 : 1;
-    return (a->index > b->index) - (a->index < b->index);
-}
-
-static int same_cell(const int64_t *a, const int64_t *b, size_t dim)
-{
-    return memcmp(a, b, dim * sizeof *a) == 0;
-}
-
-/* Connected components of "within radius" (radius 0: identical modes) over a grid of cells of side
- * radius / sqrt(dim): a cell's modes join at once, neighbouring cells are compared pair by pair until
- * one pair joins them. Returns 0, or -1 when memory ran out. */
-static int join_modes(const float *modes, size_t n, size_t dim, double radius, size_t *parent)
-{
-    for (size_t i = 0; i < n; i++)
-        parent[i] = i;
-    double side = radius > 0 ? radius / sqrt((double)dim) : 0;
-    int64_t *cells = malloc((n * dim + 1) * sizeof *cells);
-    cell_ref *order = malloc((n + 1) * sizeof *order);
-    size_t *start = malloc((n + 2) * sizeof *start);
-    int rc = -1;
-    if (!cells || !order || !start)
-        goto done;
-    int pairwise = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < dim; k++) {
-            double c = side > 0 ? floor(modes[i * dim + k] / side) : (double)modes[i * dim + k];
-            if (!(fabs(c) < 4e18))
-                pairwise = 1;
-            /* radius 0: the values themselves are the cells (identical modes only) */
-            cells[i * dim + k] = side > 0 ? (int64_t)c : 0;
-            if (side <= 0)
-                memcpy(&cells[i * dim + k], &modes[i * dim + k], sizeof(float));
-        }
-    if (pairwise) { /* cells beyond 64-bit coordinates: all pairs */
-        double r2 = radius * radius;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = i + 1; j < n; j++)
-                if (find(parent, i) != find(parent, j) && within(modes + i * dim, modes + j * dim, dim, r2))
-                    join(parent, i, j);
-        rc = 0;
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        order[i] = (cell_ref){cells + i * dim, dim, i};
-    qsort(order, n, sizeof *order, by_cell);
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || !same_cell(order[i].cell, order[i - 1].cell, dim))
-            start[count++] = i;
-        else
-            join(parent, order[start[count - 1]].index, order[i].index);
-    }
-    start[count] = n;
-    if (side <= 0) {
-        rc = 0;
-        goto done;
-    }
-    /* Cells whose coordinates differ by at most `reach` in every dimension may hold modes within
-     * radius of each other (a cell's diagonal is the radius). */
-    int64_t reach = (int64_t)ceil(sqrt((double)dim));
-    double r2 = radius * radius;
-    for (size_t c = 0; c < count; c++)
-        for (size_t o = c + 1; o < count; o++) {
-            const int64_t *a = order[start[c]].cell, *b = order[start[o]].cell;
-            int near = 1;
-            for (size_t k = 0; k < dim && near; k++)
-                near = llabs(a[k] - b[k]) <= reach;
-            if (!near || find(parent, order[start[c]].index) == find(parent, order[start[o]].index))
-                continue;
-            int joined = 0;
-            for (size_t i = start[c]; i < start[c + 1] && !joined; i++)
-                for (size_t j = start[o]; j < start[o + 1] && !joined; j++)
-                    if (within(modes + order[i].index * dim, modes + order[j].index * dim, dim, r2)) {
-                        join(parent, order[i].index, order[j].index);
-                        joined = 1;
-                    }
-        }
-    rc = 0;
-done:
-    free(cells);
-    free(order);
-    free(start);
-    return rc;
-}
-
-typedef struct {
-    size_t root;
-    int64_t size;
-} cluster_key;
-
-static int by_size_then_first(const void *x, const void *y)
-{
-    const cluster_key *a = x, *b = y;
-    if (a->size != b->size)
-        return a->size > b->size ? -1 : 1;
-    return (a->root > b->root) - (a->root < b->root);
-}
-
-/* Labels (n), k, sizes and centres (malloc'd) of the merged modes. 0, or -1 out of memory. */
-static int merge(const float *modes, size_t n, size_t dim, double radius, int32_t *labels, pc_mpi_clusters *out)
-{
-    size_t *parent = malloc((n + 1) * sizeof *parent), *number = malloc((n + 1) * sizeof *number);
-    cluster_key *keys = malloc((n + 1) * sizeof *keys);
-    int64_t *size = calloc(n + 1, sizeof *size);
-    int rc = -1;
-    if (!parent || !number || !keys || !size || join_modes(modes, n, dim, radius, parent))
-        goto done;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        size[find(parent, i)]++;
-    for (size_t i = 0; i < n; i++)
-        if (find(parent, i) == i)
-            keys[k++] = (cluster_key){i, size[i]};
-    qsort(keys, k, sizeof *keys, by_size_then_first);
-    for (size_t c = 0; c < k; c++)
-        number[keys[c].root] = c;
+    pc_result *r = NULL;
+    pc_status st = pc_meanshift_merge(modes, n, dim, radius, &r);
+    if (st != PC_OK)
+        return st;
+    size_t k = pc_result_cluster_count(r);
+    memcpy(labels, pc_result_labels(r), n * sizeof *labels);
     out->k = k;
     out->sizes = malloc((k + 1) * sizeof *out->sizes);
     out->centres = malloc((k * dim + 1) * sizeof *out->centres);
-    double *sums = calloc(k * dim + 1, sizeof *sums);
-    if (!out->sizes || !out->centres || !sums) {
-        free(sums);
-        goto done;
+    if (!out->sizes || !out->centres)
+        st = PC_OUT_OF_MEMORY;
+    else {
+        memcpy(out->sizes, pc_result_sizes(r), k * sizeof *out->sizes);
+        memcpy(out->centres, pc_result_centers(r), k * dim * sizeof *out->centres);
     }
-    for (size_t i = 0; i < n; i++) { /* each centre: the mean of its modes, summed in index order */
-        size_t c = number[find(parent, i)];
-        labels[i] = (int32_t)c;
-        for (size_t d = 0; d < dim; d++)
-            sums[c * dim + d] += modes[i * dim + d];
-    }
-    for (size_t c = 0; c < k; c++) {
-        out->sizes[c] = keys[c].size;
-        for (size_t d = 0; d < dim; d++)
-            out->centres[c * dim + d] = (float)(sums[c * dim + d] / (double)keys[c].size);
-    }
-    free(sums);
-    rc = 0;
-done:
-    free(parent);
-    free(number);
-    free(keys);
-    free(size);
-    return rc;
+    pc_result_free(r);
+    return st;
 }
 
 void pc_mpi_clusters_free(pc_mpi_clusters *c)
@@ -462,8 +296,8 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
         goto done;
     MPI_Gatherv(modes, (int)(n * d), MPI_FLOAT, all, ints, displs, MPI_FLOAT, 0, comm);
     if (rank == 0) {
-        if (merge(all, total, d, merge_radius, all_labels, clusters))
-            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory merging the modes");
+        if ((st = merge(all, total, d, merge_radius, all_labels, clusters)) != PC_OK)
+            pc__mpi_core_fail(comm, st, "merging the modes");
         for (int q = 0, at = 0; q < size; q++) {
             ints[q] = (int)counts[q];
             displs[q] = at;

@@ -182,8 +182,9 @@ elif WHAT == "meanshift":
             way = "slabs" if finite and p > 1 else "gathered"
             check(f"({way}, {p} rank{'s' if p > 1 else ''})" in out, f"meanshift {kernel[:2]} {tag(p, split)}: ran as {way}: {out.strip()}")
             check(same_bytes("l1.npy", "lm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: labels identical")
-            if way == "gathered":  # the core library's climbs of the same points: the same modes
-                check(same_bytes("m1.npy", "mm.npy"), f"meanshift {kernel[:2]} {tag(p, split)}: modes identical")
+            if way == "gathered":  # the core library's climbs and merge of the same points: the same modes
+                check(same_bytes("m1.npy", "mm.npy") and same_bytes("c1.npy", "cm.npy"),
+                      f"meanshift {kernel[:2]} {tag(p, split)}: modes and centres identical")
             dm = np.abs(np.load("m1.npy") - np.load("mm.npy")).max()
             dc = np.abs(np.load("c1.npy") - np.load("cm.npy")).max()
             check(dm <= 1e-4 * h and dc <= 1e-4 * h,

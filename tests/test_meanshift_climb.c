@@ -2,7 +2,8 @@
  * points on the same backend: split into uneven ranges (one of them empty), the ranges' modes put
  * together are the whole run's (sequential and OpenMP: bit for bit; CUDA: to rounding), and the most
  * iterations of any range are the run's. Argument: the backend (seq, openmp or cuda; default the
- * first two). Exits 77 (skipped) for cuda where there is no CUDA device. */
+ * first two). Then pc_meanshift_merge of the ranges' modes: the run's clusters. Exits 77 (skipped)
+ * for cuda where there is no CUDA device. */
 #include "check.h"
 #include "test_util.h"
 
@@ -45,6 +46,20 @@ static void compare(const climb_case *c, pc_backend backend, uint64_t seed)
         CHECK(cut[r] < cut[r + 1] || iterations == 0);
         most = iterations > most ? iterations : most;
     }
+    /* The ranges' modes merged as pc_meanshift merges its own: its clusters (CPU: exactly). */
+    pc_result *merged = NULL;
+    CHECK_MSG(pc_meanshift_merge(modes, c->n, c->dim, p.bandwidth / 2, &merged) == PC_OK, "merge: %s",
+              pc_last_error());
+    if (whole && merged && backend != PC_BACKEND_CUDA) {
+        size_t k = pc_result_cluster_count(whole);
+        CHECK_MSG(pc_result_cluster_count(merged) == k &&
+                      memcmp(pc_result_labels(merged), pc_result_labels(whole), c->n * sizeof(int32_t)) == 0 &&
+                      memcmp(pc_result_sizes(merged), pc_result_sizes(whole), k * sizeof(int64_t)) == 0 &&
+                      memcmp(pc_result_centers(merged), pc_result_centers(whole), k * c->dim * sizeof(float)) == 0,
+                  "%s, n %zu dim %zu: merged clusters differ from the run's", pc_backend_name(backend), c->n, c->dim);
+        CHECK(pc_result_modes(merged) == NULL);
+    }
+    pc_result_free(merged);
     if (whole) {
         const float *ref = pc_result_modes(whole);
         const char *what = pc_backend_name(backend);
@@ -92,6 +107,18 @@ static void test_refusals(pc_backend backend)
     p.blurring = 0;
     p.bandwidth = -1;
     CHECK(pc_meanshift_climb(&v, 0, 6, &p, modes, &iterations) == PC_INVALID_ARGUMENT);
+    pc_result *r = NULL;
+    CHECK(pc_meanshift_merge(pts, 6, 2, -1, &r) == PC_INVALID_ARGUMENT && r == NULL);
+    CHECK(pc_meanshift_merge(NULL, 6, 2, 1, &r) == PC_INVALID_ARGUMENT);
+    float bad[4] = {0, 1, NAN, 2};
+    CHECK(pc_meanshift_merge(bad, 2, 2, 1, &r) == PC_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pc_last_error(), "mode 1, dimension 0") != NULL, "message: %s", pc_last_error());
+    /* Identical modes only (radius 0), and one within 1.5 of the next: a chain of 6 is one cluster. */
+    CHECK(pc_meanshift_merge(pts, 6, 2, 0, &r) == PC_OK && pc_result_cluster_count(r) == 6);
+    pc_result_free(r);
+    CHECK(pc_meanshift_merge(pts, 6, 2, 1.5, &r) == PC_OK && pc_result_cluster_count(r) == 1 &&
+          fabs(pc_result_centers(r)[0] - 2.5) < 1e-6);
+    pc_result_free(r);
 }
 
 static void test_backend(pc_backend backend, uint64_t seed)

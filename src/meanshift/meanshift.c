@@ -271,3 +271,34 @@ pc_status pc_meanshift_climb(const pc_points *points, size_t first, size_t count
     free(owned);
     return st;
 }
+
+pc_status pc_meanshift_merge(const float *modes, size_t n, size_t dim, double merge_radius, pc_result **result)
+{
+    if (!result)
+        return pc__fail(PC_INVALID_ARGUMENT, "result pointer is NULL");
+    *result = NULL;
+    pc__clear_error();
+    if (!modes || n == 0 || dim == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_meanshift_merge: modes must be a non-empty n x dim array, got %s "
+                        "%zu x %zu", modes ? "" : "NULL,", n, dim);
+    if (!(merge_radius >= 0) || isinf(merge_radius))
+        return pc__fail(PC_INVALID_ARGUMENT, "merge radius must be a finite number >= 0, got %g", merge_radius);
+    if (n > (size_t)INT32_MAX)
+        return pc__fail(PC_INVALID_ARGUMENT, "mean shift handles up to %d points, got %zu", INT32_MAX, n);
+    for (size_t i = 0; i < n * dim; i++)
+        if (!isfinite(modes[i]))
+            return pc__fail(PC_INVALID_ARGUMENT, "mode %zu, dimension %zu: %g is not a finite number", i / dim,
+                            i % dim, (double)modes[i]);
+    pc_result *r = pc__result_new(n, dim);
+    if (!r)
+        return PC_OUT_OF_MEMORY;
+    double t0 = pc__now();
+    pc_status st = pc__merge_modes(modes, n, dim, merge_radius, r);
+    if (st != PC_OK) {
+        pc_result_free(r);
+        return st;
+    }
+    pc__result_add_stage(r, "merge", pc__now() - t0);
+    *result = r;
+    return PC_OK;
+}
