@@ -721,7 +721,7 @@ pc_status pc_matched_accuracy(const int32_t *truth, const int32_t *pred, size_t 
 /* The three scores above of labelings given as (truth, pred) pairs and how many points have each
  * (counts >= 0, some > 0; a pair may repeat): for labelings held in pieces, whose pair counts add
  * up (parclust-mpi segment --truth sums each rank's). Any output pointer may be NULL. Equal to the
- * calls above on the points the pairs stand for. */
+ * calls above on the points the pairs stand for. On failure every non-NULL output is NaN. */
 pc_status pc_label_scores(const int32_t *truth, const int32_t *pred, const int64_t *counts, size_t pairs,
                           double *accuracy, double *ari, double *nmi);
 

@@ -238,7 +238,12 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
     times.setup = MPI_Wtime() - t0;
     int iterations = 0;
     if (gathered) {
-        if ((st = pc__mpi_meanshift_gathered(comm, own, (size_t)n, d, counts, params, modes, &iterations,
+        /* Where every rank has a GPU, all climb there: the core's auto would keep small shares on the
+         * CPU, which differs by rank with the share's size and is slower than the device here. */
+        pc_meanshift_params climb = *params;
+        if (all_gpus)
+            climb.backend = PC_BACKEND_CUDA;
+        if ((st = pc__mpi_meanshift_gathered(comm, own, (size_t)n, d, counts, &climb, modes, &iterations,
                                              &times)) != PC_OK)
             goto done;
     } else if (!ring) {

@@ -41,7 +41,7 @@ pc_status pc__mpi_meanshift_gathered(MPI_Comm comm, const float *own, size_t n, 
     pc_points points = pc_points_f32(all, total, dim);
     st = pc_meanshift_climb(&points, first, n, params, modes, iterations);
     if (st != PC_OK)
-        pc__mpi_core_fail(comm, st, "mean shift on this rank's device");
+        pc__mpi_core_fail(comm, st, "mean shift on this rank");
     double t2 = MPI_Wtime();
     st = pc__mpi_agree(comm, st); /* waits for the slowest rank: communication */
     times->communication += (t1 - t0) + (MPI_Wtime() - t2);

@@ -407,9 +407,55 @@ static void test_pair_counts(void)
     CHECK_STATUS(pc_label_scores(t, NULL, none, 3, &x, NULL, NULL), PC_INVALID_ARGUMENT);
 }
 
+/* Pair counts summed over many ranks can pass 2^32 points: the scores stay finite and equal the
+ * textbook formulas (Hubert and Arabie's ARI over pairs C(n, 2); NMI from the probabilities), formed
+ * here in long double. Totals on both sides of the point where ARI leaves exact 128-bit integers. */
+static long double choose2(long double v) { return v * (v - 1.0L) / 2.0L; }
+
+static void test_huge_counts(void)
+{
+    const int64_t scales[4] = {INT64_C(168722249), INT64_C(168722250), INT64_C(1000000000), INT64_C(1000000007)};
+    const int64_t base[6] = {6, 3, 2, 7, 0, 0}; /* (0,0) (0,1) (1,0) (1,1); 3 and 4 grow a third cluster */
+    for (int s = 0; s < 4; s++)
+        for (int third = 0; third < 2; third++) {
+            int32_t t[6] = {0, 0, 1, 1, 0, 1}, q[6] = {0, 1, 0, 1, 2, 2};
+            int64_t c[6];
+            for (int i = 0; i < 6; i++)
+                c[i] = base[i] * scales[s] + (third && i >= 4 ? scales[s] / (i - 2) : 0);
+            long double n = 0, rows[2] = {0, 0}, cols[3] = {0, 0, 0};
+            for (int i = 0; i < 6; i++) {
+                n += (long double)c[i];
+                rows[t[i]] += (long double)c[i];
+                cols[q[i]] += (long double)c[i];
+            }
+            long double cells = 0, sr = 0, sc = 0, mi = 0, hr = 0, hc = 0;
+            for (int i = 0; i < 6; i++)
+                if (c[i] > 0) {
+                    long double p = (long double)c[i] / n;
+                    cells += choose2((long double)c[i]);
+                    mi += p * logl(p / ((rows[t[i]] / n) * (cols[q[i]] / n)));
+                }
+            for (int i = 0; i < 2; i++)
+                sr += choose2(rows[i]), hr -= rows[i] / n * logl(rows[i] / n);
+            for (int j = 0; j < 3; j++)
+                if (cols[j] > 0)
+                    sc += choose2(cols[j]), hc -= cols[j] / n * logl(cols[j] / n);
+            long double expected = sr * sc / choose2(n);
+            double ari_ref = (double)((cells - expected) / ((sr + sc) / 2.0L - expected));
+            double nmi_ref = (double)(mi / ((hr + hc) / 2.0L));
+            double acc = 0, ari = 0, nmi = 0;
+            CHECK_STATUS(pc_label_scores(t, q, c, 6, &acc, &ari, &nmi), PC_OK);
+            double acc_ref = (double)((long double)(c[0] + c[3]) / n);
+            CHECK_MSG(fabs(ari - ari_ref) <= 1e-12 && fabs(nmi - nmi_ref) <= 1e-12 && fabs(acc - acc_ref) <= 1e-15,
+                      "n = %.0Lf: ARI %.17g NMI %.17g accuracy %.17g, formulas %.17g %.17g %.17g", n, ari, nmi, acc,
+                      ari_ref, nmi_ref, acc_ref);
+        }
+}
+
 int main(int argc, char **argv)
 {
     test_pair_counts();
+    test_huge_counts();
     test_hand_worked();
     test_negative_labels();
     test_invariance();

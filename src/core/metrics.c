@@ -344,9 +344,18 @@ static double ari_of(const table *t)
     wide_int tn = nn * nn - fp - fn - sum_sq;
     if (fn == 0 && fp == 0) /* full agreement, including the degenerate "one cluster" and "all singletons" */
         return 1.0;
-    wide_int num = tp * tn - fn * fp;
-    wide_int den = (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn);
-    return 2.0 * (double)num / (double)den;
+    /* The four pair counts are below n^2; their products stay exact in 128 bits while n^2 < 2^63.
+     * Beyond that (pair counts summed over ranks) the products are formed in long double, whose
+     * 64-bit mantissa still holds each count exactly. */
+    if (t->n <= (size_t)3037000499u) {
+        wide_int num = tp * tn - fn * fp;
+        wide_int den = (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn);
+        return 2.0 * (double)num / (double)den;
+    }
+    long double ltp = (long double)tp, lfp = (long double)fp, lfn = (long double)fn, ltn = (long double)tn;
+    long double num = ltp * ltn - lfn * lfp;
+    long double den = (ltp + lfn) * (lfn + ltn) + (ltp + lfp) * (lfp + ltn);
+    return (double)(2.0L * num / den);
 }
 
 pc_status pc_adjusted_rand_index(const int32_t *truth, const int32_t *pred, size_t n, double *ari)
@@ -386,7 +395,9 @@ static double nmi_of(const table *t)
         for (size_t e = 0; e < t->nnz; e++) {
             double v = (double)t->cell_count[e];
             double p = v / total;
-            double outer = (double)(t->row_sum[t->cell_row[e]] * t->col_sum[t->cell_col[e]]);
+            /* Both sizes are exact in a double, so this is the int64 product rounded once, as scikit-learn
+             * forms it, without overflowing where the sizes pass 2^31.5 each. */
+            double outer = (double)t->row_sum[t->cell_row[e]] * (double)t->col_sum[t->cell_col[e]];
             double log_outer = -log(outer) + log_total + log_total;
             double term = p * (log(v) - log_total) + p * log_outer;
             if (fabs(term) < DBL_EPSILON)
@@ -522,7 +533,7 @@ static size_t uf_find(size_t *parent, size_t x)
 /* Zero cells never help a maximum matching, so the table splits into the connected blocks of its
  * non-zero cells and each block is matched on its own: pure clusters cost nothing, and the Hungarian
  * method only sees the genuinely confused part. */
-static pc_status matched_count(const table *t, int64_t *out)
+static pc_status matched_count(const table *t, const char *caller, int64_t *out)
 {
     pc_status st = PC_OUT_OF_MEMORY;
     size_t nodes = t->r + t->c, K = 0;
@@ -576,10 +587,10 @@ static pc_status matched_count(const table *t, int64_t *out)
     }
     if (max_small > MATCH_MAX_SIDE || work > MATCH_MAX_PRODUCT) {
         st = pc__fail(PC_INVALID_ARGUMENT,
-                      "pc_matched_accuracy: %zu classes x %zu clusters are too many for the Hungarian method: "
+                      "%s: %zu classes x %zu clusters are too many for the Hungarian method: "
                       "the largest block of classes and clusters sharing points is %zu x %zu (limits: "
                       "smaller side <= %d, classes x clusters summed over blocks <= %.3g, here %.3g)",
-                      t->r, t->c, comp_rows[worst], comp_cols[worst], MATCH_MAX_SIDE, MATCH_MAX_PRODUCT, work);
+                      caller, t->r, t->c, comp_rows[worst], comp_cols[worst], MATCH_MAX_SIDE, MATCH_MAX_PRODUCT, work);
         goto done;
     }
     {
@@ -674,7 +685,7 @@ pc_status pc_matched_accuracy(const int32_t *truth, const int32_t *pred, size_t 
     if (st != PC_OK)
         return st;
     int64_t matched = 0;
-    st = matched_count(&t, &matched);
+    st = matched_count(&t, "pc_matched_accuracy", &matched);
     if (st == PC_OK)
         *accuracy = (double)matched / (double)n;
     table_free(&t);
@@ -725,7 +736,7 @@ pc_status pc_label_scores(const int32_t *truth, const int32_t *pred, const int64
         *nmi = nmi_of(&t);
     if (accuracy) {
         int64_t matched = 0;
-        if ((st = matched_count(&t, &matched)) == PC_OK)
+        if ((st = matched_count(&t, "pc_label_scores", &matched)) == PC_OK)
             *accuracy = (double)matched / (double)total;
     }
 done:

@@ -164,8 +164,10 @@ int mpi_cmd_segment(int argc, char **argv)
     MPI_Allreduce(hi, hdr.hi, (int)B, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0 && c.preview) {
         const float *held = c.algorithm == ALG_HCA ? centres : pc_result_centers(r);
-        if (!(paint = malloc((k * B + 1) * sizeof *paint)) ||
-            pcli_picture_init(&picture, W, hdr.height, c.preview_size, err, sizeof err))
+        if (!(paint = malloc((k * B + 1) * sizeof *paint))) {
+            snprintf(err, sizeof err, "%s: out of memory for the clusters' colours", c.preview);
+            bad = 1;
+        } else if (pcli_picture_init(&picture, W, hdr.height, c.preview_size, err, sizeof err))
             bad = 1;
         for (size_t i = 0; paint && i < k * B; i++)
             paint[i] = (float)(held[i] - hdr.offset);
