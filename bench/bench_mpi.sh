@@ -6,7 +6,10 @@
 # waiting included), and read/cluster/write. The peer: `parclust kmeans --backend seq` on the 1-rank
 # file (the in-memory pc_kmeans, one thread).
 #
-# usage: bench/bench_mpi.sh PARCLUST PARCLUST_MPI [MPIRUN]     (env: RANKS PER DIM K ITERS WORK)
+# MPIRUN_OPTS places the ranks (default --bind-to core: packed on the first cores; on a VM whose
+# neighbouring vCPUs may share a physical core, "--map-by slot:PE=4 --bind-to core" spreads them).
+#
+# usage: bench/bench_mpi.sh PARCLUST PARCLUST_MPI [MPIRUN]     (env: RANKS PER DIM K ITERS WORK MPIRUN_OPTS)
 set -eu
 P1=$1
 PM=$2
@@ -27,7 +30,8 @@ for P in $RANKS; do
         "$P1" kmeans "$W/x.npy" -k "$K" --max-iter "$ITERS" --tol 0 --init random --backend seq --verbose
     fi
     echo "== parclust-mpi kmeans, $P ranks, $N x $DIM, k $K"
-    "$MPIRUN" -q --bind-to core -np "$P" "$PM" kmeans "$W/x.npy" -k "$K" --max-iter "$ITERS" --tol 0 --init random \
+    # shellcheck disable=SC2086 # MPIRUN_OPTS is a list of options
+    "$MPIRUN" -q ${MPIRUN_OPTS:---bind-to core} -np "$P" "$PM" kmeans "$W/x.npy" -k "$K" --max-iter "$ITERS" --tol 0 --init random \
         --backend seq --verbose
     rm -f "$W/x.npy"
 done

@@ -134,6 +134,23 @@ if WHAT == "kmeans":
     rc2, out, err2 = run(["kmeans", "x.csv", "-k", 5, "--init", "init.csv", "--labels", "tm.csv"], 3)
     check(rc == 0 and rc2 == 0 and same_bytes("t1.csv", "tm.csv"),
           f"kmeans text input, --init FILE, P=3: labels identical {err.strip()} {err2.strip()}")
+    # OpenMP threads a rank: OMP_NUM_THREADS as given; without it, ranks left unbound share the cores
+    # this process may use, one left to MPI and CUDA from 8 a rank up.
+    cores = len(os.sched_getaffinity(0))
+    for p, threads in [(1, None), (2, None), (3, None), (2, 3)]:
+        env = {k: v for k, v in ENV.items() if k != "OMP_NUM_THREADS"}
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        r = subprocess.run([MPIEXEC, "-q", "--oversubscribe", "--bind-to", "none", "-np", str(p), PM, "kmeans", "x.npy",
+                            "-k", "5", "--verbose"], capture_output=True, text=True, timeout=120, env=env)
+        share = cores // p
+        want = (f"{threads} threads a rank (OMP_NUM_THREADS)" if threads else
+                f"{max(1, share - 1 if share >= 8 else share)} thread")
+        line = [l for l in r.stdout.splitlines() if "ranks (slowest)" in l]
+        ok = r.returncode == 0 and len(line) == 1 and want in line[0]
+        if not threads and ok:
+            ok = f"({cores} core" in line[0] and f"shared by {p} rank" in line[0]
+        check(ok, f"threads a rank, P={p}, OMP_NUM_THREADS {threads}, {cores} cores: '{want}' in {line} {r.stderr.strip()}")
 elif WHAT == "hca":
     outs = ["--labels", "{}l.npy", "--centers", "{}c.npy", "--dendrogram", "{}d.npy", "--components", "{}k.csv"]
     rc, out, err = run(["hca", "x.npy", "-m", 16] + [o.format("s") for o in outs])

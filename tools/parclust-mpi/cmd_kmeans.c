@@ -121,17 +121,14 @@ int mpi_cmd_kmeans(int argc, char **argv)
         return CLI_FAILED;
     }
     /* Where the time went: the slowest rank's of each part. */
-    double parts[3] = {report.setup, report.compute, report.communication}, slowest[3];
-    MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double parts[3] = {report.setup, report.compute, report.communication};
     size_t k = pc_result_cluster_count(r);
     if (rank == 0) {
-        printf("k-means: %zu points, %zu dimensions, %zu clusters, %d iterations, inertia %.9g, %.3f s (%s, %d ranks)\n",
+        printf("k-means: %zu points, %zu dimensions, %zu clusters, %d iterations, inertia %.9g, %.3f s (%s, %d rank%s)\n",
                in.total, in.points.dim, k, pc_result_iterations(r), report.inertia, seconds,
-               pc_backend_name(pc_result_backend(r)), size);
-        if (a.c.verbose)
-            printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s\n", slowest[0], slowest[1],
-                   slowest[2]);
+               pc_backend_name(pc_result_backend(r)), size, size == 1 ? "" : "s");
     }
+    mpi_print_rank_times(parts, a.c.verbose);
     double t_write = MPI_Wtime();
     int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels, k);
     rc = CLI_OK;

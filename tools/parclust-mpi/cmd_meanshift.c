@@ -69,15 +69,12 @@ int mpi_cmd_meanshift(int argc, char **argv)
         mpi_input_free(&in);
         return CLI_FAILED;
     }
-    double parts[3] = {report.setup, report.compute, report.communication}, slowest[3];
-    MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double parts[3] = {report.setup, report.compute, report.communication};
     if (rank == 0) {
         printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s, %d rank%s)\n",
                in.total, dim, cl.k, cl.iterations, seconds, report.method, size, size == 1 ? "" : "s");
-        if (a.c.verbose)
-            printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s\n", slowest[0], slowest[1],
-                   slowest[2]);
     }
+    mpi_print_rank_times(parts, a.c.verbose);
     int failed = a.c.out.labels && mpi_write_labels(cmd, &out, a.c.out.labels, &in, labels, cl.k);
     /* The modes: gathered to rank 0 (which held them all for the merge), written there. */
     float *all = NULL;

@@ -37,7 +37,10 @@ static void usage(FILE *out)
             "A .npy INPUT is read by every rank, its own rows only; a text INPUT by rank 0, its rows scattered.\n"
             "--labels .npy is written by every rank at its rows' offset; the other outputs by rank 0.\n"
             "HCA, k-means and mean shift with --backend cuda (or auto, where a GPU takes the work) run each\n"
-            "rank on a GPU of its host: the local rank modulo the devices present.\n",
+            "rank on a GPU of its host: the local rank modulo the devices present.\n"
+            "OpenMP threads a rank: OMP_NUM_THREADS, else the rank's share of the cores it may use (with the\n"
+            "ranks of its host whose cores overlap), one left to MPI and CUDA from 8 up; kmeans and meanshift\n"
+            "--verbose say how many.\n",
             pc_version());
 }
 
@@ -47,6 +50,7 @@ int main(int argc, char **argv)
     cli_program = "parclust-mpi";
     int rank = 0, rc = CLI_USAGE;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    mpi_choose_threads();
     const char *cmd = argc > 1 ? argv[1] : "";
     if (strcmp(cmd, "kmeans") == 0)
         rc = mpi_cmd_kmeans(argc - 1, argv + 1);
