@@ -1,7 +1,8 @@
 /* How many OpenMP threads a rank runs where OMP_NUM_THREADS does not say. OpenMP's own default is
  * every core the process may use, and mpirun leaves ranks unbound, or bound to a whole socket,
  * beyond two ranks: 4 ranks on a 64-core host would run 64 threads each. Here a rank takes its share
- * of the cores it may use (shared with the ranks of its host whose cores overlap its own), and, from
+ * of the cores it may use (divided by the most ranks of its host that may use one of them; CPUs
+ * numbered past CPU_SETSIZE, 1024, are not counted), and, from
  * 8 cores a rank up, leaves one of them to MPI's and CUDA's own threads: where every core runs an
  * OpenMP thread, one of those threads loses its core now and then and holds up every parallel loop
  * (bench/RESULTS.md, 2026-11-26: k-means on 4 GPUs, 16 threads on 16 cores a rank, 1.7x slower an
@@ -12,7 +13,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -21,36 +21,35 @@ static char note[160] = "1 thread a rank (built without OpenMP)";
 
 void mpi_choose_threads(void)
 {
+    /* Every rank takes part in the reduction whatever it then decides (its environment or affinity
+     * may differ from the others'): how many of the host's ranks may use each core. */
+    int mine[CPU_SETSIZE], users[CPU_SETSIZE];
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    int have_mask = sched_getaffinity(0, sizeof mask, &mask) == 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        mine[c] = have_mask && CPU_ISSET(c, &mask);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Allreduce(mine, users, CPU_SETSIZE, MPI_INT, MPI_SUM, local);
+    MPI_Comm_free(&local);
 #ifdef _OPENMP
     const char *env = getenv("OMP_NUM_THREADS");
     if (env && *env) {
         snprintf(note, sizeof note, "%d threads a rank (OMP_NUM_THREADS)", omp_get_max_threads());
         return;
     }
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
+    if (!have_mask) {
         snprintf(note, sizeof note, "%d threads a rank (OpenMP's default)", omp_get_max_threads());
         return;
     }
-    MPI_Comm local;
-    int size = 1;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_size(local, &size);
-    cpu_set_t *all = malloc((size_t)size * sizeof *all);
-    int sharers = 1; /* this rank, where the masks cannot be gathered */
-    if (all) {
-        MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, local);
-        sharers = 0;
-        for (int r = 0; r < size; r++) {
-            cpu_set_t both;
-            CPU_AND(&both, &mine, &all[r]);
-            sharers += CPU_COUNT(&both) > 0;
+    int cores = 0, sharers = 1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (mine[c]) {
+            cores++;
+            sharers = users[c] > sharers ? users[c] : sharers;
         }
-        free(all);
-    }
-    MPI_Comm_free(&local);
-    int cores = CPU_COUNT(&mine), share = cores / (sharers > 0 ? sharers : 1);
+    int share = cores / sharers;
     int threads = share < 1 ? 1 : share >= 8 ? share - 1 : share;
     omp_set_num_threads(threads);
     snprintf(note, sizeof note, "%d thread%s a rank (%d core%s shared by %d rank%s of this host%s)", threads,
