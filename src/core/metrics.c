@@ -345,8 +345,9 @@ static double ari_of(const table *t)
     if (fn == 0 && fp == 0) /* full agreement, including the degenerate "one cluster" and "all singletons" */
         return 1.0;
     /* The four pair counts are below n^2; their products stay exact in 128 bits while n^2 < 2^63.
-     * Beyond that (pair counts summed over ranks) the products are formed in long double, whose
-     * 64-bit mantissa still holds each count exactly. */
+     * Beyond that (pair counts summed over ranks) the products are formed in long double (64-bit
+     * mantissa: each count exact while n <= 2^32, rounded once beyond), |num| <= 1.5 den, so the
+     * ratio keeps long double's relative precision, far below double's. */
     if (t->n <= (size_t)3037000499u) {
         wide_int num = tp * tn - fn * fp;
         wide_int den = (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn);
@@ -395,8 +396,8 @@ static double nmi_of(const table *t)
         for (size_t e = 0; e < t->nnz; e++) {
             double v = (double)t->cell_count[e];
             double p = v / total;
-            /* Both sizes are exact in a double, so this is the int64 product rounded once, as scikit-learn
-             * forms it, without overflowing where the sizes pass 2^31.5 each. */
+            /* Sizes below 2^53 are exact in a double, so this is the int64 product rounded once, as
+             * scikit-learn forms it, without overflowing where the sizes pass 2^31.5 each. */
             double outer = (double)t->row_sum[t->cell_row[e]] * (double)t->col_sum[t->cell_col[e]];
             double log_outer = -log(outer) + log_total + log_total;
             double term = p * (log(v) - log_total) + p * log_outer;

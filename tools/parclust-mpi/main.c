@@ -38,8 +38,8 @@ static void usage(FILE *out)
             "--labels .npy is written by every rank at its rows' offset; the other outputs by rank 0.\n"
             "HCA, k-means and mean shift with --backend cuda (or auto, where a GPU takes the work) run each\n"
             "rank on a GPU of its host: the local rank modulo the devices present.\n"
-            "OpenMP threads a rank: OMP_NUM_THREADS, else the rank's share of the cores it may use (with the\n"
-            "ranks of its host whose cores overlap), one left to MPI and CUDA from 8 up; kmeans and meanshift\n"
+            "OpenMP threads a rank: OMP_NUM_THREADS, else the cores it may use divided by the most ranks of\n"
+            "its host that may use any one of them, one left to MPI and CUDA from 8 up; kmeans and meanshift\n"
             "--verbose say how many.\n",
             pc_version());
 }

@@ -1,8 +1,7 @@
 /* How many OpenMP threads a rank runs where OMP_NUM_THREADS does not say. OpenMP's own default is
  * every core the process may use, and mpirun leaves ranks unbound, or bound to a whole socket,
  * beyond two ranks: 4 ranks on a 64-core host would run 64 threads each. Here a rank takes its share
- * of the cores it may use (divided by the most ranks of its host that may use one of them; CPUs
- * numbered past CPU_SETSIZE, 1024, are not counted), and, from
+ * of the cores it may use (divided by the most ranks of its host that may use any one of them), and, from
  * 8 cores a rank up, leaves one of them to MPI's and CUDA's own threads: where every core runs an
  * OpenMP thread, one of those threads loses its core now and then and holds up every parallel loop
  * (bench/RESULTS.md, 2026-11-26: k-means on 4 GPUs, 16 threads on 16 cores a rank, 1.7x slower an
@@ -19,19 +18,23 @@
 
 static char note[160] = "1 thread a rank (built without OpenMP)";
 
+/* CPUs the masks count: more than glibc's cpu_set_t (1024), whose size the kernel refuses on hosts
+ * with more CPUs than it holds. Static: the reduction needs no allocation that one rank could lack. */
+#define MAX_CPUS 8192
+static unsigned long mask_bits[MAX_CPUS / (8 * sizeof(unsigned long))];
+static int mine[MAX_CPUS], users[MAX_CPUS];
+
 void mpi_choose_threads(void)
 {
     /* Every rank takes part in the reduction whatever it then decides (its environment or affinity
-     * may differ from the others'): how many of the host's ranks may use each core. */
-    int mine[CPU_SETSIZE], users[CPU_SETSIZE];
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    int have_mask = sched_getaffinity(0, sizeof mask, &mask) == 0;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        mine[c] = have_mask && CPU_ISSET(c, &mask);
+     * may differ from the others'): how many of the host's ranks may use each CPU. */
+    cpu_set_t *mask = (cpu_set_t *)mask_bits;
+    int have_mask = sched_getaffinity(0, sizeof mask_bits, mask) == 0;
+    for (int c = 0; c < MAX_CPUS; c++)
+        mine[c] = have_mask && CPU_ISSET_S(c, sizeof mask_bits, mask);
     MPI_Comm local;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Allreduce(mine, users, CPU_SETSIZE, MPI_INT, MPI_SUM, local);
+    MPI_Allreduce(mine, users, MAX_CPUS, MPI_INT, MPI_SUM, local);
     MPI_Comm_free(&local);
 #ifdef _OPENMP
     const char *env = getenv("OMP_NUM_THREADS");
@@ -44,7 +47,7 @@ void mpi_choose_threads(void)
         return;
     }
     int cores = 0, sharers = 1;
-    for (int c = 0; c < CPU_SETSIZE; c++)
+    for (int c = 0; c < MAX_CPUS; c++)
         if (mine[c]) {
             cores++;
             sharers = users[c] > sharers ? users[c] : sharers;
