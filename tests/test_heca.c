@@ -226,11 +226,41 @@ static void test_refine(uint64_t seed)
 }
 
 /* Packed uint8 rows of 1 or 2 bands take the distinct values' path (members, prototypes and sums from
- * the values' counts), 3 bands the points' path as uint8; the same values as float32 take the points'
- * path as floats: the same result. */
+ * the values' counts), 3 and 4 bands (and uint16 rows) the members counted together in one pass
+ * (grid_many.c); the same values as float32 take the points' path as floats, one member at a time:
+ * the same result, on one thread and several (per-thread counts). */
+static void compare_paths(const pc_points *vi, const pc_points *vf, size_t dim, const char *what)
+{
+    for (int shifts = 0; shifts <= 1; shifts++)
+        for (int b = 0; b < 2; b++) {
+            int ms[] = {12, 16, 21};
+            pc_backend be = b == 0 ? PC_BACKEND_SEQUENTIAL : PC_BACKEND_OPENMP;
+            if (!pc_backend_available(be))
+                continue;
+            pc_result *a = heca(vi, ms, 3, shifts, 5, 0, be);
+            pc_result *c = heca(vf, ms, 3, shifts, 5, 0, be);
+            CHECK(a && c);
+            if (a && c) {
+                CHECK_MSG(same_labels(a, c), "%s, dim %zu, shifts %d, %s: labels differ from float32's", what, dim,
+                          shifts, pc_backend_name(be));
+                size_t ra, rb;
+                const double *za = pc_result_dendrogram(a, &ra), *zb = pc_result_dendrogram(c, &rb);
+                CHECK(ra == rb && memcmp(za, zb, ra * 4 * sizeof *za) == 0);
+                for (size_t l = 0; l < 3; l++)
+                    CHECK(pc_result_member_components(a, l) == pc_result_member_components(c, l));
+                size_t k = pc_result_cluster_count(a);
+                CHECK(k == pc_result_cluster_count(c) && memcmp(pc_result_sizes(a), pc_result_sizes(c), k * 8) == 0);
+                for (size_t q = 0; q < k * dim && k == pc_result_cluster_count(c); q++)
+                    CHECK_NEAR(pc_result_centers(a)[q], pc_result_centers(c)[q], 1e-3);
+            }
+            pc_result_free(a);
+            pc_result_free(c);
+        }
+}
+
 static void test_values_path(uint64_t seed)
 {
-    for (size_t dim = 2; dim <= 3; dim++) {
+    for (size_t dim = 2; dim <= 4; dim++) {
         size_t n = 30000;
         uint8_t *u = malloc(n * dim);
         float *f = malloc(n * dim * sizeof *f);
@@ -245,24 +275,18 @@ static void test_values_path(uint64_t seed)
             }
         }
         pc_points vu = pc_points_u8(u, n, dim), vf = pc_points_f32(f, n, dim);
-        for (int shifts = 0; shifts <= 1; shifts++) {
-            int ms[] = {12, 16, 21};
-            pc_backend be = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
-            pc_result *a = heca(&vu, ms, 3, shifts, 5, 0, be);
-            pc_result *b = heca(&vf, ms, 3, shifts, 5, 0, be);
-            if (a && b) {
-                CHECK_MSG(same_labels(a, b), "dim %zu, shifts %d: uint8 and float32 labels differ", dim, shifts);
-                size_t ra, rb;
-                const double *za = pc_result_dendrogram(a, &ra), *zb = pc_result_dendrogram(b, &rb);
-                CHECK(ra == rb && memcmp(za, zb, ra * 4 * sizeof *za) == 0);
-                size_t k = pc_result_cluster_count(a);
-                CHECK(k == pc_result_cluster_count(b) && memcmp(pc_result_sizes(a), pc_result_sizes(b), k * 8) == 0);
-                for (size_t q = 0; q < k * dim && k == pc_result_cluster_count(b); q++)
-                    CHECK_NEAR(pc_result_centers(a)[q], pc_result_centers(b)[q], 1e-3);
-            }
-            pc_result_free(a);
-            pc_result_free(b);
+        compare_paths(&vu, &vf, dim, "uint8");
+        /* uint16: the values spread over 0 .. 65535 (x 257), the floats alike. */
+        uint16_t *w = malloc(n * dim * sizeof *w);
+        for (size_t q = 0; w && q < n * dim; q++) {
+            w[q] = (uint16_t)(u[q] * 257u);
+            f[q] = w[q];
         }
+        if (w && dim == 3) {
+            pc_points vw = pc_points_u16(w, n, dim);
+            compare_paths(&vw, &vf, dim, "uint16");
+        }
+        free(w);
         free(u);
         free(f);
     }

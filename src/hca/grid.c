@@ -154,7 +154,9 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
             c = _mm512_mask_mov_epi8(c, (band << j) & top, high);
         }
         __m512i idx = _mm512_madd_epi16(_mm512_maddubs_epi16(c, mul_bytes), mul_words);
-        if (live != 0xffff)
+        if (!cell_of)
+            ; /* only the counts are wanted (HECA's members other than the reference) */
+        else if (live != 0xffff)
             _mm512_mask_storeu_epi32(cell_of + i, live, idx);
         else if (aligned)
             _mm512_stream_si512((void *)(cell_of + i), idx);
@@ -255,7 +257,8 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
                 for (size_t j = 0; j < dim; j++)
                     idx += (uint32_t)((uint64_t)pc__hca_cell_coordinate(pc__hca_value(row, p->dtype, j), g->lo[j], g->hi[j], g->m) *
                                       g->stride[j]);
-            cell_of[i] = idx;
+            if (cell_of)
+                cell_of[i] = idx;
             if (!mine) {
 #pragma omp atomic
                 count[idx]++;
@@ -292,10 +295,13 @@ static pc_status build_dense(pc__hca_grid *g, const pc_points *p, size_t stride,
     g->slot = pc__calloc(total, sizeof *g->slot, "HCA dense grid");
     if (!g->slot)
         return PC_OUT_OF_MEMORY;
+    pc_status st = index_and_count(g, p, stride, (uint32_t *)scratch, g->slot, total, budget);
+    return st != PC_OK ? st : pc__hca_grid_dense_cells(g, total);
+}
+
+pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total)
+{
     int32_t *count = g->slot;
-    pc_status st = index_and_count(g, p, stride, (uint32_t *)scratch, count, total, budget);
-    if (st != PC_OK)
-        return st;
     size_t cells = 0;
     for (uint64_t c = 0; c < total; c++)
         cells += count[c] > 0;
@@ -389,7 +395,8 @@ static pc_status build_sparse(pc__hca_grid *g, const pc_points *p, size_t stride
             used++;
         }
         dens[t.ids[s]]++;
-        scratch[i] = t.ids[s];
+        if (scratch)
+            scratch[i] = t.ids[s];
     }
     /* Cells in increasing linear index; points keep their first-seen ids, mapped at the end. */
     order = pc__alloc(used, sizeof *order, "HCA cell order");

@@ -80,7 +80,8 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *points, int m, si
                              int32_t *scratch);
 void pc__hca_grid_free(pc__hca_grid *g);
 /* HECA and HCA-MS (src/heca/, src/hca/refine.c): the grid over a given box (its members share one box,
- * some shifted by half a cell), the box alone, the labelling of pc_hca, and the border refinement. */
+ * some shifted by half a cell), the box alone, the labelling of pc_hca, and the border refinement.
+ * scratch NULL: the counts only, without writing each point's cell (n x 4 bytes a member saved). */
 pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *points, int m, const double *lo, const double *hi,
                                  size_t memory_budget, int threads, int32_t *scratch);
 void pc__hca_bounding_box(const pc_points *points, int threads, double *lo, double *hi);
@@ -136,6 +137,17 @@ pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total);
 /* The index offsets of the 3^d - 1 neighbours of an interior cell (delta stays NULL without memory:
  * neighbours are then found the slow way). */
 void pc__hca_grid_deltas(pc__hca_grid *g);
+/* A dense grid whose slot array holds the count of every linear index (total of them): its non-empty
+ * cells in index order (key, density, cells), and slot[] each index's cell or -1. */
+pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);
+/* HECA's members (src/heca/): L dense grids of integer rows (uint8, uint16) counted in one pass over
+ * the points, grids[l] with m[l] cells a side over lo[l] .. hi[l] (PC__HCA_MAX_DIM values each), as
+ * pc__hca_grid_build_box makes them; the linear index of every point in grids[with_cells] into
+ * cell_of (NULL: none). PC_UNSUPPORTED, with no message and nothing allocated, where that does not
+ * apply (other types, a sparse grid, per-thread counts over the budget): build them one by one. */
+pc_status pc__hca_grids_count(pc__hca_grid *const *grids, size_t L, const pc_points *points, const int *m,
+                              const double (*lo)[PC__HCA_MAX_DIM], const double (*hi)[PC__HCA_MAX_DIM],
+                              size_t memory_budget, int threads, size_t with_cells, int32_t *cell_of);
 /* The non-empty cell of a linear index, or -1. */
 long pc__hca_find(const pc__hca_grid *g, uint64_t key);
 /* Calls visit(ctx, cell, neighbour) for every non-empty neighbour of `cell` (corners included, the

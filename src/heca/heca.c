@@ -746,7 +746,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     memset(&dv, 0, sizeof dv);
     int32_t *cmap = NULL;
     int values = !gpu && use_values(points, p, ms, L);
-    int32_t *scratch = NULL, **comp = NULL, *cluster_of_cell = NULL;
+    int32_t **comp = NULL, *cluster_of_cell = NULL;
     double *mean = NULL, *U = NULL, *sums = NULL;
     uint8_t *same = NULL;
     pair *pairs = NULL;
@@ -776,50 +776,73 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     }
     if ((st = pc__hca_progress(&p->hca, 0.02)) != PC_OK)
         goto done;
-    /* Members: HCA's stages 1-5 each; the reference member's cells of the points go to the labels. */
+    /* Members: HCA's stages 1-5 each; the reference member's cells of the points go to the labels.
+     * Their boxes: the points' box, widened by half a cell each side for shifted members. */
+    double blos[PC_HECA_MAX_MEMBERS][PC__HCA_MAX_DIM], bhis[PC_HECA_MAX_MEMBERS][PC__HCA_MAX_DIM];
+    int cells_a_side[PC_HECA_MAX_MEMBERS];
+    pc__hca_grid *grids[PC_HECA_MAX_MEMBERS];
     for (size_t l = 0; l < L; l++) {
         mb[l].m = ms[l];
         mb[l].shifted = p->shifts && (l % 2 == 1);
-        double blo[PC__HCA_MAX_DIM], bhi[PC__HCA_MAX_DIM];
+        cells_a_side[l] = ms[l] + mb[l].shifted;
+        grids[l] = &mb[l].g;
         for (size_t j = 0; j < dim; j++) {
             double half = mb[l].shifted ? 0.5 * (hi[j] - lo[j]) / ms[l] : 0;
-            blo[j] = lo[j] - half;
-            bhi[j] = hi[j] + half;
+            blos[l][j] = lo[j] - half;
+            bhis[l][j] = hi[j] + half;
         }
+    }
+    /* Integer rows on the CPU: every member's cells counted in one pass over the points. */
+    int counted = 0;
+    if (!gpu && !values) {
+        struct pc__hca_tick tick = {&p->hca, 0.02, 0.02 + 0.58 / (double)L, 0, 0};
+        pc__hca_grid_tick = p->hca.progress ? &tick : NULL;
+        st = pc__hca_grids_count(grids, L, points, cells_a_side, (const double(*)[PC__HCA_MAX_DIM])blos,
+                                 (const double(*)[PC__HCA_MAX_DIM])bhis, p->hca.memory_budget, threads, (size_t)ref,
+                                 r->labels);
+        pc__hca_grid_tick = NULL;
+        if (st == PC_OK && (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK)
+            goto done;
+        if (st != PC_OK && st != PC_UNSUPPORTED)
+            goto done;
+        counted = st == PC_OK;
+    }
+    for (size_t l = 0; l < L; l++) {
+        const double *blo = blos[l], *bhi = bhis[l];
         if (gpu) {
-            if ((st = member_gpu(&mb[l], points, &p->hca, ms[l] + mb[l].shifted, blo, bhi, threads,
+            if ((st = member_gpu(&mb[l], points, &p->hca, cells_a_side[l], blo, bhi, threads,
                                  (int)l == ref ? &ref_gpu : NULL)) != PC_OK ||
                 (st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
                 goto done;
             continue;
         }
         if (values) {
-            if ((st = member_values(&mb[l], points, &dv, ms[l] + mb[l].shifted, blo, bhi, threads,
+            if ((st = member_values(&mb[l], points, &dv, cells_a_side[l], blo, bhi, threads,
                                     p->hca.memory_budget)) != PC_OK ||
                 (st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
                 goto done;
             continue;
         }
-        int32_t *into = (int)l == ref ? r->labels : scratch;
-        if (!into && !(into = scratch = pc__alloc_large(n, sizeof *scratch, "HECA member cells")))
-            goto done;
-        /* The member's counting pass reports its progress and stops when cancelled. */
-        struct pc__hca_tick tick = {&p->hca, 0.02 + 0.58 * (double)l / (double)L,
-                                    0.02 + 0.58 * (double)(l + 1) / (double)L, 0, 0};
-        pc__hca_grid_tick = p->hca.progress ? &tick : NULL;
-        st = pc__hca_grid_build_box(&mb[l].g, points, ms[l] + mb[l].shifted, blo, bhi, p->hca.memory_budget, threads,
-                                    into);
-        pc__hca_grid_tick = NULL;
-        mb[l].g.tick = NULL;
-        if (st != PC_OK || (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK ||
-            (st = pc__hca_graph_build(&mb[l].g, &mb[l].gr)) != PC_OK ||
+        if (!counted) {
+            /* Only the reference member's cells of the points are used (for the labels): the others count. */
+            int32_t *into = (int)l == ref ? r->labels : NULL;
+            /* The member's counting pass reports its progress and stops when cancelled. */
+            struct pc__hca_tick tick = {&p->hca, 0.02 + 0.58 * (double)l / (double)L,
+                                        0.02 + 0.58 * (double)(l + 1) / (double)L, 0, 0};
+            pc__hca_grid_tick = p->hca.progress ? &tick : NULL;
+            st = pc__hca_grid_build_box(&mb[l].g, points, cells_a_side[l], blo, bhi, p->hca.memory_budget, threads,
+                                        into);
+            pc__hca_grid_tick = NULL;
+            mb[l].g.tick = NULL;
+            if (st != PC_OK || (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK)
+                goto done;
+        }
+        if ((st = pc__hca_graph_build(&mb[l].g, &mb[l].gr)) != PC_OK ||
             (st = pc__hca_dendrogram(&mb[l].gr, &mb[l].z)) != PC_OK || (st = member_forest(&mb[l])) != PC_OK)
             goto done;
         if ((st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
             goto done;
     }
-    free(scratch);
-    scratch = NULL;
     t1 = pc__now();
     /* Prototypes and their component in every member. */
     const pc__hca_grid *g = &mb[ref].g;
@@ -1013,7 +1036,6 @@ done:
     free(dv.n);
     free(cmap);
     free(comp);
-    free(scratch);
     free(mean);
     free(U);
     free(same);
