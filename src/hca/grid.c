@@ -187,6 +187,18 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
 }
 #endif
 
+int pc__hca_grid_vector_path(const pc_points *p, int m)
+{
+#if PC__HAVE_CPU_PATHS
+    return p->dtype == PC_U8 && p->dim == 4 && pc__hca_row_bytes(p) == 4 && m <= 127 &&
+           pc__cpu_path() == PC__CPU_AVX512 && pc__cpu_has_vbmi();
+#else
+    (void)p;
+    (void)m;
+    return 0;
+#endif
+}
+
 /* Linear cell index of every point into cell_of[] and, in the same pass (the image is read once),
  * the count of every index: each thread counts into its own copy where the copies fit the budget,
  * since atomic increments on the cells all threads hit at once would serialise them. */
@@ -212,8 +224,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
     uint8_t *coord = NULL; /* the AVX-512 path's byte tables: the cell coordinate of every value, per band */
 #if PC__HAVE_CPU_PATHS
-    if (p->dtype == PC_U8 && dim == 4 && stride == 4 && g->m <= 127 && pc__cpu_path() == PC__CPU_AVX512 &&
-        pc__cpu_has_vbmi() && (coord = malloc(4 * 256)) != NULL)
+    if (pc__hca_grid_vector_path(p, g->m) && (coord = malloc(4 * 256)) != NULL)
         for (size_t j = 0; j < 4; j++)
             for (size_t v = 0; v < 256; v++)
                 coord[j * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);

@@ -140,11 +140,15 @@ void pc__hca_grid_deltas(pc__hca_grid *g);
 /* A dense grid whose slot array holds the count of every linear index (total of them): its non-empty
  * cells in index order (key, density, cells), and slot[] each index's cell or -1. */
 pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);
+/* 1 when a grid of m cells a side counts these points with AVX-512 (packed 4-band uint8, m <= 127,
+ * a processor with AVX-512 VBMI): 16 pixels a step. */
+int pc__hca_grid_vector_path(const pc_points *points, int m);
 /* HECA's members (src/heca/): L dense grids of integer rows (uint8, uint16) counted in one pass over
  * the points, grids[l] with m[l] cells a side over lo[l] .. hi[l] (PC__HCA_MAX_DIM values each), as
  * pc__hca_grid_build_box makes them; the linear index of every point in grids[with_cells] into
  * cell_of (NULL: none). PC_UNSUPPORTED, with no message and nothing allocated, where that does not
- * apply (other types, a sparse grid, per-thread counts over the budget): build them one by one. */
+ * apply (other types, a sparse grid, per-thread counts over the budget, or members that the AVX-512
+ * path counts faster one by one): build them one by one. */
 pc_status pc__hca_grids_count(pc__hca_grid *const *grids, size_t L, const pc_points *points, const int *m,
                               const double (*lo)[PC__HCA_MAX_DIM], const double (*hi)[PC__HCA_MAX_DIM],
                               size_t memory_budget, int threads, size_t with_cells, int32_t *cell_of);
