@@ -65,6 +65,11 @@ def same_bytes(a, b):
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 os.chdir(WORK)
+# mpirun's session directory under this test's own folder: ctest runs the mpi tests side by side, and
+# one mpirun removing the shared /tmp/ompi.HOST.UID as it ends while another is creating its job's
+# folder in it ends the second with "ORTE_ERROR_LOG ... session_dir.c" (seen once in CI).
+os.makedirs("t")
+ENV["TMPDIR"] = os.path.abspath("t")
 rng = np.random.default_rng(14)
 N = 2003  # divisible by none of 2, 3, 4
 centres = rng.uniform(-10, 10, (5, 3))
