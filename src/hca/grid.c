@@ -208,15 +208,12 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     const unsigned char *base = p->data;
     size_t dim = g->dim;
     uint32_t *table = NULL; /* integer bands: the offset of every value, per band */
-    size_t values = p->dtype == PC_U8 ? 256 : p->dtype == PC_U16 ? 65536 : 0;
+    size_t values = pc__hca_integer_values(p);
     if (values) {
         table = pc__alloc(dim * values, sizeof *table, "HCA cell tables");
         if (!table)
             return PC_OUT_OF_MEMORY;
-        for (size_t j = 0; j < dim; j++)
-            for (size_t v = 0; v < values; v++)
-                table[j * values + v] =
-                    (uint32_t)((uint64_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
+        pc__hca_value_offsets(g, values, table);
     }
     int threads = g->threads;
     int32_t *copies = NULL;
@@ -455,8 +452,21 @@ void pc__hca_bounding_box(const pc_points *p, int threads, double *lo, double *h
     memcpy(hi, g.hi, p->dim * sizeof *hi);
 }
 
-pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, const double *lo, const double *hi,
-                                 size_t memory_budget, int threads, int32_t *scratch)
+size_t pc__hca_integer_values(const pc_points *p)
+{
+    return p->dtype == PC_U8 ? 256 : p->dtype == PC_U16 ? 65536 : 0;
+}
+
+void pc__hca_value_offsets(const pc__hca_grid *g, size_t values, uint32_t *table)
+{
+    for (size_t j = 0; j < g->dim; j++)
+        for (size_t v = 0; v < values; v++)
+            table[j * values + v] =
+                (uint32_t)((uint64_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
+}
+
+pc_status pc__hca_grid_begin(pc__hca_grid *g, const pc_points *p, int m, const double *lo, const double *hi,
+                             size_t memory_budget, int threads, uint64_t *total)
 {
     memset(g, 0, sizeof *g);
     g->tick = pc__hca_grid_tick; /* the calling thread's HCA run, if it reports progress (hca.c) */
@@ -464,19 +474,28 @@ pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, con
     g->dim = p->dim;
     g->m = m;
     g->threads = threads;
-    size_t stride = pc__hca_row_bytes(p);
-    uint64_t total = 0;
-    pc_status st = pc__hca_grid_strides(g, &total);
+    pc_status st = pc__hca_grid_strides(g, total);
     if (st != PC_OK)
         return st;
     if (lo) {
         memcpy(g->lo, lo, p->dim * sizeof *lo);
         memcpy(g->hi, hi, p->dim * sizeof *hi);
     } else {
-        bounding_box(g, p, stride);
+        bounding_box(g, p, pc__hca_row_bytes(p));
     }
     /* Dense when the slot array fits the budget and linear indices fit the (signed) 32-bit scratch. */
-    g->dense = total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= memory_budget;
+    g->dense = *total <= (uint64_t)INT32_MAX && *total * sizeof(int32_t) <= memory_budget;
+    return PC_OK;
+}
+
+pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, const double *lo, const double *hi,
+                                 size_t memory_budget, int threads, int32_t *scratch)
+{
+    size_t stride = pc__hca_row_bytes(p);
+    uint64_t total = 0;
+    pc_status st = pc__hca_grid_begin(g, p, m, lo, hi, memory_budget, threads, &total);
+    if (st != PC_OK)
+        return st;
     st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget) : build_sparse(g, p, stride, scratch);
     if (st == PC_OK)
         pc__hca_grid_deltas(g);

@@ -17,7 +17,7 @@ pc_status pc__hca_grids_count(pc__hca_grid *const *grids, size_t L, const pc_poi
                               const double (*lo)[PC__HCA_MAX_DIM], const double (*hi)[PC__HCA_MAX_DIM],
                               size_t memory_budget, int threads, size_t with_cells, int32_t *cell_of)
 {
-    size_t values = p->dtype == PC_U8 ? 256 : p->dtype == PC_U16 ? 65536 : 0, dim = p->dim;
+    size_t values = pc__hca_integer_values(p), dim = p->dim;
     if (!values || L == 0 || L > PC_HECA_MAX_MEMBERS)
         return PC_UNSUPPORTED;
     uint64_t totals[PC_HECA_MAX_MEMBERS], sum_total = 0;
@@ -27,20 +27,11 @@ pc_status pc__hca_grids_count(pc__hca_grid *const *grids, size_t L, const pc_poi
         if (pc__hca_grid_vector_path(p, m[l]))
             return PC_UNSUPPORTED;
     for (size_t l = 0; l < L; l++) {
-        pc__hca_grid *g = grids[l];
-        memset(g, 0, sizeof *g);
-        g->n = p->n;
-        g->dim = dim;
-        g->m = m[l];
-        g->threads = threads;
-        if (pc__hca_grid_strides(g, &totals[l]) != PC_OK) {
+        if (pc__hca_grid_begin(grids[l], p, m[l], lo[l], hi[l], memory_budget, threads, &totals[l]) != PC_OK) {
             pc__clear_error();
             return PC_UNSUPPORTED;
         }
-        memcpy(g->lo, lo[l], dim * sizeof *g->lo);
-        memcpy(g->hi, hi[l], dim * sizeof *g->hi);
-        /* pc__hca_grid_build_box's rule for a dense grid */
-        if (totals[l] > (uint64_t)INT32_MAX || totals[l] * sizeof(int32_t) > memory_budget)
+        if (!grids[l]->dense)
             return PC_UNSUPPORTED;
         sum_total += totals[l];
     }
@@ -55,18 +46,13 @@ pc_status pc__hca_grids_count(pc__hca_grid *const *grids, size_t L, const pc_poi
     if (!table || (threads > 1 && !copies))
         goto done;
     for (size_t l = 0; l < L; l++) {
-        pc__hca_grid *g = grids[l];
-        g->dense = 1;
-        if (!(g->slot = pc__calloc((size_t)totals[l], sizeof *g->slot, "HCA dense grid")))
+        if (!(grids[l]->slot = pc__calloc((size_t)totals[l], sizeof *grids[l]->slot, "HCA dense grid")))
             goto done;
-        for (size_t j = 0; j < dim; j++)
-            for (size_t v = 0; v < values; v++)
-                table[(l * dim + j) * values + v] =
-                    (uint32_t)((uint64_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m) * g->stride[j]);
+        pc__hca_value_offsets(grids[l], values, table + l * dim * values);
     }
     const unsigned char *base = p->data;
     size_t stride = pc__hca_row_bytes(p), n = p->n;
-    struct pc__hca_tick *tick = pc__hca_grid_tick;
+    struct pc__hca_tick *tick = grids[0]->tick;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         int t = 0;

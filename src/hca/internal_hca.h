@@ -137,6 +137,14 @@ pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total);
 /* The index offsets of the 3^d - 1 neighbours of an interior cell (delta stays NULL without memory:
  * neighbours are then found the slow way). */
 void pc__hca_grid_deltas(pc__hca_grid *g);
+/* The start of every grid build: g's fields, strides and box (lo NULL: the points' bounding box) and
+ * whether it is dense (m^d int32 slots within memory_budget); *total: m^d. Nothing allocated. */
+pc_status pc__hca_grid_begin(pc__hca_grid *g, const pc_points *points, int m, const double *lo, const double *hi,
+                             size_t memory_budget, int threads, uint64_t *total);
+/* Integer rows: how many values a band takes (256 for uint8, 65536 for uint16), else 0; and the table
+ * of every value's offset in g's linear index, per band (dim x values). */
+size_t pc__hca_integer_values(const pc_points *points);
+void pc__hca_value_offsets(const pc__hca_grid *g, size_t values, uint32_t *table);
 /* A dense grid whose slot array holds the count of every linear index (total of them): its non-empty
  * cells in index order (key, density, cells), and slot[] each index's cell or -1. */
 pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);

@@ -801,6 +801,8 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                                  (const double(*)[PC__HCA_MAX_DIM])bhis, p->hca.memory_budget, threads, (size_t)ref,
                                  r->labels);
         pc__hca_grid_tick = NULL;
+        for (size_t l = 0; l < L; l++)
+            mb[l].g.tick = NULL; /* the pass's tick lives in this block */
         if (st == PC_OK && (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK)
             goto done;
         if (st != PC_OK && st != PC_UNSUPPORTED)
