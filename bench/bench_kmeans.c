@@ -4,6 +4,10 @@
  *
  *   bench_kmeans gpu [--iterations 10] [--size 0|1|2] [--variant 0..4]   (one size, one variant:
  *       pc_kmeans_cuda_variant's order, 0 = fast; all by default)
+ *   bench_kmeans gpu-converge [--size 0|1|2] [--tol 1e-4]   Lloyd (fast; direct, whose fixed-point sums
+ *       make its centres comparable) and Hamerly's bounds on the GPU to convergence from the same random
+ *       centres: GPU time per iteration, distances evaluated, and whether Hamerly's labels and centres
+ *       are the direct Lloyd's
  *   bench_kmeans cpu [--n 1000000] [--dim 3] [--k 100] [--iterations 20]
  *   bench_kmeans seed   seed 002's experiments (2D: 100 points; 4,000 with k = 5 and 10; 100k; k = 100)
  *   bench_kmeans stream [--n 10000000] [--dim 3] [--k 100] [--iterations 20] [--block 1000000]
@@ -46,15 +50,16 @@ static double stage(const pc_result *r, const char *want)
     return 0;
 }
 
-static pc_result *run(const float *x, size_t n, size_t dim, size_t k, int iterations, pc_backend b,
-                      pc_kmeans_cuda_variant v)
+static pc_result *run_algo(const float *x, size_t n, size_t dim, size_t k, int iterations, double tol,
+                           pc_backend b, pc_kmeans_cuda_variant v, pc_kmeans_algorithm algo)
 {
     pc_kmeans_params p;
     pc_kmeans_params_init(&p);
     p.k = k;
     p.init = PC_INIT_RANDOM;
     p.max_iter = iterations;
-    p.tol = 0;
+    p.tol = tol;
+    p.algorithm = algo;
     p.backend = b;
     p.cuda_variant = v;
     pc_points pts = pc_points_f32(x, n, dim);
@@ -66,12 +71,64 @@ static pc_result *run(const float *x, size_t n, size_t dim, size_t k, int iterat
     return r;
 }
 
+static pc_result *run(const float *x, size_t n, size_t dim, size_t k, int iterations, pc_backend b,
+                      pc_kmeans_cuda_variant v)
+{
+    return run_algo(x, n, dim, k, iterations, 0, b, v, PC_KMEANS_LLOYD);
+}
+
 static double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+/* Lloyd and Hamerly on the GPU to convergence (issue 17 item 3, GPU part). */
+static int converge_bench(int only, double tol)
+{
+    char desc[256];
+    pc_cuda_device_describe(0, desc, sizeof desc);
+    printf("GPU: %s; to convergence, tol %g, max_iter 300, random initial centres (seed 0)\n\n| N x D, k | algorithm "
+           "| iterations | GPU ms per iteration | whole call (s) | distances / Lloyd's | inertia | labels and centres "
+           "as direct Lloyd's |\n|---|---|---|---|---|---|---|---|\n", desc, tol);
+    const size_t sizes[][3] = {{10000000, 3, 100}, {1000000, 16, 1000}, {10000000, 16, 1000}};
+    const char *names[] = {"Lloyd, fast (default)", "Lloyd, direct (fixed-point sums)", "Hamerly"};
+    int bad = 0;
+    for (int s = 0; s < 3; s++) {
+        if (only >= 0 && s != only)
+            continue;
+        size_t n = sizes[s][0], dim = sizes[s][1], k = sizes[s][2];
+        float *x = blobs(n, dim, 50);
+        pc_result_free(run(x, n, dim, k, 2, PC_BACKEND_CUDA, PC_KMEANS_CUDA_FAST)); /* warm-up */
+        pc_result *r[3];
+        double wall[3];
+        for (int a = 0; a < 3; a++) {
+            double t0 = now();
+            r[a] = run_algo(x, n, dim, k, 300, tol, PC_BACKEND_CUDA,
+                            a == 0 ? PC_KMEANS_CUDA_FAST : PC_KMEANS_CUDA_DIRECT,
+                            a == 2 ? PC_KMEANS_HAMERLY : PC_KMEANS_LLOYD);
+            wall[a] = now() - t0;
+        }
+        for (int a = 0; a < 3; a++) {
+            int same = pc_result_iterations(r[a]) == pc_result_iterations(r[1]) &&
+                       memcmp(pc_result_labels(r[a]), pc_result_labels(r[1]), n * sizeof(int32_t)) == 0 &&
+                       memcmp(pc_result_centers(r[a]), pc_result_centers(r[1]), k * dim * sizeof(float)) == 0;
+            if (a == 2 && (!same || pc_result_kmeans_algorithm(r[2]) != PC_KMEANS_HAMERLY))
+                bad = 1;
+            printf("| %zuM x %zu, k = %zu | %s | %d | %.3f | %.3f | %.4f | %.9g | %s |\n", n / 1000000, dim, k,
+                   names[a], pc_result_iterations(r[a]), 1e3 * stage(r[a], "lloyd-gpu") / pc_result_iterations(r[a]),
+                   wall[a], pc_result_distance_evaluations(r[a]) / pc_result_distance_evaluations(r[1]),
+                   pc_result_inertia(r[a]), a == 1 ? "(reference)" : same ? "yes" : "no");
+            fflush(stdout);
+        }
+        for (int a = 0; a < 3; a++)
+            pc_result_free(r[a]);
+        free(x);
+    }
+    return bad;
+}
+
 
 /* pc_kmeans and the stream from the same centres, no early stop: time per iteration of each (the
  * stream's: its passes and steps; its scan apart), and the centres compared bit for bit. */
@@ -141,6 +198,7 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "cpu";
     size_t n = 1000000, dim = 3, k = 100, block = 1000000;
     int iterations = strcmp(what, "gpu") == 0 ? 10 : 20, only = -1, variant = -1;
+    double tol = 1e-4;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--n") == 0) n = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--dim") == 0) dim = strtoull(argv[i + 1], NULL, 10);
@@ -149,6 +207,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--size") == 0) only = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--variant") == 0) variant = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--block") == 0) block = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--tol") == 0) tol = atof(argv[i + 1]);
     }
     if (strcmp(what, "seed") == 0) {
         const size_t runs[][2] = {{100, 5}, {4000, 5}, {4000, 10}, {100000, 5}, {100000, 100}};
@@ -206,6 +265,8 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (strcmp(what, "gpu-converge") == 0)
+        return converge_bench(only, tol);
     if (strcmp(what, "stream") == 0)
         return stream_bench(n, dim, k, iterations, block);
     float *x = blobs(n, dim, 50);

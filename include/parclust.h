@@ -414,9 +414,12 @@ pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
 typedef enum {
     PC_KMEANS_AUTO = 0, /* default: Hamerly where it wins (the CPU backends, k >= 8), else Lloyd */
     PC_KMEANS_LLOYD,    /* every point against every centre, every iteration */
-    PC_KMEANS_HAMERLY   /* Hamerly's bounds (CPU backends; CUDA runs Lloyd): a point is scanned only
-                           when its bounds no longer prove its centre nearest with a margin above the
-                           float32 rounding of Lloyd's distances */
+    PC_KMEANS_HAMERLY   /* Hamerly's bounds: a point is scanned only when its bounds no longer prove
+                           its centre nearest with a margin above the float32 rounding of Lloyd's
+                           distances. On CUDA: the labels, centres and iterations of the chosen
+                           variant with fixed-point sums (the float sums of FAST at large k x dim vary
+                           from run to run); Lloyd's kernels where k x (dim + 1) sums or the centres
+                           do not fit a block's shared memory (pc_result_kmeans_algorithm says) */
 } pc_kmeans_algorithm;
 const char *pc_kmeans_algorithm_name(pc_kmeans_algorithm algorithm); /* "auto", "lloyd", "hamerly" */
 pc_status pc_kmeans_algorithm_parse(const char *name, pc_kmeans_algorithm *out);

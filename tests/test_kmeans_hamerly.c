@@ -4,17 +4,26 @@
  * ties (lattice points, duplicated centres, which empty clusters), near-ties (points a few ulps off the
  * plane between two centres; tight clusters far apart, where Lloyd's float32 |c|^2 - 2 x.c is mostly
  * rounding), float32 and float64 inputs, one and two threads. On well-separated blobs the bounds must
- * also skip most of the distances (or they would be a no-op that passes trivially). */
+ * also skip most of the distances (or they would be a no-op that passes trivially).
+ *
+ * `test_kmeans_hamerly cuda` (ctest kmeans_hamerly_cuda, on a GPU) runs the same cases on the CUDA
+ * backend, Hamerly's bounds against the DIRECT variant's Lloyd (fixed-point sums, so its centres are
+ * the same from run to run), and blobs in 16 dimensions at k = 300 against the TENSOR variant (the
+ * tensor screen's labels). Exits 77 (skipped) without a device. */
 #include "check.h"
 #include "test_util.h"
 
 #include <math.h>
 #include <string.h>
 
+static int on_gpu; /* the CUDA backend instead of the CPU's two */
+static pc_kmeans_cuda_variant lloyd_variant = PC_KMEANS_CUDA_DIRECT;
+
 static pc_result *run(const pc_points *v, const pc_kmeans_params *base, pc_kmeans_algorithm algo, int max_iter,
                       double tol, pc_backend backend)
 {
     pc_kmeans_params p = *base;
+    p.cuda_variant = lloyd_variant;
     p.algorithm = algo;
     p.max_iter = max_iter;
     p.tol = tol;
@@ -50,7 +59,9 @@ static double compare(const pc_points *v, const pc_kmeans_params *base, int iter
 {
     double share = 0;
     for (int b = 0; b < 2; b++) {
-        pc_backend backend = b ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+        pc_backend backend = on_gpu ? PC_BACKEND_CUDA : b ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+        if (on_gpu && b)
+            break;
         if (backend == PC_BACKEND_OPENMP && !pc_backend_available(PC_BACKEND_OPENMP))
             continue;
         for (int it = 1; it <= iters; it++) {
@@ -91,6 +102,10 @@ static void test_blobs_f32(uint64_t seed)
     pc_points v = pc_points_f32(x, n, dim);
     double share = compare(&v, &p, 8, "blobs float32, random init");
     CHECK_MSG(share > 0 && share < 0.5, "Hamerly evaluated %.3f of Lloyd's distances on separated blobs", share);
+    if (on_gpu) { /* AUTO is Lloyd on the GPU */
+        free(x);
+        return;
+    }
     /* k-means++ and two runs: AUTO picks Hamerly at this k and gives Lloyd's result */
     p.init = PC_INIT_KMEANSPP;
     p.n_init = 2;
@@ -212,10 +227,37 @@ static void test_names(void)
     pc_result_free(r);
 }
 
-int main(void)
+/* Where the GPU's Lloyd runs the tensor screen (k x (dim + 1) > 4096, 8 <= dim <= 64): 16 dimensions,
+ * k = 300, float32 blobs; Hamerly's rescans must give the screen's labels. */
+static void test_tensor_sized(uint64_t seed)
+{
+    size_t n = 30000, dim = 16, k = 300;
+    float *x = test_blobs(n, dim, 40, 1.0, 20, seed + 11, NULL);
+    pc_kmeans_params p;
+    pc_kmeans_params_init(&p);
+    p.k = k;
+    p.init = PC_INIT_RANDOM;
+    p.seed = seed;
+    pc_points v = pc_points_f32(x, n, dim);
+    lloyd_variant = PC_KMEANS_CUDA_TENSOR;
+    double share = compare(&v, &p, 4, "16-D blobs, k 300, against the tensor screen");
+    CHECK_MSG(share > 0 && share < 0.5, "Hamerly evaluated %.3f of Lloyd's distances on 16-D blobs", share);
+    lloyd_variant = PC_KMEANS_CUDA_DIRECT;
+    free(x);
+}
+
+int main(int argc, char **argv)
 {
     uint64_t seed = test_seed("kmeans_hamerly");
-    test_names();
+    on_gpu = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (on_gpu && pc_cuda_device_count() <= 0) {
+        printf("kmeans_hamerly cuda: no CUDA device, skipped\n");
+        return 77;
+    }
+    if (on_gpu)
+        test_tensor_sized(seed);
+    else
+        test_names();
     test_blobs_f32(seed);
     test_lattice_ties(seed);
     test_bisector(seed);

@@ -12,6 +12,7 @@
 // loads, consecutive shared addresses). Per-block sums (floats, added with shared-memory atomics, so
 // their order within a block varies between runs) are added over the blocks in a fixed order in
 // double.
+#include "cuda_direct.cuh"
 #include "cuda_km.cuh"
 
 #include <algorithm>
@@ -27,85 +28,7 @@ extern "C" {
 
 namespace {
 
-constexpr int BLOCK = 256;
-
-constexpr int POINTS = 4; // points per thread in the specialised kernels: one shared load serves 4
-
-// Floats a centre takes in shared memory: its coordinates, then |c|^2, padded to whole float4s.
-__host__ __device__ constexpr int padded(int d) { return (d + 1 + 3) / 4 * 4; }
-
-// Per-cluster sums are added as 64-bit fixed point, x * 2^s rounded to an integer (s from the data's
-// largest |x| and n, so that no sum can overflow): integer additions give the same total in any
-// order, so the sums, and the centres, do not depend on the order the atomics land in; the rounding
-// (|x|max n 2^-63 a point) is far below float's. Counts are added as plain integers.
-typedef unsigned long long fixed;
-
-__device__ __forceinline__ fixed to_fixed(float v, float scale) { return (fixed)__float2ll_rn(v * scale); }
-
-// The count of changed labels of a block's threads, one atomic a warp.
-__device__ __forceinline__ void count_moved(unsigned moved, unsigned long long *changed)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        moved += __shfl_down_sync(0xffffffffu, moved, off);
-    if ((threadIdx.x & 31) == 0 && moved)
-        atomicAdd(changed, (unsigned long long)moved);
-}
-
-// The centres into shared memory with their |c|^2 (by fmaf from 0, in dimension order: the value every
-// exact kernel compares): specialised D, rows of padded(D) floats with |c|^2 at D; D = 0, rows of dim
-// floats and the norms apart in sn.
-template <int D> __device__ __forceinline__ void stage_centres(const float *centres, int k, int dim, float *sc, float *sn)
-{
-    constexpr int DP = D > 0 ? padded(D) : 4;
-    const int stride = D > 0 ? DP : dim;
-    for (int c = threadIdx.x; c < k; c += blockDim.x) {
-        float norm = 0.0f;
-        for (int j = 0; j < (D > 0 ? D : dim); j++) {
-            float v = centres[c * dim + j];
-            sc[c * stride + j] = v;
-            norm = fmaf(v, v, norm);
-        }
-        if (D > 0) {
-            sc[c * DP + D] = norm;
-            for (int j = D + 1; j < DP; j++)
-                sc[c * DP + j] = 0.0f;
-        } else {
-            sn[c] = norm;
-        }
-    }
-}
-
-// Centre c of a specialised D staged as float4s: its padded(D) floats, |c|^2 at D.
-template <int D> __device__ __forceinline__ void load_centre(const float4 *smem4, int c, float *cv)
-{
-    constexpr int V = padded(D) / 4;
-#pragma unroll
-    for (int v = 0; v < V; v++) {
-        float4 f = smem4[c * V + v];
-        cv[4 * v] = f.x;
-        cv[4 * v + 1] = f.y;
-        cv[4 * v + 2] = f.z;
-        cv[4 * v + 3] = f.w;
-    }
-}
-
-// Each of P points (rows of m2x = -2 x) against staged centre c: d = |c|^2 - 2 x.c in dimension order,
-// kept where it is the lowest so far (centres come in increasing index: ties stay with the lower).
-template <int D, int P>
-__device__ __forceinline__ void nearer(const float (*m2x)[D], const float *cv, int c, float *best, int *arg)
-{
-#pragma unroll
-    for (int p = 0; p < P; p++) {
-        float d = cv[D];
-#pragma unroll
-        for (int j = 0; j < D; j++)
-            d = fmaf(m2x[p][j], cv[j], d);
-        if (d < best[p]) {
-            best[p] = d;
-            arg[p] = c;
-        }
-    }
-}
+using namespace pc__km_direct;
 
 // The end of an assignment block: the count of changed labels, and the block's per-cluster sums
 // (entries) written to its row of `partial`.
@@ -182,9 +105,6 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
     finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (D + 1));
 }
 
-// Floats before the sums in assign_any_kernel's shared memory: the centres and |c|^2, rounded up to
-// whole 8-byte words.
-__host__ __device__ constexpr size_t any_centres_floats(size_t k, size_t dim) { return (k * (dim + 1) + 1) / 2 * 2; }
 
 // Any dimension: one point a thread, read from global memory, centres as dim floats then |c|^2.
 template <bool ACCUMULATE>
@@ -566,6 +486,12 @@ __global__ void __launch_bounds__(256) reduce_fixed(const fixed *partial, int bl
     });
 }
 
+// The fixed-point sums over the blocks, kept as integers (Hamerly's totals, which moved points update).
+__global__ void __launch_bounds__(256) reduce_totals(const fixed *partial, int blocks, int entries, fixed *totals)
+{
+    column_sums<fixed>(partial, blocks, entries, [&](int q, fixed t) { totals[q] = t; });
+}
+
 // The largest |x| (as float bits: for non-negative floats the integer order is the float order).
 __global__ void amax_kernel(const float *x, size_t count, unsigned *out)
 {
@@ -647,6 +573,12 @@ struct gpu_engine {
     pc__device_buffer<unsigned long long> changed;
     double *host_sums = nullptr;
     double gpu_seconds = 0.0;
+    // Hamerly's bounds (cuda_hamerly.cu) instead of Lloyd's full passes: the clusters' fixed-point sums
+    // kept on the device and moved with the points that change cluster; the distances evaluated.
+    pc__km_ham *ham = nullptr;
+    pc__device_buffer<fixed> totals;
+    double *distances = nullptr;
+    ~gpu_engine() { pc__km_ham_free(ham); }
 };
 
 typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, fixed *, unsigned long long *,
@@ -668,8 +600,6 @@ template <typename Acc> void (*pick_group_sums(int group))(const float *, int, i
 float_sums_fn pick_float_sums(int group) { return pick_group_sums<float>(group); }
 sums_fn pick_sums(int group) { return pick_group_sums<fixed>(group); }
 
-bool specialised(size_t dim) { return dim <= 4 || dim == 8 || dim == 16; }
-
 assign_fn pick(int dim, bool accumulate)
 {
 #define PC__PICK(DD) return accumulate ? assign_kernel<DD, true> : assign_kernel<DD, false>
@@ -688,25 +618,12 @@ assign_fn pick(int dim, bool accumulate)
 typedef void (*exact_fn)(const float *, int, int, const float *, const int32_t *, const unsigned *, int32_t *,
                          unsigned long long *);
 
-// The specialised dimensions' instance of an exact kernel template, D = 0 (any dimension) otherwise.
-#define PC__PICK_BY_DIM(KERNEL)                                                                                \
-    switch (dim) {                                                                                             \
-    case 1: return KERNEL<1>;                                                                                  \
-    case 2: return KERNEL<2>;                                                                                  \
-    case 3: return KERNEL<3>;                                                                                  \
-    case 4: return KERNEL<4>;                                                                                  \
-    case 8: return KERNEL<8>;                                                                                  \
-    case 16: return KERNEL<16>;                                                                                \
-    default: return KERNEL<0>;                                                                                 \
-    }
-
 exact_fn pick_exact(int dim) { PC__PICK_BY_DIM(exact_kernel) }
 
 typedef void (*exact_nb_fn)(const float *, int, int, const float *, const int32_t *, const int32_t *,
                             const unsigned *, const int32_t *, const int *, int32_t *, unsigned long long *);
 
 exact_nb_fn pick_exact_nb(int dim) { PC__PICK_BY_DIM(exact_nb_kernel) }
-#undef PC__PICK_BY_DIM
 
 // Shared memory of a direct assignment kernel: the centres (padded for the specialised kernels), and
 // the per-cluster sums when it accumulates.
@@ -785,18 +702,32 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
     cudaEventRecord(t0);
     if (e.stats)
         cudaEventRecord(e.ev[0]);
-    pc_status st = assign(e, true);
+    const int entries = (int)(e.k * (e.dim + 1));
+    pc__km_ham_counts hc = {};
+    bool first = false;
+    pc_status st = e.ham ? pc__km_ham_pass(e.ham, e.centres.ptr, e.labels.ptr, &first) : assign(e, true);
     if (e.stats)
         cudaEventRecord(e.ev[2]);
-    if (st == PC_OK && e.how != path::direct_fused)
+    if (st == PC_OK && e.ham) {
+        /* The first pass's sums as Lloyd sums every point; then the moved points are moved in the
+         * totals (no wait for their count in between). */
+        if (first) {
+            if ((st = block_sums(e)) == PC_OK) {
+                reduce_totals<<<(entries + 31) / 32, 256>>>(e.partial.ptr, e.sum_blocks, entries, e.totals.ptr);
+                st = pc__cuda_status(cudaGetLastError(), "k-means reduction kernel");
+            }
+        } else
+            st = pc__km_ham_move_sums(e.ham, e.labels.ptr, e.scale, e.totals.ptr);
+    } else if (st == PC_OK && e.how != path::direct_fused)
         st = block_sums(e);
     if (e.stats)
         cudaEventRecord(e.ev[3]);
     if (st != PC_OK)
         return st;
-    int entries = (int)(e.k * (e.dim + 1));
     int rows = e.how == path::direct_fused ? e.assign_blocks : e.sum_blocks;
-    if (e.float_sums)
+    if (e.ham)
+        reduce_fixed<<<(entries + 31) / 32, 256>>>(e.totals.ptr, 1, entries, (int)e.dim, 1.0 / e.scale, e.sums.ptr);
+    else if (e.float_sums)
         reduce_blocks<<<(entries + 31) / 32, 256>>>(e.partial_float.ptr, rows, entries, e.sums.ptr);
     else
         reduce_fixed<<<(entries + 31) / 32, 256>>>(e.partial.ptr, rows, entries, (int)e.dim, 1.0 / e.scale,
@@ -807,14 +738,19 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         cudaEventRecord(e.ev[4]);
     unsigned long long moved = 0;
     PC_CUDA_TRY(cudaMemcpy(e.host_sums, e.sums.ptr, entries * sizeof(double), cudaMemcpyDeviceToHost), "sums download");
-    PC_CUDA_TRY(cudaMemcpy(&moved, e.changed.ptr, sizeof moved, cudaMemcpyDeviceToHost), "k-means iteration");
+    if (e.ham) {
+        if ((st = pc__km_ham_collect(e.ham, &hc)) != PC_OK)
+            return st;
+        moved = hc.moved;
+    } else
+        PC_CUDA_TRY(cudaMemcpy(&moved, e.changed.ptr, sizeof moved, cudaMemcpyDeviceToHost), "k-means iteration");
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, t0, t1);
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
     e.gpu_seconds += ms * 1e-3;
     if (e.stats) {
-        const bool exact = e.how == path::tensor; // else no exact pass: event 1 was not recorded
+        const bool exact = e.how == path::tensor && !e.ham; // else no exact pass: event 1 was not recorded
         for (int q = 0; q < 4; q++) {
             float part = 0.0f;
             if (exact || q >= 2)
@@ -830,7 +766,11 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         counts[c] = (int64_t)llround(e.host_sums[c * (e.dim + 1) + e.dim]);
     }
     *changed = (size_t)moved;
-    if (e.how == path::tensor) {
+    if (e.ham) {
+        *e.distances += hc.distances;
+        e.listed += hc.scanned;
+        e.screened += e.n;
+    } else if (e.how == path::tensor) {
         unsigned listed = 0;
         PC_CUDA_TRY(cudaMemcpy(&listed, e.list_count.ptr, sizeof listed, cudaMemcpyDeviceToHost), "k-means iteration");
         e.listed += listed;
@@ -851,9 +791,15 @@ pc_status gpu_finish(void *ctx, const float *centres, int relabel, double *inert
     gpu_engine &e = *static_cast<gpu_engine *>(ctx);
     PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
     if (relabel) {
-        pc_status st = assign(e, false);
+        pc__km_ham_counts hc;
+        bool first;
+        pc_status st = e.ham ? pc__km_ham_pass(e.ham, e.centres.ptr, e.labels.ptr, &first) : assign(e, false);
+        if (st == PC_OK && e.ham)
+            st = pc__km_ham_collect(e.ham, &hc);
         if (st != PC_OK)
             return st;
+        if (e.ham)
+            *e.distances += hc.distances;
     }
     inertia_kernel<<<e.assign_blocks, BLOCK>>>(e.x.ptr, (int)e.n, (int)e.dim, e.centres.ptr, e.labels.ptr, e.inertia.ptr);
     PC_CUDA_LAUNCHED("k-means inertia kernel");
@@ -872,8 +818,8 @@ pc_status gpu_finish(void *ctx, const float *centres, int relabel, double *inert
 
 } // namespace
 
-extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
-                                       pc_kmeans_cuda_variant variant, float *centres, int32_t *labels,
+extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o,
+                                       pc_kmeans_cuda_variant variant, int *bounded, float *centres, int32_t *labels,
                                        int *iterations, double *inertia, double *gpu_seconds)
 {
     if (n > (size_t)INT32_MAX)
@@ -909,6 +855,12 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     }
     if (e.how == path::seed)
         e.float_sums = true;
+    /* Hamerly's bounds keep exact (fixed-point) sums, as Lloyd's do where their centres are compared,
+     * in shared memory where every point is summed again: where those do not fit, Lloyd's passes. */
+    if (*bounded && entries * sizeof(fixed) > limit)
+        *bounded = 0;
+    if (*bounded)
+        e.float_sums = false;
     if (e.how == path::tensor) {
         /* The screen's format: BF16 by default (H200, 10M x 16, k = 1000, before the candidate lists
          * and the faster screen: 7.38 ms an iteration with 10% of the points left to the exact kernel, against 8.46 ms and 4% with TF32, whose packed
@@ -918,7 +870,7 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         e.tensor_format = f && strcmp(f, "tf32") == 0 ? PC__KM_TENSOR_TF32 : PC__KM_TENSOR_BF16;
         e.smem_tensor = pc__km_tensor_smem(k, dim, e.tensor_format);
     }
-    e.smem_sums = e.how == path::direct_fused ? 0 : entries * (e.float_sums ? sizeof(float) : sizeof(fixed));
+    e.smem_sums = e.how == path::direct_fused && !*bounded ? 0 : entries * (e.float_sums ? sizeof(float) : sizeof(fixed));
     e.smem_assign = e.how == path::gemm ? pc__km_gemm_smem(k, dim) : assign_smem(k, dim, e.how == path::direct_fused);
     if (std::max(e.smem_assign, e.smem_tensor) > limit || e.smem_sums > limit)
         return pc__fail(PC_UNSUPPORTED, "the CUDA k-means keeps the centres (or the per-cluster sums) in shared "
@@ -996,6 +948,8 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         (st = e.labels.alloc(n, "labels")) != PC_OK || (st = e.sums.alloc(k * (dim + 1), "sums")) != PC_OK ||
         (st = e.inertia.alloc((size_t)e.assign_blocks, "inertia")) != PC_OK || (st = e.changed.alloc(1, "counter")) != PC_OK)
         return st;
+    if (*bounded && (st = e.totals.alloc(entries, "centre sums")) != PC_OK)
+        return st;
     if (e.how == path::tensor) {
         if ((st = e.cpack.alloc(pc__km_tensor_packed_words(k, dim, e.tensor_format), "packed centres")) != PC_OK ||
             (st = e.cnorm.alloc(pc__km_tensor_kpad(k), "centre norms")) != PC_OK ||
@@ -1039,6 +993,14 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         e.scale = ldexpf(1.0f, std::max(-126, std::min(126, 62 - ex - en)));
     }
     PC_CUDA_TRY(cudaMemset(e.labels.ptr, 0xff, n * sizeof(int32_t)), "cudaMemset"); // -1: every label changes first
+    if (*bounded) {
+        st = pc__km_ham_create(e.x.ptr, n, dim, k, &e.ham);
+        if (st == PC_UNSUPPORTED)
+            *bounded = 0; // the centres beyond its scan's shared memory: Lloyd's kernels
+        else if (st != PC_OK)
+            return st;
+        e.distances = &o->distances;
+    }
     e.host_sums = (double *)pc__alloc(k * (dim + 1), sizeof(double), "sums");
     if (!e.host_sums)
         return PC_OUT_OF_MEMORY;
@@ -1059,7 +1021,10 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         for (int q = 0; q < 5; q++)
             cudaEventDestroy(e.ev[q]);
     }
-    if (e.how == path::tensor && e.stats)
+    if (e.ham && e.stats)
+        fprintf(stderr, "k-means bounds: %zu of %zu point steps scanned (%.3f%%)\n", e.listed, e.screened,
+                e.screened ? 100.0 * (double)e.listed / (double)e.screened : 0.0);
+    else if (e.how == path::tensor && e.stats)
         fprintf(stderr, "k-means tensor screen (%s): %zu of %zu point steps left to the exact kernel (%.3f%%)\n",
                 e.tensor_format == PC__KM_TENSOR_BF16 ? "bf16" : "tf32", e.listed, e.screened,
                 e.screened ? 100.0 * (double)e.listed / (double)e.screened : 0.0);

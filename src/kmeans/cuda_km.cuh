@@ -61,4 +61,22 @@ pc_status pc__km_tensor_setup(size_t dim, int format, size_t smem, int *blocks_p
 // *changed), the others listed.
 pc_status pc__km_tensor_assign(const pc__km_tensor_args &a, const float *centres, int format, int blocks, size_t smem);
 
+// Hamerly's bounds (cuda_hamerly.cu): the per-point bounds and lists kept between Lloyd's passes.
+struct pc__km_ham;
+struct pc__km_ham_counts {
+    unsigned scanned, tightened, moved; // points scanned, bounds tightened, labels changed
+    double distances;                   // point-to-centre and centre-to-centre distances evaluated
+};
+// x: the points on the device (n x dim), kept by the caller for the state's life.
+pc_status pc__km_ham_create(const float *x, size_t n, size_t dim, size_t k, pc__km_ham **out);
+void pc__km_ham_free(pc__km_ham *h);
+// One pass against `centres` (device), queued on the default stream without a wait: labels[] (device)
+// becomes Lloyd's labels for them, the points whose bounds do not settle them scanned, the moved ones
+// listed for pc__km_ham_move_sums. *first: this was the pass that scanned every point.
+pc_status pc__km_ham_pass(pc__km_ham *h, const float *centres, int32_t *labels, bool *first);
+// Queues the last pass's moved points into the fixed-point sums (k x (dim + 1), count last, x * scale).
+pc_status pc__km_ham_move_sums(pc__km_ham *h, const int32_t *labels, float scale, unsigned long long *totals);
+// Waits for the last pass and returns its counts.
+pc_status pc__km_ham_collect(pc__km_ham *h, pc__km_ham_counts *out);
+
 #endif

@@ -3,11 +3,12 @@
 #include "internal_km.h"
 #include "stream_gpu.h"
 
-pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
-                            pc_kmeans_cuda_variant variant, float *centres, int32_t *labels, int *iterations,
-                            double *inertia, double *gpu_seconds)
+pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o,
+                            pc_kmeans_cuda_variant variant, int *bounded, float *centres, int32_t *labels,
+                            int *iterations, double *inertia, double *gpu_seconds)
 {
-    (void)x, (void)n, (void)dim, (void)k, (void)o, (void)variant, (void)centres, (void)labels, (void)iterations;
+    (void)x, (void)n, (void)dim, (void)k, (void)o, (void)variant, (void)bounded, (void)centres, (void)labels;
+    (void)iterations;
     (void)inertia, (void)gpu_seconds;
     return pc__fail(PC_UNSUPPORTED, "k-means' CUDA backend was not built into this parclust");
 }

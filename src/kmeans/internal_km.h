@@ -104,10 +104,13 @@ pc_status pc__km_empty_rule_cpu(const float *x, size_t n, size_t dim, size_t k, 
                                 const int32_t *labels, float scale, int64_t *sums, int64_t *counts);
 
 /* The CUDA backend of Lloyd's iterations (cuda.cu; cuda_off.c without CUDA): the same loop and
- * rules as pc__km_lloyd_cpu, iterations on the GPU. */
-pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, const pc__km_options *o,
-                            pc_kmeans_cuda_variant variant, float *centres, int32_t *labels, int *iterations,
-                            double *inertia, double *gpu_seconds);
+ * rules as pc__km_lloyd_cpu, iterations on the GPU. *bounded: 1 asks for Hamerly's bounds
+ * (cuda_hamerly.cu: the labels, centres and iterations of `variant`'s Lloyd with fixed-point sums),
+ * 0 on return where they could not be used and Lloyd's passes ran. Lloyd's passes leave o->distances
+ * to the caller; the bounds add theirs. */
+pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o,
+                            pc_kmeans_cuda_variant variant, int *bounded, float *centres, int32_t *labels,
+                            int *iterations, double *inertia, double *gpu_seconds);
 
 /* scikit-learn's empty-cluster rule on per-cluster double sums (the CUDA loop's). */
 pc_status pc__km_relocate_empty(const float *x, size_t n, size_t dim, size_t k, const float *old,

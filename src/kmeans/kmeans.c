@@ -279,14 +279,16 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         double t1 = pc__now();
         int iterations;
         double inertia;
-        /* Hamerly's bounds on the CPU backends; the CUDA backend runs Lloyd's kernels. AUTO: below 8
-         * centres a scan costs little more than checking the bounds. */
-        int bounded = params->algorithm == PC_KMEANS_HAMERLY || (params->algorithm == PC_KMEANS_AUTO && k >= 8);
+        /* Hamerly's bounds where asked, and by AUTO on the CPU backends from 8 centres (below, a scan
+         * costs little more than checking the bounds); AUTO on the GPU runs Lloyd's kernels. */
+        int bounded = params->algorithm == PC_KMEANS_HAMERLY ||
+                      (params->algorithm == PC_KMEANS_AUTO && k >= 8 && backend != PC_BACKEND_CUDA);
         if (backend == PC_BACKEND_CUDA) {
-            st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, centres, labels, &iterations, &inertia,
-                                   &t_gpu);
+            st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, &bounded, centres, labels, &iterations,
+                                   &inertia, &t_gpu);
             if (st == PC_UNSUPPORTED && params->backend == PC_BACKEND_AUTO) { /* beyond the GPU kernel */
                 backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+                bounded = params->algorithm == PC_KMEANS_HAMERLY || (params->algorithm == PC_KMEANS_AUTO && k >= 8);
                 if (params->init == PC_INIT_GIVEN)
                     pc__km_given_centres(params->initial_centers, k, dim, mean, e, centres); /* checked above */
                 st = bounded ? pc__km_hamerly_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)
@@ -295,10 +297,10 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         } else
             st = bounded ? pc__km_hamerly_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)
                          : pc__km_lloyd_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia);
-        r->kmeans_algorithm = backend == PC_BACKEND_CUDA || !bounded ? PC_KMEANS_LLOYD : PC_KMEANS_HAMERLY;
+        r->kmeans_algorithm = bounded ? PC_KMEANS_HAMERLY : PC_KMEANS_LLOYD;
         if (st != PC_OK)
             goto fail;
-        if (backend == PC_BACKEND_CUDA) /* Lloyd's: every point against every centre, each iteration */
+        if (backend == PC_BACKEND_CUDA && !bounded) /* Lloyd's: every point against every centre, each iteration */
             o.distances += (double)n * (double)k * iterations;
         t_init += t1 - t0;
         t_lloyd += pc__now() - t1;
