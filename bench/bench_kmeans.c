@@ -93,7 +93,7 @@ static int converge_bench(int only, double tol)
            "| iterations | GPU ms per iteration | whole call (s) | distances / Lloyd's | inertia | labels and centres "
            "as direct Lloyd's |\n|---|---|---|---|---|---|---|---|\n", desc, tol);
     const size_t sizes[][3] = {{10000000, 3, 100}, {1000000, 16, 1000}, {10000000, 16, 1000}};
-    const char *names[] = {"Lloyd, fast (default)", "Lloyd, direct (fixed-point sums)", "Hamerly"};
+    const char *names[] = {"Lloyd, fast variant", "Lloyd, direct variant (fixed-point sums)", "Hamerly (auto)"};
     int bad = 0;
     for (int s = 0; s < 3; s++) {
         if (only >= 0 && s != only)
@@ -107,7 +107,7 @@ static int converge_bench(int only, double tol)
             double t0 = now();
             r[a] = run_algo(x, n, dim, k, 300, tol, PC_BACKEND_CUDA,
                             a == 0 ? PC_KMEANS_CUDA_FAST : PC_KMEANS_CUDA_DIRECT,
-                            a == 2 ? PC_KMEANS_HAMERLY : PC_KMEANS_LLOYD);
+                            a == 2 ? PC_KMEANS_AUTO : PC_KMEANS_LLOYD);
             wall[a] = now() - t0;
         }
         for (int a = 0; a < 3; a++) {

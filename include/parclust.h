@@ -412,7 +412,7 @@ pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
 /* How the iterations find each point's nearest centre. Every choice gives the same labels, centres,
  * iterations and inertia (Lloyd's, bit for bit): the bounds only skip work they prove unneeded. */
 typedef enum {
-    PC_KMEANS_AUTO = 0, /* default: Hamerly where it wins (the CPU backends, k >= 8), else Lloyd */
+    PC_KMEANS_AUTO = 0, /* default: Hamerly where it wins (k >= 8), else Lloyd */
     PC_KMEANS_LLOYD,    /* every point against every centre, every iteration */
     PC_KMEANS_HAMERLY   /* Hamerly's bounds: a point is scanned only when its bounds no longer prove
                            its centre nearest with a margin above the float32 rounding of Lloyd's

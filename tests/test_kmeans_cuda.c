@@ -57,6 +57,7 @@ static void compare(size_t n, size_t dim, size_t k, int max_iter, double tol, pc
             init[j] = 1e4f; /* centre 0 gets no point: relocated to the farthest one */
     pc_kmeans_params p;
     pc_kmeans_params_init(&p);
+    p.algorithm = PC_KMEANS_LLOYD; /* Lloyd's kernels: Hamerly's are test_kmeans_hamerly's */
     p.k = k;
     p.init = PC_INIT_GIVEN;
     p.initial_centers = init;
@@ -186,6 +187,7 @@ static void compare_exact(size_t n, size_t dim, size_t k, int max_iter, float of
         init[q] += offset;
     pc_kmeans_params p;
     pc_kmeans_params_init(&p);
+    p.algorithm = PC_KMEANS_LLOYD; /* Lloyd's kernels: Hamerly's are test_kmeans_hamerly's */
     p.k = k;
     p.init = PC_INIT_GIVEN;
     p.initial_centers = init;
@@ -279,6 +281,7 @@ int main(void)
         float *rx = test_blobs(rn, rd, 40, 2.0, 10, seed + 400 + v, NULL);
         pc_kmeans_params rp;
         pc_kmeans_params_init(&rp);
+        rp.algorithm = PC_KMEANS_LLOYD; /* Lloyd's kernels: Hamerly's are test_kmeans_hamerly's */
         rp.k = rk;
         rp.init = PC_INIT_RANDOM;
         rp.max_iter = 5;
@@ -308,6 +311,7 @@ int main(void)
     float *x = test_blobs(n, dim, 5, 1, 5, seed, NULL);
     pc_kmeans_params p;
     pc_kmeans_params_init(&p);
+    p.algorithm = PC_KMEANS_LLOYD; /* Lloyd's kernels: Hamerly's are test_kmeans_hamerly's */
     p.k = k;
     p.init = PC_INIT_RANDOM;
     p.max_iter = 2;

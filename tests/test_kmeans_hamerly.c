@@ -9,7 +9,8 @@
  * `test_kmeans_hamerly cuda` (ctest kmeans_hamerly_cuda, on a GPU) runs the same cases on the CUDA
  * backend, Hamerly's bounds against the DIRECT variant's Lloyd (fixed-point sums, so its centres are
  * the same from run to run), and blobs in 16 dimensions at k = 300 against the TENSOR variant (the
- * tensor screen's labels). Exits 77 (skipped) without a device. */
+ * tensor screen's labels), each small case twice: the fused kernel and the lists' kernels
+ * (PC_KMEANS_CUDA_HAMERLY=lists). Exits 77 (skipped) without a device. */
 #include "check.h"
 #include "test_util.h"
 
@@ -258,9 +259,15 @@ int main(int argc, char **argv)
         test_tensor_sized(seed);
     else
         test_names();
-    test_blobs_f32(seed);
-    test_lattice_ties(seed);
-    test_bisector(seed);
-    test_rounding_regime(seed);
+    /* On the GPU, small k x dim runs one fused kernel a pass; the second round forces the lists'
+     * kernels (sweep, candidate lists, scan) on the same cases. */
+    for (int round = 0; round < (on_gpu ? 2 : 1); round++) {
+        if (round == 1)
+            setenv("PC_KMEANS_CUDA_HAMERLY", "lists", 1);
+        test_blobs_f32(seed);
+        test_lattice_ties(seed);
+        test_bisector(seed);
+        test_rounding_regime(seed);
+    }
     return check_report("kmeans_hamerly");
 }

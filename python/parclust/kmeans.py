@@ -32,7 +32,7 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
     algorithm : 'auto', 'lloyd' or 'hamerly', default 'auto'
         How each iteration finds the nearest centres. Every choice gives the same labels, centres and
         iterations (Lloyd's, bit for bit); Hamerly's bounds skip the distances they prove unneeded
-        ('auto': Hamerly on the CPU for n_clusters >= 8, else Lloyd; the GPU runs Lloyd).
+        ('auto': Hamerly for n_clusters >= 8, on the CPU and the GPU, else Lloyd).
     n_jobs : int or None
         OpenMP threads (None or -1: all cores).
 

@@ -704,21 +704,17 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         cudaEventRecord(e.ev[0]);
     const int entries = (int)(e.k * (e.dim + 1));
     pc__km_ham_counts hc = {};
-    bool first = false;
-    pc_status st = e.ham ? pc__km_ham_pass(e.ham, e.centres.ptr, e.labels.ptr, &first) : assign(e, true);
+    bool resum = false;
+    pc_status st = e.ham ? pc__km_ham_pass(e.ham, e.centres.ptr, e.labels.ptr, e.scale, e.totals.ptr, &resum)
+                         : assign(e, true);
     if (e.stats)
         cudaEventRecord(e.ev[2]);
-    if (st == PC_OK && e.ham) {
-        /* The first pass's sums as Lloyd sums every point; then the moved points are moved in the
-         * totals (no wait for their count in between). */
-        if (first) {
-            if ((st = block_sums(e)) == PC_OK) {
-                reduce_totals<<<(entries + 31) / 32, 256>>>(e.partial.ptr, e.sum_blocks, entries, e.totals.ptr);
-                st = pc__cuda_status(cudaGetLastError(), "k-means reduction kernel");
-            }
-        } else
-            st = pc__km_ham_move_sums(e.ham, e.labels.ptr, e.scale, e.totals.ptr);
-    } else if (st == PC_OK && e.how != path::direct_fused)
+    if (st == PC_OK && resum) { /* every point moved: summed again as Lloyd sums them */
+        if ((st = block_sums(e)) == PC_OK) {
+            reduce_totals<<<(entries + 31) / 32, 256>>>(e.partial.ptr, e.sum_blocks, entries, e.totals.ptr);
+            st = pc__cuda_status(cudaGetLastError(), "k-means reduction kernel");
+        }
+    } else if (st == PC_OK && !e.ham && e.how != path::direct_fused)
         st = block_sums(e);
     if (e.stats)
         cudaEventRecord(e.ev[3]);
@@ -792,8 +788,9 @@ pc_status gpu_finish(void *ctx, const float *centres, int relabel, double *inert
     PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
     if (relabel) {
         pc__km_ham_counts hc;
-        bool first;
-        pc_status st = e.ham ? pc__km_ham_pass(e.ham, e.centres.ptr, e.labels.ptr, &first) : assign(e, false);
+        bool resum; // the sums are not needed any more
+        pc_status st = e.ham ? pc__km_ham_pass(e.ham, e.centres.ptr, e.labels.ptr, e.scale, e.totals.ptr, &resum)
+                             : assign(e, false);
         if (st == PC_OK && e.ham)
             st = pc__km_ham_collect(e.ham, &hc);
         if (st != PC_OK)
@@ -995,8 +992,8 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     PC_CUDA_TRY(cudaMemset(e.labels.ptr, 0xff, n * sizeof(int32_t)), "cudaMemset"); // -1: every label changes first
     if (*bounded) {
         st = pc__km_ham_create(e.x.ptr, n, dim, k, &e.ham);
-        if (st == PC_UNSUPPORTED)
-            *bounded = 0; // the centres beyond its scan's shared memory: Lloyd's kernels
+        if (st == PC_UNSUPPORTED || st == PC_DEVICE_OUT_OF_MEMORY)
+            *bounded = 0; // the centres beyond its scan's shared memory, or no room for the bounds: Lloyd's
         else if (st != PC_OK)
             return st;
         e.distances = &o->distances;

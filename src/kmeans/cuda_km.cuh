@@ -71,11 +71,12 @@ struct pc__km_ham_counts {
 pc_status pc__km_ham_create(const float *x, size_t n, size_t dim, size_t k, pc__km_ham **out);
 void pc__km_ham_free(pc__km_ham *h);
 // One pass against `centres` (device), queued on the default stream without a wait: labels[] (device)
-// becomes Lloyd's labels for them, the points whose bounds do not settle them scanned, the moved ones
-// listed for pc__km_ham_move_sums. *first: this was the pass that scanned every point.
-pc_status pc__km_ham_pass(pc__km_ham *h, const float *centres, int32_t *labels, bool *first);
-// Queues the last pass's moved points into the fixed-point sums (k x (dim + 1), count last, x * scale).
-pc_status pc__km_ham_move_sums(pc__km_ham *h, const int32_t *labels, float scale, unsigned long long *totals);
+// becomes Lloyd's labels for them, the points whose bounds do not settle them scanned, and the
+// fixed-point sums `totals` (k x (dim + 1), count last, x * scale) follow the points that changed
+// cluster. *resum: the caller is to sum every point into totals instead (the first pass, where
+// every point changes, unless the pass did it itself).
+pc_status pc__km_ham_pass(pc__km_ham *h, const float *centres, int32_t *labels, float scale,
+                          unsigned long long *totals, bool *resum);
 // Waits for the last pass and returns its counts.
 pc_status pc__km_ham_collect(pc__km_ham *h, pc__km_ham_counts *out);
 

@@ -279,10 +279,9 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         double t1 = pc__now();
         int iterations;
         double inertia;
-        /* Hamerly's bounds where asked, and by AUTO on the CPU backends from 8 centres (below, a scan
-         * costs little more than checking the bounds); AUTO on the GPU runs Lloyd's kernels. */
-        int bounded = params->algorithm == PC_KMEANS_HAMERLY ||
-                      (params->algorithm == PC_KMEANS_AUTO && k >= 8 && backend != PC_BACKEND_CUDA);
+        /* Hamerly's bounds where asked, and by AUTO from 8 centres (below, a scan costs little more
+         * than checking the bounds). */
+        int bounded = params->algorithm == PC_KMEANS_HAMERLY || (params->algorithm == PC_KMEANS_AUTO && k >= 8);
         if (backend == PC_BACKEND_CUDA) {
             st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, &bounded, centres, labels, &iterations,
                                    &inertia, &t_gpu);

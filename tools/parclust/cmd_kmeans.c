@@ -26,7 +26,7 @@ static const char *const help =
     "  --backend B          auto (default), seq, openmp or cuda\n"
     "  --cuda-variant V     fast (default: the best of the others by size), seed (seed 002's kernels),\n"
     "                       gemm, direct or tensor (see pc_kmeans_cuda_variant in parclust.h)\n"
-    "  --algorithm A        auto (default: hamerly on the CPU for k >= 8, else lloyd), lloyd or hamerly\n"
+    "  --algorithm A        auto (default: hamerly for k >= 8, else lloyd), lloyd or hamerly\n"
     "                       (bounds that skip the centres where they prove the label; the same labels,\n"
     "                       centres and iterations as lloyd; the CUDA backend runs lloyd)\n"
     "  --threads T          OpenMP threads (default: all cores)\n"
