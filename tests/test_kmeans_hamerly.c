@@ -91,27 +91,35 @@ static double compare(const pc_points *v, const pc_kmeans_params *base, int iter
     return share;
 }
 
+/* Float32 blobs from random initial centres: every iteration and convergence as compare() checks,
+ * and the bounds must skip over half of Lloyd's distances. */
+static void blobs_case(size_t n, size_t dim, size_t blobs, double box, size_t k, int iters, uint64_t seed,
+                       const char *what, float **points, pc_kmeans_params *params)
+{
+    float *x = test_blobs(n, dim, blobs, 1.0, box, seed, NULL);
+    pc_kmeans_params_init(params);
+    params->k = k;
+    params->init = PC_INIT_RANDOM;
+    params->seed = seed;
+    pc_points v = pc_points_f32(x, n, dim);
+    double share = compare(&v, params, iters, what);
+    CHECK_MSG(share > 0 && share < 0.5, "%s: Hamerly evaluated %.3f of Lloyd's distances", what, share);
+    *points = x;
+}
+
 static void test_blobs_f32(uint64_t seed)
 {
-    size_t n = 4000, dim = 5, k = 24;
-    float *x = test_blobs(n, dim, 24, 1.0, 40, seed, NULL);
+    size_t n = 4000, dim = 5;
+    float *x;
     pc_kmeans_params p;
-    pc_kmeans_params_init(&p);
-    p.k = k;
-    p.init = PC_INIT_RANDOM;
-    p.seed = seed;
+    blobs_case(n, dim, 24, 40, 24, 8, seed, "blobs float32, random init", &x, &p);
     pc_points v = pc_points_f32(x, n, dim);
-    double share = compare(&v, &p, 8, "blobs float32, random init");
-    CHECK_MSG(share > 0 && share < 0.5, "Hamerly evaluated %.3f of Lloyd's distances on separated blobs", share);
-    if (on_gpu) { /* AUTO is Lloyd on the GPU */
-        free(x);
-        return;
-    }
     /* k-means++ and two runs: AUTO picks Hamerly at this k and gives Lloyd's result */
+    pc_backend backend = on_gpu ? PC_BACKEND_CUDA : PC_BACKEND_SEQUENTIAL;
     p.init = PC_INIT_KMEANSPP;
     p.n_init = 2;
-    pc_result *l = run(&v, &p, PC_KMEANS_LLOYD, 300, 1e-4, PC_BACKEND_SEQUENTIAL);
-    pc_result *a = run(&v, &p, PC_KMEANS_AUTO, 300, 1e-4, PC_BACKEND_SEQUENTIAL);
+    pc_result *l = run(&v, &p, PC_KMEANS_LLOYD, 300, 1e-4, backend);
+    pc_result *a = run(&v, &p, PC_KMEANS_AUTO, 300, 1e-4, backend);
     if (l && a) {
         same(l, a, "blobs, k-means++, n_init 2, auto", 300);
         CHECK(pc_result_kmeans_algorithm(a) == PC_KMEANS_HAMERLY);
@@ -232,17 +240,10 @@ static void test_names(void)
  * k = 300, float32 blobs; Hamerly's rescans must give the screen's labels. */
 static void test_tensor_sized(uint64_t seed)
 {
-    size_t n = 30000, dim = 16, k = 300;
-    float *x = test_blobs(n, dim, 40, 1.0, 20, seed + 11, NULL);
+    float *x;
     pc_kmeans_params p;
-    pc_kmeans_params_init(&p);
-    p.k = k;
-    p.init = PC_INIT_RANDOM;
-    p.seed = seed;
-    pc_points v = pc_points_f32(x, n, dim);
     lloyd_variant = PC_KMEANS_CUDA_TENSOR;
-    double share = compare(&v, &p, 4, "16-D blobs, k 300, against the tensor screen");
-    CHECK_MSG(share > 0 && share < 0.5, "Hamerly evaluated %.3f of Lloyd's distances on 16-D blobs", share);
+    blobs_case(30000, 16, 40, 20, 300, 4, seed + 11, "16-D blobs, k 300, against the tensor screen", &x, &p);
     lloyd_variant = PC_KMEANS_CUDA_DIRECT;
     free(x);
 }

@@ -187,6 +187,25 @@ __global__ void __launch_bounds__(32) scalars_kernel(const float *delta, const f
         *out = centre_scalars{fmaxf(m1, 0.0f), fmaxf(m2, 0.0f), cmax, i1};
 }
 
+// A point's bounds moved by the centres' moves (u up by its centre's move, l down by the largest
+// other); where they no longer settle its label a, u is tightened to the exact distance and they are
+// tried again. Returns whether the point is to be scanned; ui, li: its bounds; t: the margin 2 e.
+__device__ __forceinline__ bool sweep_bounds(const float *x, int dim, const float *centres, long i, int a,
+                                             const float *u, const float *l, const float *xnorm,
+                                             const float *delta, const float *half, const centre_scalars &s,
+                                             float eps2, float &ui, float &li, float &t, unsigned &tightened)
+{
+    ui = __fadd_ru(u[i], delta[a]);
+    li = fmaxf(__fsub_rd(l[i], a == s.jmax ? s.dsecond : s.dmax), 0.0f);
+    t = margin(eps2, xnorm[i], s.cmax);
+    const float twice = __fmul_rd(2.0f, half[a]);
+    if (settles(fmaxf(__fsub_rd(twice, ui), li), ui, t))
+        return false;
+    ui = dist_up(x + i * dim, centres + (size_t)a * dim, dim);
+    tightened++;
+    return !settles(fmaxf(__fsub_rd(twice, ui), li), ui, t);
+}
+
 // Every point: its bounds moved by the centres' moves; where they no longer settle it, u is tightened
 // to the exact distance and tried again; the rest are listed for the scan. The first pass lists all.
 // Candidates for the scan (radius non-null): a centre c with |c - a| > 2 u + sqrt(2 e) is farther from
@@ -219,16 +238,10 @@ __global__ void __launch_bounds__(BLOCK) sweep_kernel(const float *__restrict__ 
             bool scan = first;
             if (!first) {
                 const int a = labels[i];
-                float ui = __fadd_ru(u[i], delta[a]);
-                const float li = fmaxf(__fsub_rd(l[i], a == s.jmax ? s.dsecond : s.dmax), 0.0f);
-                const float t = margin(eps2, xnorm[i], s.cmax), twice = __fmul_rd(2.0f, half[a]);
-                if (!settles(fmaxf(__fsub_rd(twice, ui), li), ui, t)) {
-                    ui = dist_up(x + i * dim, centres + (size_t)a * dim, dim);
-                    tightened++;
-                    scan = !settles(fmaxf(__fsub_rd(twice, ui), li), ui, t);
-                    if (scan && radius)
-                        atomicMax(block_radius + a, __float_as_uint(__fadd_ru(__fmul_ru(2.0f, ui), __fsqrt_ru(t))));
-                }
+                float ui, li, t;
+                scan = sweep_bounds(x, dim, centres, i, a, u, l, xnorm, delta, half, s, eps2, ui, li, t, tightened);
+                if (scan && radius)
+                    atomicMax(block_radius + a, __float_as_uint(__fadd_ru(__fmul_ru(2.0f, ui), __fsqrt_ru(t))));
                 u[i] = ui;
                 l[i] = li;
             }
@@ -482,15 +495,9 @@ __global__ void __launch_bounds__(BLOCK) sweep_scan_kernel(const float *__restri
                 continue;
             bool scan = first;
             if (!first) {
-                const int a = labels[i];
-                float ui = __fadd_ru(u[i], delta[a]);
-                const float li = fmaxf(__fsub_rd(l[i], a == s.jmax ? s.dsecond : s.dmax), 0.0f);
-                const float t = margin(eps2, xnorm[i], s.cmax), twice = __fmul_rd(2.0f, half[a]);
-                if (!settles(fmaxf(__fsub_rd(twice, ui), li), ui, t)) {
-                    ui = dist_up(x + i * dim, centres + (size_t)a * dim, dim);
-                    tightened++;
-                    scan = !settles(fmaxf(__fsub_rd(twice, ui), li), ui, t);
-                }
+                float ui, li, t;
+                scan = sweep_bounds(x, dim, centres, i, labels[i], u, l, xnorm, delta, half, s, eps2, ui, li, t,
+                                    tightened);
                 if (!scan) {
                     u[i] = ui;
                     l[i] = li;
