@@ -7,9 +7,10 @@
  *   bench_hca [--mpix 5,12.4,115] [--bands 3] [--repeats 3] [--gpu]
  *   bench_hca --gpu-io [--mpix 115] [--bands 3] [--repeats 5]
  * --gpu-io (issue 17 item 4): host to host through a plan, the overlapped copies (PC_HCA_CUDA_OVERLAP=1)
- * against round one's (=0, the default) in the same run, beside the floor: the pixels in and the labels
- * out as bytes at the bandwidth of plain copies between pinned memory and the GPU, measured here;
- * and what the host's side of those copies costs alone (all cores).
+ * against round one's (=0, the default), and the labels as bytes to the caller (pc_hca_plan_run_u8, both
+ * ways), in the same run, beside the floor: the pixels in and the labels out as bytes at the bandwidth
+ * of plain copies between pinned memory and the GPU, measured here; and what the host's side of those
+ * copies costs alone (all cores).
  */
 #include "parclust.h"
 
@@ -198,17 +199,24 @@ static int bench_gpu_io(const char *tok, const uint8_t *img, size_t pixels, size
     printf("| image | host to host | wall (ms) | share of floor | copy to GPU | grid | components | dendrogram | cut | label | copy to host | clusters |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int32_t *first = malloc(pixels * sizeof *first);
+    uint8_t *bytes = malloc(pixels);
     int bad = 0;
-    const char *ways[] = {"0", "1", "0", "1"}; /* twice each, interleaved */
-    for (int w = 0; w < 4; w++) {
-        setenv("PC_HCA_CUDA_OVERLAP", ways[w], 1);
+    /* Twice each, interleaved: int32 labels into the result (round one's way, overlapped), and labels
+     * as bytes into the caller's buffer (pc_hca_plan_run_u8, both ways). */
+    const char *overlap[] = {"0", "1", "0", "1"};
+    const char *names[] = {"round one's", "overlapped (issue 17)", "bytes (pc_hca_plan_run_u8)",
+                           "bytes, overlapped"};
+    for (int w = 0; w < 8; w++) {
+        int way = w % 4, as_bytes = way >= 2;
+        setenv("PC_HCA_CUDA_OVERLAP", overlap[way], 1);
         double wall[16], stage[GPU_STAGES][16];
         size_t k = 0;
         for (int r = -1; r < repeats; r++) {
             pc_result *res = NULL;
             pc_points v = pc_points_u8(img, pixels, bands);
             double t0 = now();
-            if (pc_hca_plan_run(plan, &v, &res) != PC_OK) {
+            pc_status st = as_bytes ? pc_hca_plan_run_u8(plan, &v, bytes, &res) : pc_hca_plan_run(plan, &v, &res);
+            if (st != PC_OK) {
                 fprintf(stderr, "hca (cuda) failed: %s\n", pc_last_error());
                 return 1;
             }
@@ -218,18 +226,23 @@ static int bench_gpu_io(const char *tok, const uint8_t *img, size_t pixels, size
                 for (int s = 0; s < GPU_STAGES; s++)
                     stage[s][r] = stage_ms(res, gpu_stage[s]);
             }
+            int differ = 0;
             if (r == 0 && w == 0)
                 memcpy(first, pc_result_labels(res), pixels * sizeof *first);
-            else if (r == 0 && memcmp(first, pc_result_labels(res), pixels * sizeof *first) != 0) {
-                printf("labels of overlap %s DIFFER from round one's\n", ways[w]);
+            else if (r == 0 && as_bytes)
+                for (size_t i = 0; i < pixels; i++)
+                    differ |= bytes[i] != (first[i] < 0 ? 255 : first[i]);
+            else if (r == 0)
+                differ = memcmp(first, pc_result_labels(res), pixels * sizeof *first) != 0;
+            if (differ) {
+                printf("labels of %s DIFFER from round one's\n", names[way]);
                 bad = 1;
             }
             k = pc_result_cluster_count(res);
             pc_result_free(res);
         }
         double ms = median_ms(wall, repeats);
-        printf("| %s Mpix x %zu bands | %s | %.2f | %.0f%% |", tok, bands,
-               ways[w][0] == '1' ? "overlapped (issue 17)" : "round one's", ms, 100.0 * floor_ms / ms);
+        printf("| %s Mpix x %zu bands | %s | %.2f | %.0f%% |", tok, bands, names[way], ms, 100.0 * floor_ms / ms);
         for (int s = 0; s < GPU_STAGES; s++)
             printf(" %.2f |", median(stage[s], repeats));
         printf(" %zu |\n", k);
@@ -237,6 +250,7 @@ static int bench_gpu_io(const char *tok, const uint8_t *img, size_t pixels, size
     }
     unsetenv("PC_HCA_CUDA_OVERLAP");
     free(first);
+    free(bytes);
     pc_hca_plan_free(plan);
     return bad;
 }

@@ -253,6 +253,62 @@ static void test_degenerate(void)
     CHECK_STATUS(pc_hca(&empty, &p, &r), PC_INVALID_ARGUMENT);
 }
 
+/* pc_hca_plan_run_u8 on the CPU: the labels of pc_hca_plan_run as bytes, none in the result; 255
+ * clusters or more refused. */
+static void test_label_bytes(uint64_t seed)
+{
+    size_t n = 20000;
+    float *pts = test_blobs(n, 3, 6, 1.0, 6, seed + 31, NULL);
+    pc_points v = pc_points_f32(pts, n, 3);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = 24;
+    p.clusters = 6;
+    p.noise = 1; /* some points in no cluster: the byte 255 */
+    p.backend = pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    pc_hca_plan *plan = NULL;
+    pc_result *ref = NULL, *r = NULL;
+    uint8_t *bytes = malloc(n);
+    CHECK(pc_hca_plan_create(&p, n, 3, PC_F32, &plan) == PC_OK);
+    CHECK(plan && pc_hca_plan_run(plan, &v, &ref) == PC_OK);
+    CHECK(plan && pc_hca_plan_run_u8(plan, &v, bytes, &r) == PC_OK);
+    if (ref && r) {
+        CHECK(pc_result_labels(r) == NULL && pc_result_cluster_count(r) == pc_result_cluster_count(ref));
+        CHECK(!memcmp(pc_result_sizes(r), pc_result_sizes(ref), pc_result_cluster_count(r) * sizeof(int64_t)));
+        CHECK_MSG(test_label_bytes_differ(pc_result_labels(ref), bytes, n) == 0, "bytes differ from the labels");
+        size_t unclustered = 0;
+        for (size_t i = 0; i < n; i++)
+            unclustered += bytes[i] == 255;
+        CHECK_MSG(unclustered > 0, "the case has no point outside the clusters");
+    }
+    pc_result_free(ref);
+    pc_result_free(r);
+    r = NULL;
+    CHECK(pc_hca_plan_run_u8(plan, &v, NULL, &r) == PC_INVALID_ARGUMENT && r == NULL);
+    pc_hca_plan_free(plan);
+    free(pts);
+    /* Hundreds of small clusters: more than a byte holds. */
+    n = 400000;
+    pts = test_blobs(n, 2, 1, 1000, 1, seed + 32, NULL);
+    v = pc_points_f32(pts, n, 2);
+    free(bytes);
+    bytes = malloc(n);
+    pc_hca_params_init(&p);
+    p.m = 256;
+    p.clusters = 300;
+    p.min_cluster_size = 0;
+    CHECK(pc_hca_plan_create(&p, n, 2, PC_F32, &plan) == PC_OK);
+    CHECK(plan && pc_hca_plan_run(plan, &v, &ref) == PC_OK);
+    CHECK_MSG(ref && pc_result_cluster_count(ref) >= 255, "%zu clusters", ref ? pc_result_cluster_count(ref) : 0);
+    pc_result_free(ref);
+    r = NULL;
+    CHECK(plan && pc_hca_plan_run_u8(plan, &v, bytes, &r) == PC_UNSUPPORTED && r == NULL);
+    CHECK(strstr(pc_last_error(), "clusters") != NULL);
+    pc_hca_plan_free(plan);
+    free(pts);
+    free(bytes);
+}
+
 int main(void)
 {
     uint64_t seed = test_seed("hca");
@@ -263,5 +319,6 @@ int main(void)
     test_integer_pixels(seed);
     test_model_sets();
     test_degenerate();
+    test_label_bytes(seed);
     return check_report("hca");
 }

@@ -372,6 +372,72 @@ static void test_plan(uint64_t seed)
     pc_hca_plan_free(plan);
 }
 
+/* One byte-labels case: pc_hca_plan_run_u8 on a CUDA plan against the sequential backend's labels. */
+static void bytes_case(const pc_points *v, pc_hca_params p, const char *what)
+{
+    pc_result *ref = run(v, &p, PC_BACKEND_SEQUENTIAL), *r = NULL;
+    p.backend = PC_BACKEND_CUDA;
+    pc_hca_plan *plan = NULL;
+    uint8_t *bytes = malloc(v->n);
+    CHECK_MSG(pc_hca_plan_create(&p, v->n, v->dim, v->dtype, &plan) == PC_OK, "%s: %s", what, pc_last_error());
+    CHECK_MSG(plan && pc_hca_plan_run_u8(plan, v, bytes, &r) == PC_OK, "%s: %s", what, pc_last_error());
+    if (ref && r) {
+        CHECK_MSG(pc_result_backend(r) == PC_BACKEND_CUDA && pc_result_labels(r) == NULL, "%s: result", what);
+        CHECK_MSG(pc_result_cluster_count(r) == pc_result_cluster_count(ref) &&
+                      !memcmp(pc_result_sizes(r), pc_result_sizes(ref), pc_result_cluster_count(r) * sizeof(int64_t)),
+                  "%s: clusters differ", what);
+        size_t differ = test_label_bytes_differ(pc_result_labels(ref), bytes, v->n);
+        CHECK_MSG(differ == 0, "%s: %zu of %zu label bytes differ", what, differ, v->n);
+    }
+    pc_result_free(ref);
+    pc_result_free(r);
+    pc_hca_plan_free(plan);
+    free(bytes);
+}
+
+/* Labels as bytes (issue 17 item 4): through the staging buffers, overlapped (their default) and round
+ * one's way; a frame too small for them; pieces; HCA-MS (narrowed on the host); 255 clusters refused. */
+static void test_label_bytes(uint64_t seed)
+{
+    size_t w = quick ? 2000 : 4000, h = quick ? 1500 : 3000, bands = 3;
+    uint8_t *img = image_u8(w, h, bands, seed + 41);
+    pc_points v = pc_points_u8(img, w * h, bands);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 6;
+    bytes_case(&v, p, "bytes, 36-MB image (copies overlapped: the default for bytes)");
+    setenv("PC_HCA_CUDA_OVERLAP", "0", 1);
+    bytes_case(&v, p, "bytes, 36-MB image, round one's copies");
+    unsetenv("PC_HCA_CUDA_OVERLAP");
+    pc_hca_params pieces = p;
+    pieces.device_memory = (size_t)5 << 20;
+    bytes_case(&v, pieces, "bytes, 36-MB image in pieces");
+    pc_points small = pc_points_u8(img, 160 * 120, bands);
+    bytes_case(&small, p, "bytes, small frame");
+    pc_hca_params ms = p;
+    ms.refine_borders = 1;
+    pc_points mid = pc_points_u8(img, 400 * 300, bands);
+    bytes_case(&mid, ms, "bytes, HCA-MS");
+    free(img);
+    size_t n = quick ? 400000 : 2500000;
+    float *pts = test_blobs(n, 2, 1, 1000, 1, seed + 42, NULL);
+    pc_points vf = pc_points_f32(pts, n, 2);
+    pc_hca_params_init(&p);
+    p.m = 256;
+    p.clusters = 300;
+    p.min_cluster_size = 0;
+    p.backend = PC_BACKEND_CUDA;
+    pc_hca_plan *plan = NULL;
+    uint8_t *bytes = malloc(n);
+    pc_result *r = NULL;
+    CHECK(pc_hca_plan_create(&p, n, 2, PC_F32, &plan) == PC_OK);
+    CHECK_MSG(plan && pc_hca_plan_run_u8(plan, &vf, bytes, &r) == PC_UNSUPPORTED && r == NULL,
+              "300 clusters as bytes: %s", pc_last_error());
+    pc_hca_plan_free(plan);
+    free(bytes);
+    free(pts);
+}
+
 #ifdef PC_TEST_HAVE_CUDART
 /* Points already on the GPU, labels left there or brought back; non-finite values refused. */
 static void test_device_input(uint64_t seed)
@@ -503,6 +569,7 @@ int main(void)
     test_pieces(seed);
     test_large_transfers(seed);
     test_plan(seed);
+    test_label_bytes(seed);
 #ifdef PC_TEST_HAVE_CUDART
     test_device_input(seed);
 #endif

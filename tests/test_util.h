@@ -59,4 +59,13 @@ static inline float *test_lattice(size_t n, size_t dim, size_t k, double spread,
     return test_data(PC_DATASET_GRID, n, dim, k, spread, box, seed, labels);
 }
 
+/* How many of n int32 labels the bytes of pc_hca_plan_run_u8 do not give (255 stands for -1). */
+static inline size_t test_label_bytes_differ(const int32_t *labels, const uint8_t *bytes, size_t n)
+{
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += bytes[i] != (labels[i] < 0 ? 255 : labels[i]);
+    return differ;
+}
+
 #endif

@@ -107,17 +107,35 @@ pc_status load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, siz
 // all cores fill one while the bus empties the others on s.copy, and the bounding box of each chunk
 // runs on s.stream as soon as its copy is there. The labels come back the same way: each chunk of
 // rows is labelled and narrowed to bytes on s.stream, its bytes go out on s.copy while the next chunk
-// is labelled, and all cores widen them into the caller's labels while the bus brings the next.
-// Taken where PC_HCA_CUDA_OVERLAP=1; otherwise round one's way (one copy in, then the kernels, then
-// the labels out), which stays the default until this one has run on a GPU (it has not yet: see
-// bench/RESULTS.md, 2026-11-23).
+// is labelled, and all cores widen them into the caller's labels (or copy them, as bytes) while the
+// bus brings the next. The default where the labels go out as bytes (pc_hca_plan_run_u8: 115 Mpix RGB
+// on an H100, 11.6-12.2 ms against 15.0-15.8 ms round one's way); for int32 labels round one's way (one
+// copy in, then the kernels, then the labels out) is the faster (26.6 against 32-37 ms: widening into
+// the caller's fresh int32 labels is what the copies wait on; bench/RESULTS.md, 2026-11-23 and -26).
+// PC_HCA_CUDA_OVERLAP=1 or 0 takes one way or the other whatever the labels.
 constexpr int RING = 4;
 constexpr int RING_AHEAD = 2; // copies out in flight while the host widens
 
-bool overlap_wanted()
+// Where a run's labels go on the host: the result's int32 labels, or the bytes of a caller of
+// pc_hca_plan_run_u8 (then the bytes that cross the bus are copied, not widened).
+struct host_labels {
+    int32_t *i32 = nullptr;
+    uint8_t *u8 = nullptr;
+    host_labels at(size_t off) const { return {i32 ? i32 + off : nullptr, u8 ? u8 + off : nullptr}; }
+    bool any() const { return i32 || u8; }
+    void from_bytes(const unsigned char *bytes, size_t n) const
+    {
+        if (u8)
+            pc__hca_copy_parallel(u8, bytes, n);
+        else
+            pc__hca_widen_labels(bytes, n, i32);
+    }
+};
+
+bool overlap_wanted(bool bytes_out)
 {
     const char *e = getenv("PC_HCA_CUDA_OVERLAP");
-    return e && strcmp(e, "1") == 0;
+    return e && *e ? strcmp(e, "1") == 0 : bytes_out;
 }
 
 // The ring and the copy stream, made on first use; false when pinned memory cannot be had.
@@ -171,10 +189,11 @@ void free_ring(pc__hca_gpu &s)
 size_t ring_rows(const pc__hca_gpu &s) { return STAGE_BYTES / s.rowbytes; }
 
 // When the overlapped way applies: host rows, packed, all on the card at once, large enough.
-bool overlap_applies(pc__hca_gpu &s, const pc_points &points, int device_input, size_t stride, size_t n)
+bool overlap_applies(pc__hca_gpu &s, const pc_points &points, int device_input, size_t stride, size_t n,
+                     bool bytes_out)
 {
     return !device_input && stride == s.rowbytes && s.piece_rows >= n && n * s.rowbytes >= STAGED_MIN &&
-           overlap_wanted() && have_ring(s);
+           overlap_wanted(bytes_out) && have_ring(s);
 }
 
 // All n rows into s.data, and the box of each chunk folded into the words at w as it arrives.
@@ -202,7 +221,7 @@ pc_status load_and_bound(pc__hca_gpu &s, const unsigned char *src, size_t n, uns
 
 // Labels of all n resident rows to the host as bytes (k < 255), chunk by chunk; *copy_seconds: the
 // host's time from the first chunk's bytes on their way to the last one widened.
-pc_status label_overlapped(pc__hca_gpu &s, size_t n, size_t k, const int32_t *cluster_of_cell, int32_t *host,
+pc_status label_overlapped(pc__hca_gpu &s, size_t n, size_t k, const int32_t *cluster_of_cell, host_labels host,
                            const pc__hca_scale &scale, const pc__hca_point_pass &pass)
 {
     size_t per = ring_rows(s), chunks = (n + per - 1) / per;
@@ -241,7 +260,7 @@ pc_status label_overlapped(pc__hca_gpu &s, size_t n, size_t k, const int32_t *cl
             PC_OK)
             break;
         size_t off = i * per, count = n - off < per ? n - off : per;
-        pc__hca_widen_labels(s.ring[i % RING], count, host + off);
+        host.at(off).from_bytes(s.ring[i % RING], count);
     }
     cudaError_t e = cudaStreamSynchronize(s.copy);
     return st != PC_OK ? st : pc__cuda_status(e, "HCA: copying the labels to the host");
@@ -449,31 +468,45 @@ pc_status histogram(pc__hca_gpu &s, row_source &src, size_t n, const pc__hca_poi
 // The labels of a piece (in s.labels) to the host through the pinned buffers; with fewer than 255
 // clusters as bytes, widened on the host (a quarter of the bytes over the bus). As int32 straight into
 // fresh pageable memory they took 97 ms for 115 Mpix, measured.
-pc_status labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host)
+pc_status labels_to_host(pc__hca_gpu &s, size_t count, size_t k, host_labels host)
 {
+    if (host.u8) { // k < 255 (pc__hca_gpu_run): narrowed here, the bytes copied out
+        pc_status st = pc__hca_cuda_narrow(s.labels.ptr, s.data.ptr, count, s.stream);
+        if (st != PC_OK)
+            return st;
+        if (count < STAGED_MIN || !have_staging(s)) {
+            PC_CUDA_TRY(cudaMemcpyAsync(host.u8, s.data.ptr, count, cudaMemcpyDeviceToHost, s.stream),
+                        "HCA: copying the labels to the host");
+            return pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA: copying the labels to the host");
+        }
+        return staged_to_host(s, s.data.ptr, count, [&](const unsigned char *chunk, size_t off, size_t len) {
+            host.at(off).from_bytes(chunk, len);
+        });
+    }
+    int32_t *i32 = host.i32;
     if (count * sizeof(int32_t) < STAGED_MIN || !have_staging(s)) {
-        PC_CUDA_TRY(cudaMemcpyAsync(host, s.labels.ptr, count * sizeof(int32_t), cudaMemcpyDeviceToHost, s.stream),
+        PC_CUDA_TRY(cudaMemcpyAsync(i32, s.labels.ptr, count * sizeof(int32_t), cudaMemcpyDeviceToHost, s.stream),
                     "HCA: copying the labels to the host");
         return pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA: copying the labels to the host");
     }
     if (k >= 255)
         return staged_to_host(s, (const unsigned char *)s.labels.ptr, count * sizeof(int32_t),
                               [&](const unsigned char *chunk, size_t off, size_t len) {
-                                  pc__hca_copy_parallel((unsigned char *)host + off, chunk, len);
+                                  pc__hca_copy_parallel((unsigned char *)i32 + off, chunk, len);
                               });
     // The bytes go where this piece's rows were: the label kernel was their last reader.
     pc_status st = pc__hca_cuda_narrow(s.labels.ptr, s.data.ptr, count, s.stream);
     if (st != PC_OK)
         return st;
     return staged_to_host(s, s.data.ptr, count, [&](const unsigned char *chunk, size_t off, size_t len) {
-        pc__hca_widen_labels(chunk, len, host + off);
+        host.at(off).from_bytes(chunk, len);
     });
 }
 
 // Every row's cluster, into device_labels or (piece by piece) the host's labels; the clusters' sums
 // into sums (k x (dim + 1) doubles).
 pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluster_of_cell, size_t cells, size_t k,
-                int32_t *device_labels, int32_t *host_labels, double *sums, const pc__hca_point_pass &pass,
+                int32_t *device_labels, host_labels host, double *sums, const pc__hca_point_pass &pass,
                 double *copy_back_seconds)
 {
     pc_status st;
@@ -494,9 +527,9 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
         scale.origin[j] = j < s.dim ? s.bin.lo[j] : 0;
     }
     *copy_back_seconds = 0;
-    if (src.overlap && host_labels && k < 255) {
+    if (src.overlap && host.any() && k < 255) {
         double t0 = pc__now();
-        if ((st = label_overlapped(s, n, k, s.cluster.ptr, host_labels, scale, pass)) != PC_OK)
+        if ((st = label_overlapped(s, n, k, s.cluster.ptr, host, scale, pass)) != PC_OK)
             return st;
         *copy_back_seconds = pc__now() - t0; // the label kernels ran under the copies
         n = 0;                               // done: the loop below has nothing left
@@ -512,7 +545,7 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
         if (!device_labels) {
             PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA label kernel");
             double t0 = pc__now();
-            if ((st = labels_to_host(s, count, k, host_labels + off)) != PC_OK)
+            if ((st = labels_to_host(s, count, k, host.at(off))) != PC_OK)
                 return st;
             *copy_back_seconds += pc__now() - t0;
         }
@@ -548,7 +581,7 @@ pc_status pc__hca_load_rows(pc__hca_gpu &s, const unsigned char *src, size_t str
 
 pc_status pc__hca_labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host)
 {
-    return labels_to_host(s, count, k, host);
+    return labels_to_host(s, count, k, host_labels{host, nullptr});
 }
 
 pc_status pc__hca_gpu_open(pc__hca_gpu &s)
@@ -679,7 +712,7 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
 }
 
 pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_input, int32_t *device_labels,
-                          const pc_hca_params *params, int64_t min_size, pc_result *r)
+                          uint8_t *host_bytes, const pc_hca_params *params, int64_t min_size, pc_result *r)
 {
     pc__hca_device_scope on(s->device);
     size_t n = points->n, stride = points->stride ? points->stride : s->rowbytes;
@@ -701,13 +734,13 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
             }
         }
     }
-    if (!device_labels) {
+    if (!device_labels && !host_bytes) {
         r->labels = (int32_t *)pc__alloc_large(n, sizeof(int32_t), "labels");
         if (!r->labels)
             return PC_OUT_OF_MEMORY;
     }
     row_source src{*s, *points, device_input, stride};
-    src.overlap = overlap_applies(*s, *points, device_input, stride, n);
+    src.overlap = overlap_applies(*s, *points, device_input, stride, n, host_bytes != nullptr);
     pc__hca_point_pass pass{s->sms, s->stream, (size_t)s->shared_optin};
     size_t cells = 0, components = 0, edges = 0, forest = 0, k = 0;
     host_model model;
@@ -737,9 +770,13 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
     st = pc__hca_cut(&model.grid, &model.graph, r->dendrogram, params->clusters, params->threshold, min_size,
                      params->noise, cluster_of_cell, &k);
     double t4 = pc__now();
+    if (st == PC_OK && host_bytes && k >= 255)
+        st = pc__fail(PC_UNSUPPORTED, "HCA found %zu clusters: labels as bytes hold at most 254 (255 marks no "
+                                      "cluster)", k);
     if (st == PC_OK) {
         sums = (double *)pc__calloc(k * (s->dim + 1) + 1, sizeof(double), "cluster sums");
-        st = sums ? label(*s, src, n, cluster_of_cell, cells, k, device_labels, r->labels, sums, pass, &copy_back)
+        st = sums ? label(*s, src, n, cluster_of_cell, cells, k, device_labels, host_labels{r->labels, host_bytes},
+                          sums, pass, &copy_back)
                   : PC_OUT_OF_MEMORY;
     }
     if (st == PC_OK && params->refine_borders) st = pc__hca_cuda_refine(s, points, device_input, device_labels, r->labels, params, &model.grid, cluster_of_cell, k, sums, r); // HCA-MS: cuda_refine.cu

@@ -11,9 +11,10 @@ pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_
 void pc__hca_gpu_free(pc__hca_gpu *gpu) { (void)gpu; }
 
 pc_status pc__hca_gpu_run(pc__hca_gpu *gpu, const pc_points *points, int device_input, int32_t *device_labels,
-                          const pc_hca_params *params, int64_t min_size, pc_result *r)
+                          uint8_t *host_bytes, const pc_hca_params *params, int64_t min_size, pc_result *r)
 {
-    (void)gpu, (void)points, (void)device_input, (void)device_labels, (void)params, (void)min_size, (void)r;
+    (void)gpu, (void)points, (void)device_input, (void)device_labels, (void)host_bytes, (void)params, (void)min_size;
+    (void)r;
     return pc__fail(PC_UNSUPPORTED, "HCA's CUDA backend was not built into this parclust");
 }
 

@@ -439,8 +439,24 @@ static pc_status check_plan_fits(const pc_hca_plan *plan, const pc_points *point
     return PC_OK;
 }
 
+/* The result's labels as bytes (255: no cluster) into `bytes`, then dropped from the result. */
+static pc_status labels_as_bytes(pc_result *r, uint8_t *bytes)
+{
+    if (r->k >= 255)
+        return pc__fail(PC_UNSUPPORTED, "HCA found %zu clusters: labels as bytes hold at most 254 (255 marks no "
+                                        "cluster)", r->k);
+    const int32_t *labels = r->labels;
+    long n = (long)r->n;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (long i = 0; i < n; i++)
+        bytes[i] = labels[i] < 0 ? 255 : (uint8_t)labels[i];
+    free(r->labels);
+    r->labels = NULL;
+    return PC_OK;
+}
+
 static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device_input, int32_t *device_labels,
-                          pc_result **result)
+                          uint8_t *host_bytes, pc_result **result)
 {
     /* The GPU counts non-finite values while it reads them; the CPU backends look first. */
     pc_status st = PC_OK;
@@ -452,10 +468,15 @@ static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device
     r->backend = plan->backend;
     r->grid_m = plan->params.m;
     int64_t min_size = pc__hca_min_size(&plan->params, points->n);
-    /* HCA-MS runs on the plan's backend too (the CUDA backend's in src/hca/cuda_refine.cu). */
+    /* HCA-MS runs on the plan's backend too (the CUDA backend's in src/hca/cuda_refine.cu). Labels as
+     * bytes come straight from the GPU; HCA-MS and the CPU backends narrow theirs afterwards. */
+    int gpu_bytes = host_bytes && plan->backend == PC_BACKEND_CUDA && !plan->params.refine_borders;
     st = plan->backend == PC_BACKEND_CUDA
-             ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, &plan->params, min_size, r)
+             ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, gpu_bytes ? host_bytes : NULL,
+                               &plan->params, min_size, r)
              : run_cpu(points, &plan->params, plan->threads, min_size, r);
+    if (st == PC_OK && host_bytes && !gpu_bytes)
+        st = labels_as_bytes(r, host_bytes);
     if (st == PC_OK) /* the last report: a stop asked for now still gives no result */
         st = pc__hca_progress(&plan->params, 1);
     if (st != PC_OK) {
@@ -473,7 +494,19 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
     pc_status st = pc__begin_shape(points, &plan->params, result);
     if (st != PC_OK || (st = check_plan_fits(plan, points)) != PC_OK)
         return st;
-    return run_plan(plan, points, 0, NULL, result);
+    return run_plan(plan, points, 0, NULL, NULL, result);
+}
+
+pc_status pc_hca_plan_run_u8(pc_hca_plan *plan, const pc_points *points, uint8_t *labels, pc_result **result)
+{
+    if (!plan)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan is NULL");
+    pc_status st = pc__begin_shape(points, &plan->params, result);
+    if (st != PC_OK || (st = check_plan_fits(plan, points)) != PC_OK)
+        return st;
+    if (!labels)
+        return pc__fail(PC_INVALID_ARGUMENT, "labels is NULL");
+    return run_plan(plan, points, 0, NULL, labels, result);
 }
 
 pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int32_t *device_labels,
@@ -489,7 +522,7 @@ pc_status pc_hca_plan_run_device(pc_hca_plan *plan, const pc_points *points, int
                         pc_backend_name(plan->backend));
     if ((st = check_plan_fits(plan, points)) != PC_OK)
         return st;
-    return run_plan(plan, points, 1, device_labels, result);
+    return run_plan(plan, points, 1, device_labels, NULL, result);
 }
 
 pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result **result)
@@ -500,7 +533,7 @@ pc_status pc_hca(const pc_points *points, const pc_hca_params *params, pc_result
     pc_hca_plan *plan = NULL;
     if ((st = pc_hca_plan_create(params, points->n, points->dim, points->dtype, &plan)) != PC_OK)
         return st;
-    st = run_plan(plan, points, 0, NULL, result);
+    st = run_plan(plan, points, 0, NULL, NULL, result);
     pc_hca_plan_free(plan);
     return st;
 }

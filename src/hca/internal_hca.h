@@ -243,10 +243,11 @@ typedef struct pc__hca_gpu pc__hca_gpu;
  * is too small for them at once). */
 pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_dtype dtype, pc__hca_gpu **gpu);
 void pc__hca_gpu_free(pc__hca_gpu *gpu);
-/* One run. device_input: points->data is device memory. device_labels: the labels stay there (else
- * they go to r->labels on the host). */
+/* One run. device_input: points->data is device memory. device_labels: the labels stay there; else
+ * host_bytes: they go there as bytes (255: no cluster; PC_UNSUPPORTED from 255 clusters, not with
+ * HCA-MS); else to r->labels on the host. */
 pc_status pc__hca_gpu_run(pc__hca_gpu *gpu, const pc_points *points, int device_input, int32_t *device_labels,
-                          const pc_hca_params *params, int64_t min_size, pc_result *r);
+                          uint8_t *host_bytes, const pc_hca_params *params, int64_t min_size, pc_result *r);
 
 /* The CUDA backend under pc_hca_stream (src/hca/cuda_stream.cu; cuda_off.c without CUDA): the box, the
  * counting and the labelling of host blocks on the GPU, in pieces where a block exceeds the device's
