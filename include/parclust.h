@@ -409,10 +409,13 @@ typedef enum {
 } pc_kmeans_cuda_variant;
 pc_status pc_kmeans_init_parse(const char *name, pc_kmeans_init *out);
 
-/* How the iterations find each point's nearest centre. Every choice gives the same labels, centres,
- * iterations and inertia (Lloyd's, bit for bit): the bounds only skip work they prove unneeded. */
+/* How the iterations find each point's nearest centre. On the CPU every choice gives the same labels,
+ * centres, iterations and inertia (Lloyd's, bit for bit): the bounds only skip work they prove
+ * unneeded. On CUDA the bounds give those of Lloyd with fixed-point sums (the DIRECT and TENSOR
+ * variants); FAST's Lloyd sums in float from k x (dim + 1) > 4096, and there the two differ. */
 typedef enum {
-    PC_KMEANS_AUTO = 0, /* default: Hamerly where it wins (k >= 8), else Lloyd */
+    PC_KMEANS_AUTO = 0, /* default: Hamerly where it wins (k >= 8; on CUDA with the FAST variant, the
+                           others being Lloyd's kernels asked for by name), else Lloyd */
     PC_KMEANS_LLOYD,    /* every point against every centre, every iteration */
     PC_KMEANS_HAMERLY   /* Hamerly's bounds: a point is scanned only when its bounds no longer prove
                            its centre nearest with a margin above the float32 rounding of Lloyd's

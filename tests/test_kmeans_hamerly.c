@@ -18,13 +18,15 @@
 #include <string.h>
 
 static int on_gpu; /* the CUDA backend instead of the CPU's two */
-static pc_kmeans_cuda_variant lloyd_variant = PC_KMEANS_CUDA_DIRECT;
+/* On the GPU: Lloyd's runs take lloyd_variant, the others hamerly_variant. Where they differ, the
+ * inertia kernel's blocks may differ and with them the inertia's last bits. */
+static pc_kmeans_cuda_variant lloyd_variant = PC_KMEANS_CUDA_DIRECT, hamerly_variant = PC_KMEANS_CUDA_DIRECT;
 
 static pc_result *run(const pc_points *v, const pc_kmeans_params *base, pc_kmeans_algorithm algo, int max_iter,
                       double tol, pc_backend backend)
 {
     pc_kmeans_params p = *base;
-    p.cuda_variant = lloyd_variant;
+    p.cuda_variant = algo == PC_KMEANS_LLOYD ? lloyd_variant : hamerly_variant;
     p.algorithm = algo;
     p.max_iter = max_iter;
     p.tol = tol;
@@ -44,8 +46,10 @@ static int same(const pc_result *a, const pc_result *b, const char *what, int it
     for (size_t i = 0; i < n; i++)
         if (pc_result_labels(a)[i] != pc_result_labels(b)[i] && bad++ == 0)
             first = i;
+    double ia = pc_result_inertia(a), ib = pc_result_inertia(b);
+    int same_inertia = lloyd_variant == hamerly_variant ? ia == ib : fabs(ia - ib) <= 1e-12 * fabs(ia);
     int ok = bad == 0 && memcmp(pc_result_centers(a), pc_result_centers(b), k * dim * sizeof(float)) == 0 &&
-             pc_result_iterations(a) == pc_result_iterations(b) && pc_result_inertia(a) == pc_result_inertia(b);
+             pc_result_iterations(a) == pc_result_iterations(b) && same_inertia;
     CHECK_MSG(ok, "%s, max_iter %d: %zu labels differ (first: point %zu, %d against %d), centres %s, iterations %d "
               "and %d, inertia %.17g and %.17g", what, it, bad, first, pc_result_labels(a)[first],
               pc_result_labels(b)[first], memcmp(pc_result_centers(a), pc_result_centers(b),
@@ -119,7 +123,10 @@ static void test_blobs_f32(uint64_t seed)
     p.init = PC_INIT_KMEANSPP;
     p.n_init = 2;
     pc_result *l = run(&v, &p, PC_KMEANS_LLOYD, 300, 1e-4, backend);
+    pc_kmeans_cuda_variant kept = hamerly_variant;
+    hamerly_variant = PC_KMEANS_CUDA_FAST; /* on CUDA, AUTO takes the bounds with the default variant */
     pc_result *a = run(&v, &p, PC_KMEANS_AUTO, 300, 1e-4, backend);
+    hamerly_variant = kept;
     if (l && a) {
         same(l, a, "blobs, k-means++, n_init 2, auto", 300);
         CHECK(pc_result_kmeans_algorithm(a) == PC_KMEANS_HAMERLY);
@@ -248,6 +255,69 @@ static void test_tensor_sized(uint64_t seed)
     free(x);
 }
 
+/* GPU only: the bounds under the FAST variant's set-up (fused sums or the tensor screen for Lloyd, which
+ * the bounds do not use); dimensions 1, 2 and 8; 1.2M points (blocks take several rounds of the
+ * grid-stride loops); k = 5000 (beyond the candidate lists and the centre-to-centre distances); k = 1;
+ * sums too large for the bounds (Lloyd's passes instead). */
+static void test_gpu_shapes(uint64_t seed)
+{
+    float *x;
+    pc_kmeans_params p;
+    hamerly_variant = PC_KMEANS_CUDA_FAST;
+    blobs_case(4000, 5, 24, 40, 24, 4, seed + 21, "FAST variant's set-up, small k x dim", &x, &p);
+    free(x);
+    lloyd_variant = PC_KMEANS_CUDA_TENSOR;
+    blobs_case(30000, 16, 40, 20, 300, 3, seed + 22, "FAST variant's set-up, 16-D, k 300", &x, &p);
+    free(x);
+    lloyd_variant = hamerly_variant = PC_KMEANS_CUDA_DIRECT;
+    const size_t dims[] = {1, 2, 8};
+    for (int d = 0; d < 3; d++) {
+        char what[64];
+        snprintf(what, sizeof what, "dimension %zu", dims[d]);
+        blobs_case(20000, dims[d], 12, 30, 12, 4, seed + 23 + (uint64_t)d, what, &x, &p);
+        free(x);
+    }
+    size_t n = 1200000;
+    x = test_blobs(n, 3, 20, 1.0, 30, seed + 27, NULL);
+    pc_points v = pc_points_f32(x, n, 3);
+    pc_kmeans_params_init(&p);
+    p.k = 20;
+    p.init = PC_INIT_RANDOM;
+    p.seed = seed;
+    compare(&v, &p, 3, "1.2M points");
+    setenv("PC_KMEANS_CUDA_HAMERLY", "lists", 1);
+    compare(&v, &p, 3, "1.2M points, the lists' kernels");
+    unsetenv("PC_KMEANS_CUDA_HAMERLY");
+    free(x);
+    n = 40000;
+    x = test_blobs(n, 2, 100, 1.0, 100, seed + 28, NULL);
+    v = pc_points_f32(x, n, 2);
+    p.k = 5000;
+    compare(&v, &p, 2, "k 5000");
+    p.k = 1;
+    compare(&v, &p, 2, "k 1");
+    free(x);
+    /* k x (dim + 1) fixed-point sums beyond a block's shared memory (272 KiB here; FAST's Lloyd sums in
+     * float, 136 KiB): Lloyd's passes with their own float sums, and the result says so. Float sums
+     * land in any order, so the two runs are compared by their inertia. */
+    n = 20000;
+    x = test_blobs(n, 16, 40, 1.0, 20, seed + 29, NULL);
+    v = pc_points_f32(x, n, 16);
+    p.k = 2000;
+    lloyd_variant = hamerly_variant = PC_KMEANS_CUDA_FAST;
+    pc_result *l = run(&v, &p, PC_KMEANS_LLOYD, 2, 0, PC_BACKEND_CUDA);
+    pc_result *h = run(&v, &p, PC_KMEANS_HAMERLY, 2, 0, PC_BACKEND_CUDA);
+    lloyd_variant = hamerly_variant = PC_KMEANS_CUDA_DIRECT;
+    if (l && h) {
+        CHECK(pc_result_kmeans_algorithm(h) == PC_KMEANS_LLOYD);
+        CHECK_MSG(fabs(pc_result_inertia(l) - pc_result_inertia(h)) <= 1e-6 * pc_result_inertia(l),
+                  "k 2000: inertia %.9g and %.9g", pc_result_inertia(l), pc_result_inertia(h));
+    }
+    pc_result_free(l);
+    pc_result_free(h);
+    free(x);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = test_seed("kmeans_hamerly");
@@ -256,9 +326,10 @@ int main(int argc, char **argv)
         printf("kmeans_hamerly cuda: no CUDA device, skipped\n");
         return 77;
     }
-    if (on_gpu)
+    if (on_gpu) {
         test_tensor_sized(seed);
-    else
+        test_gpu_shapes(seed);
+    } else
         test_names();
     /* On the GPU, small k x dim runs one fused kernel a pass; the second round forces the lists'
      * kernels (sweep, candidate lists, scan) on the same cases. */

@@ -30,9 +30,11 @@ class KMeans(TransformerMixin, ClusterMixin, BaseEstimator):
         An int is the library's seed: the same seed gives the same centres on every backend and in the CLI.
     backend : 'auto', 'seq', 'openmp' or 'cuda'
     algorithm : 'auto', 'lloyd' or 'hamerly', default 'auto'
-        How each iteration finds the nearest centres. Every choice gives the same labels, centres and
-        iterations (Lloyd's, bit for bit); Hamerly's bounds skip the distances they prove unneeded
-        ('auto': Hamerly for n_clusters >= 8, on the CPU and the GPU, else Lloyd).
+        How each iteration finds the nearest centres. On the CPU every choice gives the same labels,
+        centres and iterations (Lloyd's, bit for bit); Hamerly's bounds skip the distances they prove
+        unneeded ('auto': Hamerly for n_clusters >= 8, on the CPU and the GPU, else Lloyd). On the GPU
+        Hamerly's are those of Lloyd with fixed-point sums; the GPU's default Lloyd sums in float from
+        n_clusters x (n_features + 1) > 4096, so there the two differ in the last bits.
     n_jobs : int or None
         OpenMP threads (None or -1: all cores).
 

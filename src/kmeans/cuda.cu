@@ -853,9 +853,18 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     if (e.how == path::seed)
         e.float_sums = true;
     /* Hamerly's bounds keep exact (fixed-point) sums, as Lloyd's do where their centres are compared,
-     * in shared memory where every point is summed again: where those do not fit, Lloyd's passes. */
+     * in shared memory where every point is summed again. Where those, the scan's centres or the
+     * bounds' memory do not fit, Lloyd's passes run instead, decided here, before Lloyd's own sums and
+     * buffers are chosen. */
     if (*bounded && entries * sizeof(fixed) > limit)
         *bounded = 0;
+    if (*bounded) {
+        pc_status hst = pc__km_ham_create(n, dim, k, &e.ham);
+        if (hst == PC_UNSUPPORTED || hst == PC_DEVICE_OUT_OF_MEMORY)
+            *bounded = 0;
+        else if (hst != PC_OK)
+            return hst;
+    }
     if (*bounded)
         e.float_sums = false;
     if (e.how == path::tensor) {
@@ -895,7 +904,7 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         const size_t rounds = (n + (size_t)sms * per_sm * per_round - 1) / ((size_t)sms * per_sm * per_round);
         assign_blocks = (n + rounds * per_round - 1) / (rounds * per_round);
     }
-    if (e.how == path::tensor) {
+    if (e.how == path::tensor && !e.ham) { // the bounds never call Lloyd's assignment
         int tensor_per_sm = 1, exact_per_sm = 1;
         pc_status tst = pc__km_tensor_setup(dim, e.tensor_format, e.smem_tensor, &tensor_per_sm);
         if (tst != PC_OK)
@@ -937,7 +946,7 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     }
     e.assign_blocks = (int)std::max<size_t>(1, assign_blocks);
     e.sum_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * per_sm_sums, point_blocks));
-    const size_t rows = (size_t)std::max(e.assign_blocks, e.sum_blocks);
+    const size_t rows = e.ham ? (size_t)e.sum_blocks : (size_t)std::max(e.assign_blocks, e.sum_blocks);
     pc_status st;
     if ((st = e.x.alloc(n * dim, "points")) != PC_OK || (st = e.centres.alloc(k * dim, "centres")) != PC_OK ||
         (st = (e.float_sums ? e.partial_float.alloc(rows * entries, "per-block sums")
@@ -947,7 +956,7 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         return st;
     if (*bounded && (st = e.totals.alloc(entries, "centre sums")) != PC_OK)
         return st;
-    if (e.how == path::tensor) {
+    if (e.how == path::tensor && !e.ham) {
         if ((st = e.cpack.alloc(pc__km_tensor_packed_words(k, dim, e.tensor_format), "packed centres")) != PC_OK ||
             (st = e.cnorm.alloc(pc__km_tensor_kpad(k), "centre norms")) != PC_OK ||
             (st = e.list.alloc(n, "point list")) != PC_OK || (st = e.list_label.alloc(n, "point list")) != PC_OK ||
@@ -990,11 +999,8 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         e.scale = ldexpf(1.0f, std::max(-126, std::min(126, 62 - ex - en)));
     }
     PC_CUDA_TRY(cudaMemset(e.labels.ptr, 0xff, n * sizeof(int32_t)), "cudaMemset"); // -1: every label changes first
-    if (*bounded) {
-        st = pc__km_ham_create(e.x.ptr, n, dim, k, &e.ham);
-        if (st == PC_UNSUPPORTED || st == PC_DEVICE_OUT_OF_MEMORY)
-            *bounded = 0; // the centres beyond its scan's shared memory, or no room for the bounds: Lloyd's
-        else if (st != PC_OK)
+    if (e.ham) {
+        if ((st = pc__km_ham_points(e.ham, e.x.ptr)) != PC_OK)
             return st;
         e.distances = &o->distances;
     }

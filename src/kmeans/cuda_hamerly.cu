@@ -373,9 +373,10 @@ __global__ void __launch_bounds__(BLOCK) neighbour_kernel(const float *__restric
 {
     const int lane = threadIdx.x & 31;
     for (long b = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5; b < k; b += (gridDim.x * (long)blockDim.x) >> 5) {
-        const float R = __uint_as_float(radius[b]);
+        const unsigned bits = radius[b]; // 0: no listed point is b's (a NaN radius keeps every centre)
+        const float R = __uint_as_float(bits);
         int found = 0;
-        if (R > 0.0f) // 0: no listed point is b's
+        if (bits != 0u)
             for (int c0 = 0; c0 < k; c0 += 32) {
                 const int c = c0 + lane;
                 const bool keep = c < k && !(__double2float_rd(sqrt(sq_dist(centres + b * dim, centres + (size_t)c * dim,
@@ -387,7 +388,7 @@ __global__ void __launch_bounds__(BLOCK) neighbour_kernel(const float *__restric
             }
         if (lane == 0) {
             nb_count[b] = found;
-            if (R > 0.0f)
+            if (bits != 0u)
                 atomicAdd(evals, (unsigned long long)k);
         }
     }
@@ -634,7 +635,7 @@ struct pc__km_ham {
     pc__device_buffer<unsigned long long> evals;
 };
 
-pc_status pc__km_ham_create(const float *x, size_t n, size_t dim, size_t k, pc__km_ham **out)
+pc_status pc__km_ham_create(size_t n, size_t dim, size_t k, pc__km_ham **out)
 {
     *out = nullptr;
     int device = 0, sms = 0, max_smem = 0, per_sm = 1;
@@ -649,7 +650,6 @@ pc_status pc__km_ham_create(const float *x, size_t n, size_t dim, size_t k, pc__
     pc__km_ham *h = new (std::nothrow) pc__km_ham;
     if (!h)
         return pc__fail(PC_OUT_OF_MEMORY, "cannot allocate the k-means bounds' state");
-    h->x = x;
     h->n = n;
     h->dim = dim;
     h->k = k;
@@ -709,13 +709,15 @@ pc_status pc__km_ham_create(const float *x, size_t n, size_t dim, size_t k, pc__
     h->scan_nb_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * std::max(1, std::min(8, per_sm_nb)), point_blocks));
     h->sweep_blocks = (int)std::max<size_t>(1, std::min((size_t)sms * 8, (n + BLOCK * SWEEP_POINTS - 1) / (BLOCK * SWEEP_POINTS)));
     h->move_blocks = sms * 4;
-    norms_kernel<<<h->sweep_blocks, BLOCK>>>(x, (int)n, (int)dim, h->xnorm.ptr);
-    if ((st = pc__cuda_status(cudaGetLastError(), "k-means point norms kernel")) != PC_OK) {
-        delete h;
-        return st;
-    }
     *out = h;
     return PC_OK;
+}
+
+pc_status pc__km_ham_points(pc__km_ham *h, const float *x)
+{
+    h->x = x;
+    norms_kernel<<<h->sweep_blocks, BLOCK>>>(x, (int)h->n, (int)h->dim, h->xnorm.ptr);
+    return pc__cuda_status(cudaGetLastError(), "k-means point norms kernel");
 }
 
 void pc__km_ham_free(pc__km_ham *h) { delete h; }

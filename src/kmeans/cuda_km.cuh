@@ -67,9 +67,12 @@ struct pc__km_ham_counts {
     unsigned scanned, tightened, moved; // points scanned, bounds tightened, labels changed
     double distances;                   // point-to-centre and centre-to-centre distances evaluated
 };
-// x: the points on the device (n x dim), kept by the caller for the state's life.
-pc_status pc__km_ham_create(const float *x, size_t n, size_t dim, size_t k, pc__km_ham **out);
+// The bounds' device memory for n points of dim values and k centres (PC_UNSUPPORTED where the scan's
+// centres exceed a block's shared memory).
+pc_status pc__km_ham_create(size_t n, size_t dim, size_t k, pc__km_ham **out);
 void pc__km_ham_free(pc__km_ham *h);
+// The points on the device (n x dim), kept by the caller for the state's life; before the first pass.
+pc_status pc__km_ham_points(pc__km_ham *h, const float *x);
 // One pass against `centres` (device), queued on the default stream without a wait: labels[] (device)
 // becomes Lloyd's labels for them, the points whose bounds do not settle them scanned, and the
 // fixed-point sums `totals` (k x (dim + 1), count last, x * scale) follow the points that changed

@@ -280,8 +280,11 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         int iterations;
         double inertia;
         /* Hamerly's bounds where asked, and by AUTO from 8 centres (below, a scan costs little more
-         * than checking the bounds). */
-        int bounded = params->algorithm == PC_KMEANS_HAMERLY || (params->algorithm == PC_KMEANS_AUTO && k >= 8);
+         * than checking the bounds); on CUDA with the FAST variant only: the others name Lloyd's
+         * kernels to run. */
+        int bounded = params->algorithm == PC_KMEANS_HAMERLY ||
+                      (params->algorithm == PC_KMEANS_AUTO && k >= 8 &&
+                       (backend != PC_BACKEND_CUDA || params->cuda_variant == PC_KMEANS_CUDA_FAST));
         if (backend == PC_BACKEND_CUDA) {
             st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, &bounded, centres, labels, &iterations,
                                    &inertia, &t_gpu);
