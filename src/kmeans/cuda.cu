@@ -8,6 +8,8 @@
 //    points; exact_nb_kernel below scans the rest in FP32 as the direct kernels do (same labels, bit
 //    for bit) against the centres the triangle inequality leaves them (exact_kernel: all of them);
 //  - seed 002: the direct assignment, then a second kernel that sums per block and cluster.
+// With Hamerly's bounds (cuda_hamerly.cu) a pass rescans only the points they do not settle, with the
+// direct kernels' arithmetic, and the fixed-point sums follow the points that change cluster.
 // Unfused paths sum in a second pass where a group of lanes takes one point's coordinates (coalesced
 // loads, consecutive shared addresses). Per-block sums (floats, added with shared-memory atomics, so
 // their order within a block varies between runs) are added over the blocks in a fixed order in
@@ -104,7 +106,6 @@ __global__ void __launch_bounds__(BLOCK) assign_kernel(const float *__restrict__
     }
     finish_block<ACCUMULATE>(moved, changed, acc, partial, k * (D + 1));
 }
-
 
 // Any dimension: one point a thread, read from global memory, centres as dim floats then |c|^2.
 template <bool ACCUMULATE>
