@@ -9,8 +9,11 @@
 // computed with directed rounding (__fadd_ru, __fsub_rd, ...), so each inequality holds exactly.
 // Rescanned points get their label from the direct kernels' arithmetic (the same staged centres, the
 // same fmaf order, ties to the lower index) and their bounds from the two lowest f and the exact
-// distance to their centre. The points whose label moved are listed, so that the fixed-point sums can
-// follow them (cuda.cu): integers, the same totals as Lloyd's sums over every point.
+// distance to their centre. The fixed-point sums follow the points whose label moved (added to their
+// new cluster, taken from the old): integers, the same totals as Lloyd's sums over every point; the
+// first pass, where every point moves, leaves them to Lloyd's own sum kernels (cuda.cu) unless the
+// fused kernel below summed them itself. Two ways, by size: one fused kernel a pass for few centres,
+// else a sweep that lists the unsettled points and a scan over candidate lists.
 #include "cuda_direct.cuh"
 #include "cuda_km.cuh"
 
