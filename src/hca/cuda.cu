@@ -770,9 +770,8 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
     st = pc__hca_cut(&model.grid, &model.graph, r->dendrogram, params->clusters, params->threshold, min_size,
                      params->noise, cluster_of_cell, &k);
     double t4 = pc__now();
-    if (st == PC_OK && host_bytes && k >= 255)
-        st = pc__fail(PC_UNSUPPORTED, "HCA found %zu clusters: labels as bytes hold at most 254 (255 marks no "
-                                      "cluster)", k);
+    if (st == PC_OK && host_bytes)
+        st = pc__hca_bytes_fit(k);
     if (st == PC_OK) {
         sums = (double *)pc__calloc(k * (s->dim + 1) + 1, sizeof(double), "cluster sums");
         st = sums ? label(*s, src, n, cluster_of_cell, cells, k, device_labels, host_labels{r->labels, host_bytes},

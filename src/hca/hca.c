@@ -205,6 +205,21 @@ void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels)
         labels[i] = bytes[i] == 255 ? -1 : bytes[i];
 }
 
+void pc__hca_narrow_labels(const int32_t *labels, size_t n, uint8_t *bytes)
+{
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (long i = 0; i < (long)n; i++)
+        bytes[i] = labels[i] < 0 ? 255 : (uint8_t)labels[i];
+}
+
+pc_status pc__hca_bytes_fit(size_t k)
+{
+    if (k < 255)
+        return PC_OK;
+    return pc__fail(PC_UNSUPPORTED, "HCA found %zu clusters: labels as bytes hold at most 254 (255 marks no cluster)",
+                    k);
+}
+
 void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes)
 {
     /* Slices of 64 KiB; one core copies ~10 GB/s, the bus takes ~50. */
@@ -442,14 +457,10 @@ static pc_status check_plan_fits(const pc_hca_plan *plan, const pc_points *point
 /* The result's labels as bytes (255: no cluster) into `bytes`, then dropped from the result. */
 static pc_status labels_as_bytes(pc_result *r, uint8_t *bytes)
 {
-    if (r->k >= 255)
-        return pc__fail(PC_UNSUPPORTED, "HCA found %zu clusters: labels as bytes hold at most 254 (255 marks no "
-                                        "cluster)", r->k);
-    const int32_t *labels = r->labels;
-    long n = (long)r->n;
-#pragma omp parallel for schedule(static) if (n >= 65536)
-    for (long i = 0; i < n; i++)
-        bytes[i] = labels[i] < 0 ? 255 : (uint8_t)labels[i];
+    pc_status st = pc__hca_bytes_fit(r->k);
+    if (st != PC_OK)
+        return st;
+    pc__hca_narrow_labels(r->labels, r->n, bytes);
     free(r->labels);
     r->labels = NULL;
     return PC_OK;

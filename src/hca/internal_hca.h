@@ -233,6 +233,11 @@ pc_status pc__hca_result_components(pc_result *r, const pc__hca_grid *g, const p
 /* labels[i] = bytes[i], 255 becoming -1, on all cores (the GPU sends labels of fewer than 255
  * clusters as bytes). */
 void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels);
+/* Its inverse, -1 becoming 255 (pc_hca_plan_run_u8 where the labels were made as int32). */
+void pc__hca_narrow_labels(const int32_t *labels, size_t n, uint8_t *bytes);
+/* PC_OK where k clusters fit labels as bytes (at most 254: 255 marks no cluster), else
+ * PC_UNSUPPORTED saying so. */
+pc_status pc__hca_bytes_fit(size_t k);
 /* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */
 void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
 

@@ -269,12 +269,13 @@ __global__ void __launch_bounds__(BLOCK) sweep_kernel(const float *__restrict__ 
 // the smaller of what the second lowest f proves for the scanned centres, min over them (j != a) of
 // d_j^2 >= f_2 - e + |x|^2 (down), and `beyond` for those not scanned. Returns the old label.
 __device__ __forceinline__ int settle_scanned(const float *__restrict__ x, int dim, const float *__restrict__ centres,
-                                              long i, int a, float second, float beyond, float eps2, float cmax,
-                                              int32_t *labels, float *u, float *l)
+                                              const float *xnorm, long i, int a, float second, float beyond,
+                                              float eps2, float cmax, int32_t *labels, float *u, float *l)
 {
     const float *xi = x + i * dim;
-    const double xx = sqrt(sq_norm(xi, dim)), r = (dim + 8) * 0x1p-52;
-    const float xup = __double2float_ru(xx * (1.0 + r)), xlo = __double2float_rd(xx * (1.0 - r));
+    // xnorm[i] is |x| rounded up by less than 2^-22 (norms_kernel: a float rounding up, a margin for
+    // the double ones), so times 1 - 2^-22, rounded down, it is at most |x|.
+    const float xup = xnorm[i], xlo = __fmul_rd(xup, 1.0f - 0x1p-22f);
     const float e = __fmul_ru(0.5f, margin(eps2, xup, cmax));
     float lo = INFINITY;
     if (second < INFINITY) {
@@ -290,8 +291,8 @@ __device__ __forceinline__ int settle_scanned(const float *__restrict__ x, int d
 }
 
 // f of staged centre c against a point (its -2 x for D > 0, x itself for D = 0): the direct kernels'
-// value, bit for bit; kept as the lowest (ties to the lower index, in whatever order the centres come)
-// or the second lowest.
+// value, bit for bit; kept as the lowest (ties to the lower index: every caller takes the centres in
+// increasing index) or the second lowest.
 template <int D>
 __device__ __forceinline__ void lowest_two(const float4 *smem4, const float *sc, const float *sn, int dim,
                                            const float *m2x, const float *xg, int c, float &best, float &second,
@@ -310,7 +311,7 @@ __device__ __forceinline__ void lowest_two(const float4 *smem4, const float *sc,
         for (int j = 0; j < dim; j++)
             d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
     }
-    if (d < best || (d == best && c < arg)) {
+    if (d < best) {
         second = best;
         best = d;
         arg = c;
@@ -325,8 +326,8 @@ template <int D>
 __global__ void __launch_bounds__(BLOCK) scan_kernel(const float *__restrict__ x, int dim, int k,
                                                      const float *__restrict__ centres, const int32_t *list,
                                                      unsigned *counts, int32_t *labels, float *u, float *l,
-                                                     const centre_scalars *cs, float eps2, int32_t *moved,
-                                                     int32_t *moved_old)
+                                                     const float *xnorm, const centre_scalars *cs, float eps2,
+                                                     int32_t *moved, int32_t *moved_old)
 {
     constexpr int P = D > 0 ? POINTS : 1;
     const unsigned m = counts[0];
@@ -361,7 +362,7 @@ __global__ void __launch_bounds__(BLOCK) scan_kernel(const float *__restrict__ x
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const bool live = b0 + threadIdx.x + (size_t)p * blockDim.x < m;
-            const int old = live ? settle_scanned(x, dim, centres, idx[p], arg[p], second[p], INFINITY, eps2, cmax,
+            const int old = live ? settle_scanned(x, dim, centres, xnorm, idx[p], arg[p], second[p], INFINITY, eps2, cmax,
                                                   labels, u, l)
                                  : arg[p];
             append(old != arg[p], (int32_t)idx[p], moved, counts + 2, old, moved_old);
@@ -407,8 +408,8 @@ template <int D>
 __global__ void __launch_bounds__(BLOCK) scan_nb_kernel(const float *__restrict__ x, int dim, int k,
                                                         const float *__restrict__ centres, const int32_t *list,
                                                         unsigned *counts, int32_t *labels, float *u, float *l,
-                                                        const centre_scalars *cs, float eps2, int32_t *moved,
-                                                        int32_t *moved_old, const unsigned *radius,
+                                                        const float *xnorm, const centre_scalars *cs, float eps2,
+                                                        int32_t *moved, int32_t *moved_old, const unsigned *radius,
                                                         const int32_t *nb, const int *nb_count,
                                                         unsigned long long *evals)
 {
@@ -439,7 +440,8 @@ __global__ void __launch_bounds__(BLOCK) scan_nb_kernel(const float *__restrict_
             for (int v = 0; v < total; v++)
                 lowest_two<D>(smem4, sc, sn, dim, m2x, x + i * dim, cand[v], best, second, arg);
             const float beyond = total == k ? INFINITY : __fsub_rd(__uint_as_float(radius[b]), u[i]);
-            old = settle_scanned(x, dim, centres, i, arg, second, fmaxf(beyond, 0.0f), eps2, cmax, labels, u, l);
+            old = settle_scanned(x, dim, centres, xnorm, i, arg, second, fmaxf(beyond, 0.0f), eps2, cmax, labels, u,
+                                 l);
         }
         append(live && old != arg, (int32_t)i, moved, counts + 2, old, moved_old);
     }
@@ -450,9 +452,9 @@ __global__ void __launch_bounds__(BLOCK) scan_nb_kernel(const float *__restrict_
 }
 
 typedef void (*scan_fn)(const float *, int, int, const float *, const int32_t *, unsigned *, int32_t *, float *,
-                        float *, const centre_scalars *, float, int32_t *, int32_t *);
+                        float *, const float *, const centre_scalars *, float, int32_t *, int32_t *);
 typedef void (*scan_nb_fn)(const float *, int, int, const float *, const int32_t *, unsigned *, int32_t *, float *,
-                           float *, const centre_scalars *, float, int32_t *, int32_t *, const unsigned *,
+                           float *, const float *, const centre_scalars *, float, int32_t *, int32_t *, const unsigned *,
                            const int32_t *, const int *, unsigned long long *);
 
 scan_fn pick_scan(int dim) { PC__PICK_BY_DIM(scan_kernel) }
@@ -523,7 +525,8 @@ __global__ void __launch_bounds__(BLOCK) sweep_scan_kernel(const float *__restri
                 m2x[j] = -2.0f * xi[j];
             for (int c = 0; c < k; c++)
                 lowest_two<D>(smem4, sc, sn, dim, m2x, xi, c, best, second, arg);
-            const int old = settle_scanned(x, dim, centres, i, arg, second, INFINITY, eps2, s.cmax, labels, u, l);
+            const int old = settle_scanned(x, dim, centres, xnorm, i, arg, second, INFINITY, eps2, s.cmax, labels, u,
+                                           l);
             if (old == arg)
                 continue;
             moved++;
@@ -772,12 +775,12 @@ pc_status pc__km_ham_pass(pc__km_ham *h, const float *centres, int32_t *labels, 
                                                                           h->nb_count.ptr, h->evals.ptr);
         PC_CUDA_LAUNCHED("k-means candidate list kernel");
         pick_scan_nb(dim)<<<h->scan_nb_blocks, BLOCK, h->smem>>>(
-            h->x, dim, k, centres, h->list.ptr, h->counts.ptr, labels, h->u.ptr, h->l.ptr, h->scalars.ptr, h->eps2,
-            h->moved.ptr, h->moved_old.ptr, h->radius.ptr, h->nb.ptr, h->nb_count.ptr, h->evals.ptr);
+            h->x, dim, k, centres, h->list.ptr, h->counts.ptr, labels, h->u.ptr, h->l.ptr, h->xnorm.ptr, h->scalars.ptr,
+            h->eps2, h->moved.ptr, h->moved_old.ptr, h->radius.ptr, h->nb.ptr, h->nb_count.ptr, h->evals.ptr);
     } else
         pick_scan(dim)<<<h->scan_blocks, BLOCK, h->smem>>>(h->x, dim, k, centres, h->list.ptr, h->counts.ptr, labels,
-                                                            h->u.ptr, h->l.ptr, h->scalars.ptr, h->eps2, h->moved.ptr,
-                                                            h->moved_old.ptr);
+                                                            h->u.ptr, h->l.ptr, h->xnorm.ptr, h->scalars.ptr, h->eps2,
+                                                            h->moved.ptr, h->moved_old.ptr);
     PC_CUDA_LAUNCHED("k-means bounds' scan kernel");
     pc_status st = h->started ? move_sums(h, labels, scale, totals) : PC_OK;
     h->counted_nb = candidates;

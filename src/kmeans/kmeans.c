@@ -209,6 +209,15 @@ static pc_status frame_of(const pc_points *points, int threads, pc__km_frame *f)
     return st;
 }
 
+/* Hamerly's bounds where asked, and by AUTO from 8 centres (below, a scan costs little more than
+ * checking the bounds); on CUDA with the FAST variant only: the others name Lloyd's kernels to run. */
+static int wants_bounds(const pc_kmeans_params *params, size_t k, pc_backend backend)
+{
+    return params->algorithm == PC_KMEANS_HAMERLY ||
+           (params->algorithm == PC_KMEANS_AUTO && k >= 8 &&
+            (backend != PC_BACKEND_CUDA || params->cuda_variant == PC_KMEANS_CUDA_FAST));
+}
+
 pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_result **result)
 {
     pc_status st = pc__begin(points, params, result);
@@ -279,18 +288,13 @@ pc_status pc_kmeans(const pc_points *points, const pc_kmeans_params *params, pc_
         double t1 = pc__now();
         int iterations;
         double inertia;
-        /* Hamerly's bounds where asked, and by AUTO from 8 centres (below, a scan costs little more
-         * than checking the bounds); on CUDA with the FAST variant only: the others name Lloyd's
-         * kernels to run. */
-        int bounded = params->algorithm == PC_KMEANS_HAMERLY ||
-                      (params->algorithm == PC_KMEANS_AUTO && k >= 8 &&
-                       (backend != PC_BACKEND_CUDA || params->cuda_variant == PC_KMEANS_CUDA_FAST));
+        int bounded = wants_bounds(params, k, backend);
         if (backend == PC_BACKEND_CUDA) {
             st = pc__km_lloyd_cuda(x, n, dim, k, &o, params->cuda_variant, &bounded, centres, labels, &iterations,
                                    &inertia, &t_gpu);
             if (st == PC_UNSUPPORTED && params->backend == PC_BACKEND_AUTO) { /* beyond the GPU kernel */
                 backend = r->backend = threads > 1 ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
-                bounded = params->algorithm == PC_KMEANS_HAMERLY || (params->algorithm == PC_KMEANS_AUTO && k >= 8);
+                bounded = wants_bounds(params, k, backend);
                 if (params->init == PC_INIT_GIVEN)
                     pc__km_given_centres(params->initial_centers, k, dim, mean, e, centres); /* checked above */
                 st = bounded ? pc__km_hamerly_cpu(x, n, dim, k, &o, centres, labels, &iterations, &inertia)
