@@ -697,6 +697,19 @@ pc_status pc_kmeans_stream_scan(pc_kmeans_stream *stream, const pc_points *block
 pc_status pc_kmeans_stream_start(pc_kmeans_stream *stream);
 /* Adds a block to this iteration's sums. Values the scan did not see are refused (with their row). */
 pc_status pc_kmeans_stream_add(pc_kmeans_stream *stream, const pc_points *block);
+/* A block held by the stream for passes that add the same points every time (a process's share of a
+ * distributed run, points that fit in memory): with CUDA its rows are centred, checked and copied to
+ * the GPU once, and each pass over them then runs on the GPU whole (nearest centres, fixed-point sums,
+ * inertia, the farthest points), the numbers of pc_kmeans_stream_add bit for bit; only the k x
+ * (dim + 1) sums and a few thousand candidate points cross the bus. Where the GPU cannot hold them, and
+ * on the CPU backends, the passes read the block where it is. After pc_kmeans_stream_start, one block
+ * at most; the block's memory must stay valid and unchanged until the stream is freed. Values the scan
+ * did not see are refused (with their row) here with CUDA, else by pc_kmeans_stream_add_held. */
+pc_status pc_kmeans_stream_hold(pc_kmeans_stream *stream, const pc_points *block);
+/* Adds the held block to this pass: pc_kmeans_stream_add(stream, block) without the block's reading. */
+pc_status pc_kmeans_stream_add_held(pc_kmeans_stream *stream);
+/* After done: the held block's labels, as pc_kmeans_stream_label gives them. */
+pc_status pc_kmeans_stream_label_held(const pc_kmeans_stream *stream, int32_t *labels);
 /* New centres from the pass's sums (after every scanned point was added once); *done = 1 when the run
  * is over. */
 pc_status pc_kmeans_stream_step(pc_kmeans_stream *stream, int *done);

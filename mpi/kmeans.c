@@ -249,14 +249,16 @@ static pc_status kmeans_once(MPI_Comm comm, const pc_points *points, const pc_km
     local = NULL; /* merge_scans took it */
     if (st != PC_OK)
         goto done;
-    if ((st = pc_kmeans_stream_start(s)) != PC_OK)
-        pc__mpi_core_fail(comm, st, NULL);
+    /* The rank's rows, the same every pass, are held: with CUDA they stay on the GPU and a pass runs
+     * there whole. */
+    if ((st = pc_kmeans_stream_start(s)) != PC_OK || (n && (st = pc_kmeans_stream_hold(s, points)) != PC_OK))
+        pc__mpi_fail(st, "rank %d (rows %llu to %llu): %s", t.rank, first, first + n - 1, pc_last_error());
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     times.setup = MPI_Wtime() - t0;
     for (int done = 0; !done;) {
         double t1 = MPI_Wtime();
-        if (n && (st = pc_kmeans_stream_add(s, points)) != PC_OK)
+        if (n && (st = pc_kmeans_stream_add_held(s)) != PC_OK)
             pc__mpi_core_fail(comm, st, NULL);
         double t2 = MPI_Wtime();
         times.compute += t2 - t1;
@@ -272,7 +274,7 @@ static pc_status kmeans_once(MPI_Comm comm, const pc_points *points, const pc_km
             goto done;
     }
     double t4 = MPI_Wtime();
-    if (n && (st = pc_kmeans_stream_label(s, points, labels)) != PC_OK)
+    if (n && (st = pc_kmeans_stream_label_held(s, labels)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
     if (st == PC_OK && (st = pc_kmeans_stream_result(s, result)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);

@@ -108,6 +108,18 @@ if WHAT == "kmeans":
     rc2, out, err2 = run(["kmeans", "x.npy", "-k", 200, "--labels", "wm.npy", "--split", "1000,0,1003"], 3)
     check(rc == 0 and rc2 == 0 and np.load("w1.npy").dtype == np.int16 and same_bytes("w1.npy", "wm.npy"),
           f"kmeans -k 200 P=3: int16 labels identical (.npy byte for byte) {err.strip()} {err2.strip()}")
+    # One GPU a rank (--backend cuda): each rank's rows held on its GPU, where a pass runs whole; the
+    # same numbers as the CPU's pass, so the same labels and centres, byte for byte.
+    rc, info, _ = run(["info"])
+    if "CUDA devices: 0" not in info and "CUDA" in info:
+        for p, split in SPLITS:
+            rc, out, err = run(["kmeans", "x.npy", "-k", 5, "--labels", "lg.npy", "--centers", "cg.csv", "--backend",
+                                "cuda"] + split_args(split), p)
+            check(rc == 0 and err == "" and same_bytes("lg.npy", "l1.npy") and same_bytes("cg.csv", "c1.csv"),
+                  f"kmeans --backend cuda {tag(p, split)}: labels and centres identical {err.strip()}")
+        rc, out, err = run(["kmeans", "x.npy", "-k", 200, "--labels", "wg.npy", "--split", "1000,0,1003", "--backend",
+                            "cuda"], 3)
+        check(rc == 0 and same_bytes("w1.npy", "wg.npy"), f"kmeans -k 200 --backend cuda P=3: labels identical {err.strip()}")
     # --n-init: pc_kmeans's runs from its seeds, the lowest inertia kept (random starts: runs differ).
     for seed in (1, 2):
         opts = ["-k", 5, "--init", "random", "--n-init", 4, "--seed", seed]

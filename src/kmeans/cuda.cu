@@ -816,6 +816,43 @@ pc_status gpu_finish(void *ctx, const float *centres, int relabel, double *inert
 
 } // namespace
 
+// The exact per-cluster sums on their own (the k-means stream's held blocks, cuda_stream_held.cu):
+// the unfused paths' group_sums_kernel over a blocks x entries array, then its columns added.
+pc_status pc__km_fixed_sums_setup(size_t k, size_t dim, int *blocks)
+{
+    int device = 0, sms = 0, max_smem = 0, group = 2;
+    PC_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
+    PC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "device query");
+    PC_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "device query");
+    const size_t smem = k * (dim + 1) * sizeof(fixed);
+    if (smem > (size_t)max_smem || k * (dim + 1) > (size_t)INT32_MAX)
+        return pc__fail(PC_UNSUPPORTED, "the GPU's per-cluster sums take %zu KiB of shared memory, over the %d KiB "
+                        "a block may use", smem >> 10, max_smem >> 10);
+    while (group < 32 && group < (int)dim + 1)
+        group *= 2;
+    PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(group), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                "k-means shared memory");
+    int per_sm = 1;
+    PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_sums(group), BLOCK, smem),
+                "k-means occupancy");
+    *blocks = sms * std::max(1, std::min(4, per_sm));
+    return PC_OK;
+}
+
+pc_status pc__km_fixed_sums(const float *x, int n, int dim, int k, const int32_t *labels, float scale, int blocks,
+                            unsigned long long *partial, unsigned long long *totals, cudaStream_t stream)
+{
+    int group = 2;
+    while (group < 32 && group < dim + 1)
+        group *= 2;
+    const int entries = k * (dim + 1);
+    pick_sums(group)<<<blocks, BLOCK, (size_t)entries * sizeof(fixed), stream>>>(x, n, dim, k, labels, partial, scale);
+    PC_CUDA_LAUNCHED("k-means block sums kernel");
+    reduce_totals<<<(entries + 31) / 32, 256, 0, stream>>>(partial, blocks, entries, totals);
+    PC_CUDA_LAUNCHED("k-means reduction kernel");
+    return PC_OK;
+}
+
 extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, size_t k, pc__km_options *o,
                                        pc_kmeans_cuda_variant variant, int *bounded, float *centres, int32_t *labels,
                                        int *iterations, double *inertia, double *gpu_seconds)

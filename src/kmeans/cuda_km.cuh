@@ -61,6 +61,20 @@ pc_status pc__km_tensor_setup(size_t dim, int format, size_t smem, int *blocks_p
 // *changed), the others listed.
 pc_status pc__km_tensor_assign(const pc__km_tensor_args &a, const float *centres, int format, int blocks, size_t smem);
 
+// Exact per-cluster sums (cuda.cu): totals (k x (dim + 1), count last, x * scale rounded to 64-bit
+// integers as the host's pc__km_fixed does) of x's n points by label, on `stream`. Setup raises the
+// kernel's shared-memory limit and says how many blocks (rows of `partial`, blocks x k x (dim + 1))
+// to run; PC_UNSUPPORTED where the sums exceed a block's shared memory.
+pc_status pc__km_fixed_sums_setup(size_t k, size_t dim, int *blocks);
+pc_status pc__km_fixed_sums(const float *x, int n, int dim, int k, const int32_t *labels, float scale, int blocks,
+                            unsigned long long *partial, unsigned long long *totals, cudaStream_t stream);
+
+// The k-means stream's nearest centres (cuda_stream.cu): labels[i] of x's m rows by the host's own
+// arithmetic (pc__km_assign's |c|^2 from cc, then one fused multiply-add a dimension in order, ties to
+// the lower index), ct the centres transposed (dim x kpad), on `stream`.
+void pc__km_stream_nearest(const float *x, size_t m, int dim, int k, int kpad, const float *ct, const float *cc,
+                           int32_t *labels, int sms, cudaStream_t stream);
+
 // Hamerly's bounds (cuda_hamerly.cu): the per-point bounds and lists kept between Lloyd's passes.
 struct pc__km_ham;
 struct pc__km_ham_counts {

@@ -45,3 +45,30 @@ pc_status pc__km_stream_gpu_wait(pc__km_stream_gpu *gpu, int slot, size_t m, int
     (void)gpu, (void)slot, (void)m, (void)labels;
     return PC_UNSUPPORTED;
 }
+
+/* A held block: never on the GPU without CUDA (there is no stream GPU to hold it). */
+pc_status pc__km_held_create(size_t n, size_t dim, size_t k, pc__km_held **held)
+{
+    (void)n, (void)dim, (void)k;
+    *held = NULL;
+    return PC_UNSUPPORTED;
+}
+void pc__km_held_free(pc__km_held *held) { (void)held; }
+pc_status pc__km_held_rows(pc__km_held *held, size_t begin, const float *x, size_t m)
+{
+    (void)held, (void)begin, (void)x, (void)m;
+    return PC_UNSUPPORTED;
+}
+pc_status pc__km_held_pass_run(pc__km_held *held, const float *ct, const float *cc, size_t kpad,
+                               const float *centres, uint64_t version, float scale, int first_pass,
+                               pc__km_held_pass *out)
+{
+    (void)held, (void)ct, (void)cc, (void)kpad, (void)centres, (void)version, (void)scale, (void)first_pass, (void)out;
+    return PC_UNSUPPORTED;
+}
+pc_status pc__km_held_labels(pc__km_held *held, const float *ct, const float *cc, size_t kpad,
+                             const float *centres, uint64_t version, int32_t *labels)
+{
+    (void)held, (void)ct, (void)cc, (void)kpad, (void)centres, (void)version, (void)labels;
+    return PC_UNSUPPORTED;
+}

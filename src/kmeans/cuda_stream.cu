@@ -6,7 +6,7 @@
 // pc__km_assign does the same on processors with FMA (its AVX2 + FMA path: every x86-64 machine this
 // project runs on), so the labels, and with them the whole stream, equal the CPU backend's bit for
 // bit. What the GPU takes off the host is the k x dim work a point; the host keeps the dim work.
-#include "../cuda/common.cuh"
+#include "cuda_km.cuh"
 
 #include <math.h>
 #include <mutex>
@@ -77,6 +77,21 @@ __global__ void __launch_bounds__(THREADS) nearest_kernel(const float *__restric
 }
 
 } // namespace
+
+void pc__km_stream_nearest(const float *x, size_t m, int dim, int k, int kpad, const float *ct, const float *cc,
+                           int32_t *labels, int sms, cudaStream_t stream)
+{
+    size_t blocks = (m + THREADS - 1) / THREADS, most = 16 * (size_t)sms;
+    unsigned grid = (unsigned)(blocks < most ? blocks : most);
+    if (dim <= 4)
+        nearest_reg_kernel<4><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+    else if (dim <= 16)
+        nearest_reg_kernel<16><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+    else if (dim <= 64)
+        nearest_reg_kernel<64><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+    else
+        nearest_kernel<<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+}
 
 struct pc__km_stream_gpu {
     size_t k, dim, kpad = 0;
@@ -193,21 +208,11 @@ extern "C" pc_status pc__km_stream_gpu_submit(pc__km_stream_gpu *g, int slot, si
     PC_CUDA_TRY(cudaMemcpyAsync(g->x[slot].ptr, g->host_rows[slot], m * g->dim * sizeof(float), cudaMemcpyHostToDevice,
                                 g->stream),
                 "k-means stream: rows to the GPU");
-    size_t blocks = (m + THREADS - 1) / THREADS, most = 16 * (size_t)g->sms;
-    unsigned grid = (unsigned)(blocks < most ? blocks : most);
-    int dim = (int)g->dim, k = (int)g->k, kpad = (int)g->kpad;
-    const float *x = g->x[slot].ptr;
-    int32_t *labels = g->labels[slot].ptr;
-    if (dim <= 4)
-        nearest_reg_kernel<4><<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
-    else if (dim <= 16)
-        nearest_reg_kernel<16><<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
-    else if (dim <= 64)
-        nearest_reg_kernel<64><<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
-    else
-        nearest_kernel<<<grid, THREADS, 0, g->stream>>>(x, m, dim, k, kpad, g->ct.ptr, g->cc.ptr, labels);
+    pc__km_stream_nearest(g->x[slot].ptr, m, (int)g->dim, (int)g->k, (int)g->kpad, g->ct.ptr, g->cc.ptr,
+                          g->labels[slot].ptr, g->sms, g->stream);
     PC_CUDA_LAUNCHED("k-means stream: nearest-centre kernel");
-    PC_CUDA_TRY(cudaMemcpyAsync(g->host_labels[slot], labels, m * sizeof(int32_t), cudaMemcpyDeviceToHost, g->stream),
+    PC_CUDA_TRY(cudaMemcpyAsync(g->host_labels[slot], g->labels[slot].ptr, m * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                g->stream),
                 "k-means stream: labels from the GPU");
     PC_CUDA_TRY(cudaEventRecord(g->done[slot], g->stream), "k-means stream: cudaEventRecord");
     return PC_OK;

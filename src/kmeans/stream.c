@@ -198,6 +198,7 @@ void pc_kmeans_stream_free(pc_kmeans_stream *s)
 {
     if (!s)
         return;
+    pc__km_held_free(s->held_gpu);
     free(s->given);
     pc__km_scan_part_free(&s->scan);
     pc__km_frame_free(&s->frame);
@@ -368,6 +369,58 @@ pc_status pc_kmeans_stream_add(pc_kmeans_stream *s, const pc_points *block)
     st = pc__km_stream_add_block(s, block);
     s->t_lloyd += pc__now() - t0;
     return st;
+}
+
+pc_status pc_kmeans_stream_hold(pc_kmeans_stream *s, const pc_points *block)
+{
+    pc__clear_error();
+    pc_status st = in_phase(s, PC__KM_ADD, "pc_kmeans_stream_hold");
+    if (st != PC_OK || (st = check_block(s, block, "pc_kmeans_stream_hold")) != PC_OK)
+        return st;
+    if (s->holding)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_kmeans_stream_hold: the stream holds a block already (one at most)");
+    if (block->n > s->scan.n)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_kmeans_stream_hold: a block of %zu points, more than the %llu "
+                        "scanned", block->n, (unsigned long long)s->scan.n);
+    double t0 = pc__now();
+    st = pc__km_stream_hold_block(s, block);
+    s->t_lloyd += pc__now() - t0;
+    return st;
+}
+
+static pc_status check_held(const pc_kmeans_stream *s, int phase, const char *call)
+{
+    pc_status st = in_phase(s, phase, call);
+    if (st == PC_OK && !s->holding)
+        st = pc__fail(PC_INVALID_ARGUMENT, "%s: the stream holds no block (pc_kmeans_stream_hold)", call);
+    return st;
+}
+
+pc_status pc_kmeans_stream_add_held(pc_kmeans_stream *s)
+{
+    pc__clear_error();
+    pc_status st = check_held(s, PC__KM_ADD, "pc_kmeans_stream_add_held");
+    if (st != PC_OK || s->held.n == 0)
+        return st;
+    if (s->held.n > s->scan.n - s->pass.n)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_kmeans_stream_add_held: this pass would add %llu points, more "
+                        "than the %llu scanned (every scanned point is added once per pass)",
+                        (unsigned long long)(s->pass.n + s->held.n), (unsigned long long)s->scan.n);
+    double t0 = pc__now();
+    st = pc__km_stream_add_held(s);
+    s->t_lloyd += pc__now() - t0;
+    return st;
+}
+
+pc_status pc_kmeans_stream_label_held(const pc_kmeans_stream *s, int32_t *labels)
+{
+    pc__clear_error();
+    pc_status st = check_held(s, PC__KM_DONE, "pc_kmeans_stream_label_held");
+    if (st != PC_OK || s->held.n == 0)
+        return st;
+    if (!labels)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_kmeans_stream_label_held: labels must not be NULL");
+    return pc__km_stream_label_held(s, labels);
 }
 
 static double inertia_of(const pc__i128 *buckets)

@@ -64,6 +64,9 @@ struct pc_kmeans_stream {
     int threads;             /* 1: sequential */
     pc_backend backend;
     pc__km_stream_gpu *gpu;  /* CUDA: the nearest centres of the passes' pieces */
+    int holding;             /* pc_kmeans_stream_hold was called: `held` is the caller's block */
+    pc_points held;
+    pc__km_held *held_gpu;   /* CUDA, where it fits: the held block's rows on the GPU */
     int phase;
     int iterations;          /* passes stepped */
     pc__km_scan_part scan;
@@ -91,5 +94,16 @@ void pc__km_pass_part_merge(pc__km_pass_part *into, const pc__km_pass_part *from
 pc_status pc__km_stream_scan_block(pc_kmeans_stream *s, const pc_points *block, uint64_t first);
 pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *block);
 pc_status pc__km_stream_label_block(const pc_kmeans_stream *s, const pc_points *block, int32_t *labels);
+/* Refuses a block's row whose value (dimension d) lies outside the scan's: "k-means stream <call>:
+ * block row ...". */
+pc_status pc__km_stream_refuse_row(const pc_points *block, size_t row, size_t d, const char *call);
+/* The first of rows 0 .. m - 1 of x (centred) with a value outside the scan's (*d: its dimension), or m. */
+size_t pc__km_stream_first_outside(const pc__km_frame *f, const float *x, size_t m, size_t dim, size_t *d);
+
+/* The held block (stream_held.c): its rows kept on the GPU where the backend is CUDA and they fit,
+ * else read from the caller's memory by the passes above. */
+pc_status pc__km_stream_hold_block(pc_kmeans_stream *s, const pc_points *block);
+pc_status pc__km_stream_add_held(pc_kmeans_stream *s);
+pc_status pc__km_stream_label_held(const pc_kmeans_stream *s, int32_t *labels);
 
 #endif

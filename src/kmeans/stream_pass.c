@@ -154,6 +154,31 @@ static inline void inertia_add(pc__i128 *buckets, double dist)
     buckets[e] += (int64_t)((u & 0x7fffffu) | (e ? 0x800000u : 0u));
 }
 
+size_t pc__km_stream_first_outside(const pc__km_frame *f, const float *x, size_t m, size_t dim, size_t *bad_dim)
+{
+    for (size_t i = 0; i < m; i++) {
+        int out = 0;
+        for (size_t d = 0; d < dim; d++)
+            out |= !(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d]);
+        for (size_t d = 0; out && d < dim; d++)
+            if (!(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d])) {
+                *bad_dim = d;
+                return i;
+            }
+    }
+    return m;
+}
+
+pc_status pc__km_stream_refuse_row(const pc_points *b, size_t row, size_t d, const char *call)
+{
+    double v = raw_value(b, row, d);
+    if (!isfinite(v))
+        return pc__fail(PC_INVALID_ARGUMENT, "k-means stream %s: block row %zu, dimension %zu is not finite (%g)", call,
+                        row, d, v);
+    return pc__fail(PC_INVALID_ARGUMENT, "k-means stream %s: block row %zu, dimension %zu: %g lies outside the values "
+                    "the scan saw (the blocks added must be the blocks scanned)", call, row, d, v);
+}
+
 /* CUDA: queues the nearest centres of rows [p0, p1) of the block (at most a GPU piece) in the GPU's
  * slot, the rows centred here on the stream's threads into the slot's buffer. The caller holds the
  * GPU's lock and later takes the labels with pc__km_stream_gpu_wait. Rows a pass refuses are refused
@@ -232,19 +257,12 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
                     pc__km_centred_rows(b, begin, end, f->mean, f->unit, own);
                 /* Values the scan did not see could overflow the fixed-point sums: the blocks added must be
                  * those scanned (NaN fails the test too). */
-                for (size_t i = 0; i < m && mine == SIZE_MAX; i++) {
-                    int out = 0;
-                    for (size_t d = 0; d < dim; d++)
-                        out |= !(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d]);
-                    for (size_t d = 0; out && d < dim; d++)
-                        if (!(x[i * dim + d] >= f->xlo[d] && x[i * dim + d] <= f->xhi[d])) {
-                            mine = begin + i;
-                            note_fault(&bad, mine, d);
-                            break;
-                        }
-                }
-                if (mine != SIZE_MAX)
+                size_t bd = 0, r = pc__km_stream_first_outside(f, x, m, dim, &bd);
+                if (r < m) {
+                    mine = begin + r;
+                    note_fault(&bad, mine, bd);
                     continue;
+                }
                 const int32_t *label = pre ? pre + (begin - p0) : labels;
                 if (!pre)
                     pc__km_assign(x, 0, m, &s->layout, labels);
@@ -275,14 +293,8 @@ pc_status pc__km_stream_add_block(pc_kmeans_stream *s, const pc_points *b)
         return st;
     if (failed)
         return pc__fail(PC_OUT_OF_MEMORY, "k-means stream: cannot allocate a thread's chunk buffers");
-    if (bad.row != SIZE_MAX) {
-        double v = raw_value(b, bad.row, bad.dim);
-        if (!isfinite(v))
-            return pc__fail(PC_INVALID_ARGUMENT, "k-means stream add: block row %zu, dimension %zu is not finite (%g)",
-                            bad.row, bad.dim, v);
-        return pc__fail(PC_INVALID_ARGUMENT, "k-means stream add: block row %zu, dimension %zu: %g lies outside the "
-                        "values the scan saw (the blocks added must be the blocks scanned)", bad.row, bad.dim, v);
-    }
+    if (bad.row != SIZE_MAX)
+        return pc__km_stream_refuse_row(b, bad.row, bad.dim, "add");
     for (int q = 0; q < threads; q++)
         pc__km_pass_part_merge(&s->pass, &s->team[q], k, dim);
     s->pass.n += n;
