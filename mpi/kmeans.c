@@ -203,16 +203,32 @@ static double value_at(const pc_points *p, size_t i, size_t j)
     return v;
 }
 
-/* The rank's share of the inertia of its final labels to the final centres. */
-static double own_inertia(const pc_points *p, const int32_t *labels, const float *centres)
+/* The rank's share of the inertia of its final labels to the final centres, on the rank's threads:
+ * chunks of rows summed apart, then the chunks in order, so that the sum does not depend on the
+ * threads. */
+static pc_status own_inertia(const pc_points *p, const int32_t *labels, const float *centres, double *inertia)
 {
-    double sum = 0;
-    for (size_t i = 0; i < p->n; i++)
-        for (size_t j = 0; j < p->dim; j++) {
-            double d = value_at(p, i, j) - (double)centres[(size_t)labels[i] * p->dim + j];
-            sum += d * d;
-        }
-    return sum;
+    const size_t chunk = 8192, chunks = (p->n + chunk - 1) / chunk;
+    double *part = malloc((chunks + 1) * sizeof *part);
+    if (!part)
+        return PC_OUT_OF_MEMORY;
+#pragma omp parallel for schedule(static)
+    for (long ch = 0; ch < (long)chunks; ch++) {
+        size_t end = ((size_t)ch + 1) * chunk < p->n ? ((size_t)ch + 1) * chunk : p->n;
+        double sum = 0;
+        for (size_t i = (size_t)ch * chunk; i < end; i++)
+            for (size_t j = 0; j < p->dim; j++) {
+                double d = value_at(p, i, j) - (double)centres[(size_t)labels[i] * p->dim + j];
+                sum += d * d;
+            }
+        part[ch] = sum;
+    }
+    double total = 0;
+    for (size_t ch = 0; ch < chunks; ch++)
+        total += part[ch];
+    free(part);
+    *inertia = total;
+    return PC_OK;
 }
 
 /* One run (n_init 1). */
@@ -278,11 +294,11 @@ static pc_status kmeans_once(MPI_Comm comm, const pc_points *points, const pc_km
         pc__mpi_core_fail(comm, st, NULL);
     if (st == PC_OK && (st = pc_kmeans_stream_result(s, result)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
-    st = pc__mpi_agree(comm, st);
-    if (st == PC_OK) {
-        double mine = n ? own_inertia(points, labels, pc_result_centers(*result)) : 0;
+    double mine = 0;
+    if (st == PC_OK && n && own_inertia(points, labels, pc_result_centers(*result), &mine) != PC_OK)
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the inertia's sums", t.rank);
+    if ((st = pc__mpi_agree(comm, st)) == PC_OK)
         MPI_Allreduce(&mine, &times.inertia, 1, MPI_DOUBLE, MPI_SUM, comm);
-    }
     times.compute += MPI_Wtime() - t4;
     if (report)
         *report = times;

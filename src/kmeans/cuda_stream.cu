@@ -21,36 +21,80 @@ namespace {
 
 constexpr int THREADS = 256;
 
-// One thread a point held in registers (D >= dim values, -2 x_j each: exact), the centres read through
-// the cache (every thread of a warp reads the same one: one broadcast a dimension and centre). The
-// point's own values must not be read from memory in the centre loop: a warp's 32 rows lie dim x 4
+// P points a thread held in registers (D >= dim values, -2 x_j each: exact); the centres staged in
+// shared memory by tiles, a centre's D values read as float4s that every thread of the warp reads
+// alike (broadcasts), each serving P points: the multiply-adds, not the loads, set the pace. The
+// points' own values must not be read from memory in the centre loop: a warp's 32 rows lie dim x 4
 // bytes apart, and re-reading them there made each multiply-add wait on 16 cache lines (5.1 s an
-// iteration for 100M x 16, k = 1000, on an H200; session 7, bench/RESULTS.md).
-template <int D>
+// iteration for 100M x 16, k = 1000, on an H200; session 7, bench/RESULTS.md); reading each centre
+// value through the cache once a point (one load a multiply-add) took 0.75 s (session 12).
+template <int D> __host__ __device__ constexpr int tile_centres() { return D <= 16 ? 256 : 128; } // 16 or 32 KiB
+
+template <int D, int P>
 __global__ void __launch_bounds__(THREADS) nearest_reg_kernel(const float *__restrict__ x, size_t m, int dim, int k,
                                                               int kpad, const float *__restrict__ ct,
                                                               const float *__restrict__ cc, int32_t *labels)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x) {
-        const float *xi = x + i * (size_t)dim;
-        float m2x[D];
+    static_assert(D % 4 == 0, "centres are read as float4s");
+    constexpr int TILE = tile_centres<D>();
+    __shared__ __align__(16) float sc[TILE * D];
+    __shared__ float sn[TILE];
+    const size_t per_round = (size_t)THREADS * P;
+    for (size_t base = blockIdx.x * per_round; base < m; base += (size_t)gridDim.x * per_round) {
+        float m2x[P][D], best[P];
+        int arg[P];
 #pragma unroll
-        for (int j = 0; j < D; j++)
-            m2x[j] = j < dim ? -2.0f * xi[j] : 0.0f;
-        float best = INFINITY;
-        int arg = 0;
-        for (int c = 0; c < k; c++) {
-            float d = __ldg(cc + c);
+        for (int p = 0; p < P; p++) {
+            const size_t i = base + (size_t)p * THREADS + threadIdx.x;
+            const float *xi = x + (i < m ? i : 0) * (size_t)dim;
 #pragma unroll
             for (int j = 0; j < D; j++)
-                if (j < dim) // in dimension order, one rounding each: the host's value
-                    d = fmaf(m2x[j], __ldg(ct + (size_t)j * kpad + c), d);
-            if (d < best) {
-                best = d;
-                arg = c;
+                m2x[p][j] = j < dim && i < m ? -2.0f * xi[j] : 0.0f;
+            best[p] = INFINITY;
+            arg[p] = 0;
+        }
+        for (int c0 = 0; c0 < k; c0 += TILE) {
+            const int tile = k - c0 < TILE ? k - c0 : TILE;
+            __syncthreads(); // the previous tile is no longer read
+            for (int q = threadIdx.x; q < tile * D; q += THREADS) {
+                const int j = q / tile, c = q % tile; // consecutive threads, consecutive centres of a row of ct
+                sc[c * D + j] = j < dim ? ct[(size_t)j * kpad + c0 + c] : 0.0f;
+            }
+            for (int c = threadIdx.x; c < tile; c += THREADS)
+                sn[c] = cc[c0 + c];
+            __syncthreads();
+            for (int c = 0; c < tile; c++) {
+                float cv[D];
+#pragma unroll
+                for (int j = 0; j < D; j += 4) {
+                    const float4 v = *reinterpret_cast<const float4 *>(sc + c * D + j);
+                    cv[j] = v.x;
+                    cv[j + 1] = v.y;
+                    cv[j + 2] = v.z;
+                    cv[j + 3] = v.w;
+                }
+                const float norm = sn[c];
+#pragma unroll
+                for (int p = 0; p < P; p++) {
+                    float d = norm;
+                    // In dimension order, one rounding each: the host's value. Past dim both factors are
+                    // 0, and d + 0 is d (but for the sign of a zero, which no comparison sees).
+#pragma unroll
+                    for (int j = 0; j < D; j++)
+                        d = fmaf(m2x[p][j], cv[j], d);
+                    if (d < best[p]) {
+                        best[p] = d;
+                        arg[p] = c0 + c;
+                    }
+                }
             }
         }
-        labels[i] = arg;
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const size_t i = base + (size_t)p * THREADS + threadIdx.x;
+            if (i < m)
+                labels[i] = arg[p];
+        }
     }
 }
 
@@ -81,14 +125,16 @@ __global__ void __launch_bounds__(THREADS) nearest_kernel(const float *__restric
 void pc__km_stream_nearest(const float *x, size_t m, int dim, int k, int kpad, const float *ct, const float *cc,
                            int32_t *labels, int sms, cudaStream_t stream)
 {
-    size_t blocks = (m + THREADS - 1) / THREADS, most = 16 * (size_t)sms;
+    // Points a thread: 4 where a point takes 4 or 16 registers, 1 beyond (64 registers a point).
+    const int per_thread = dim <= 16 ? 4 : 1;
+    size_t blocks = (m + (size_t)THREADS * per_thread - 1) / ((size_t)THREADS * per_thread), most = 8 * (size_t)sms;
     unsigned grid = (unsigned)(blocks < most ? blocks : most);
     if (dim <= 4)
-        nearest_reg_kernel<4><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+        nearest_reg_kernel<4, 4><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
     else if (dim <= 16)
-        nearest_reg_kernel<16><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+        nearest_reg_kernel<16, 4><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
     else if (dim <= 64)
-        nearest_reg_kernel<64><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
+        nearest_reg_kernel<64, 1><<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
     else
         nearest_kernel<<<grid, THREADS, 0, stream>>>(x, m, dim, k, kpad, ct, cc, labels);
 }
