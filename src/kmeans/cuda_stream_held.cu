@@ -354,7 +354,6 @@ extern "C" pc_status pc__km_held_pass_run(pc__km_held *h, const float *ct, const
                                 h->stream),
                 "k-means stream: sums from the GPU");
     PC_CUDA_TRY(cudaStreamSynchronize(h->stream), "k-means stream: held pass");
-
     out->totals = (const int64_t *)h->host_out;
     out->inertia = (const uint64_t *)(h->host_out + entries);
     out->squares = (const uint64_t *)(h->host_out + entries + BUCKETS);
