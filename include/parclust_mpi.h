@@ -51,7 +51,9 @@ typedef struct {
 } pc_mpi_report;
 
 /* k-means (params as pc_kmeans's, n_init as its runs from its seeds, each run scanning again;
- * backends as the stream's: with CUDA, the calling thread's current device). labels:
+ * backends as the stream's: with CUDA, the calling thread's current device, which holds the rank's
+ * rows (pc_kmeans_stream_hold) so that a pass runs there whole; points must stay unchanged during the
+ * call, as they would anyway). labels:
  * points->n int32 (may be NULL when n is 0). result (every rank): centres, sizes, inertia,
  * iterations and stages of the whole run, no labels. report: NULL, or this rank's times. */
 pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_params *params, int32_t *labels,
