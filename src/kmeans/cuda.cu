@@ -572,14 +572,23 @@ struct gpu_engine {
     pc__device_buffer<int32_t> labels;
     pc__device_buffer<double> sums, inertia;
     pc__device_buffer<unsigned long long> changed;
-    double *host_sums = nullptr;
+    double *host_sums = nullptr; // pinned: the sums' download is a host wait every iteration
+    cudaEvent_t step_ev[2] = {};  // a step's GPU time
     double gpu_seconds = 0.0;
     // Hamerly's bounds (cuda_hamerly.cu) instead of Lloyd's full passes: the clusters' fixed-point sums
     // kept on the device and moved with the points that change cluster; the distances evaluated.
     pc__km_ham *ham = nullptr;
     pc__device_buffer<fixed> totals;
     double *distances = nullptr;
-    ~gpu_engine() { pc__km_ham_free(ham); }
+    ~gpu_engine()
+    {
+        pc__km_ham_free(ham);
+        if (host_sums)
+            cudaFreeHost(host_sums);
+        for (cudaEvent_t ev : step_ev)
+            if (ev)
+                cudaEventDestroy(ev);
+    }
 };
 
 typedef void (*assign_fn)(const float *, int, int, int, const float *, int32_t *, fixed *, unsigned long long *,
@@ -695,9 +704,7 @@ pc_status block_sums(gpu_engine &e)
 pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *counts, size_t *changed)
 {
     gpu_engine &e = *static_cast<gpu_engine *>(ctx);
-    cudaEvent_t t0, t1;
-    cudaEventCreate(&t0);
-    cudaEventCreate(&t1);
+    cudaEvent_t t0 = e.step_ev[0], t1 = e.step_ev[1];
     PC_CUDA_TRY(cudaMemcpy(e.centres.ptr, centres, e.k * e.dim * sizeof(float), cudaMemcpyHostToDevice), "centres upload");
     PC_CUDA_TRY(cudaMemset(e.changed.ptr, 0, sizeof(unsigned long long)), "cudaMemset");
     cudaEventRecord(t0);
@@ -743,8 +750,6 @@ pc_status gpu_step(void *ctx, const float *centres, double *sums, int64_t *count
         PC_CUDA_TRY(cudaMemcpy(&moved, e.changed.ptr, sizeof moved, cudaMemcpyDeviceToHost), "k-means iteration");
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, t0, t1);
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
     e.gpu_seconds += ms * 1e-3;
     if (e.stats) {
         const bool exact = e.how == path::tensor && !e.ham; // else no exact pass: event 1 was not recorded
@@ -1042,9 +1047,9 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
             return st;
         e.distances = &o->distances;
     }
-    e.host_sums = (double *)pc__alloc(k * (dim + 1), sizeof(double), "sums");
-    if (!e.host_sums)
-        return PC_OUT_OF_MEMORY;
+    PC_CUDA_TRY(cudaMallocHost((void **)&e.host_sums, k * (dim + 1) * sizeof(double)), "k-means pinned sums");
+    for (cudaEvent_t &ev : e.step_ev)
+        PC_CUDA_TRY(cudaEventCreate(&ev), "cudaEventCreate");
     e.stats = getenv("PC_KMEANS_CUDA_STATS") != NULL;
     for (int q = 0; e.stats && q < 5; q++)
         PC_CUDA_TRY(cudaEventCreate(&e.ev[q]), "cudaEventCreate");
@@ -1052,7 +1057,6 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
     st = pc__km_lloyd(&engine, x, n, dim, k, o, centres, iterations, inertia);
     if (st == PC_OK)
         st = gpu_labels(&e, labels);
-    free(e.host_sums);
     *gpu_seconds = e.gpu_seconds;
     if (e.stats) {
         const int it = std::max(1, *iterations);
