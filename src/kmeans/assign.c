@@ -56,6 +56,17 @@ void pc__km_centres_free(pc__km_centres *c)
     c->ct = c->cc = NULL;
 }
 
+/* -2 x of a tile's points (exact: a power of two), made once for every block of centres rather than
+ * in the loop over them, where the multiplications took issue slots from the multiply-adds; points of
+ * more than M2_DIM values are multiplied in the loop. */
+#define M2_DIM 64
+#define PREPARE_M2(m2, x, dim, P)                               \
+    do {                                                        \
+        if ((dim) <= M2_DIM)                                    \
+            for (size_t q = 0; q < (size_t)(P) * (dim); q++)    \
+                (m2)[q] = -2.0f * (x)[q];                       \
+    } while (0)
+
 /* P points (P = 4 or 1) against all centres, two vectors of centres at a time. */
 PC__INLINE void assign_tile(const float *x, size_t dim, const pc__km_centres *c, int32_t *labels, int P)
 {
@@ -66,6 +77,8 @@ PC__INLINE void assign_tile(const float *x, size_t dim, const pc__km_centres *c,
         best[p] = (vfloat){0} + INFINITY;
         best_idx[p] = (vint){0};
     }
+    float m2[4 * M2_DIM];
+    PREPARE_M2(m2, x, dim, P);
     for (size_t j = 0; j < c->kpad; j += 2 * PC__KM_LANES) {
         vfloat a0[4], a1[4];
         vfloat n0 = load(c->cc + j), n1 = load(c->cc + j + PC__KM_LANES);
@@ -76,7 +89,7 @@ PC__INLINE void assign_tile(const float *x, size_t dim, const pc__km_centres *c,
         for (size_t d = 0; d < dim; d++) {
             vfloat c0 = load(c->ct + d * c->kpad + j), c1 = load(c->ct + d * c->kpad + j + PC__KM_LANES);
             for (int p = 0; p < P; p++) {
-                float m2x = -2.0f * x[p * dim + d];
+                float m2x = dim <= M2_DIM ? m2[p * dim + d] : -2.0f * x[p * dim + d];
                 a0[p] += m2x * c0;
                 a1[p] += m2x * c1;
             }
@@ -125,6 +138,8 @@ PC__INLINE void assign_tile_two(const float *x, size_t dim, const pc__km_centres
         best[p] = next[p] = (vfloat){0} + INFINITY;
         best_idx[p] = (vint){0};
     }
+    float m2[4 * M2_DIM];
+    PREPARE_M2(m2, x, dim, P);
     for (size_t j = 0; j < c->kpad; j += 2 * PC__KM_LANES) {
         vfloat a0[4], a1[4];
         vfloat n0 = load(c->cc + j), n1 = load(c->cc + j + PC__KM_LANES);
@@ -135,7 +150,7 @@ PC__INLINE void assign_tile_two(const float *x, size_t dim, const pc__km_centres
         for (size_t d = 0; d < dim; d++) {
             vfloat c0 = load(c->ct + d * c->kpad + j), c1 = load(c->ct + d * c->kpad + j + PC__KM_LANES);
             for (int p = 0; p < P; p++) {
-                float m2x = -2.0f * x[p * dim + d];
+                float m2x = dim <= M2_DIM ? m2[p * dim + d] : -2.0f * x[p * dim + d];
                 a0[p] += m2x * c0;
                 a1[p] += m2x * c1;
             }
