@@ -7,7 +7,9 @@ For each case, Gaussian blobs are drawn with a fresh random seed (printed; set
 PARCLUST_SKLEARN_SEED=S to replay a run), saved as .npy, clustered by
 `parclust meanshift --kernel flat --bandwidth H` and by sklearn.cluster.MeanShift(bandwidth=H),
 and the two must agree: the same number of clusters, the sklearn centres matched one-to-one to
-parclust centres, and the same partition of the points (ARI exactly 1).
+parclust centres, and the same partition of the points (ARI exactly 1). A draw in which sklearn
+does not find the case's number of blobs (a wide blob split in two modes) is drawn again, up to
+DRAWS times, from the same seed.
 
 What each program computes. sklearn runs non-blurring mean shift from every point with a flat
 kernel (points at distance <= H weigh 1), stops a seed once it moves <= 1e-3 H, keeps the mode
@@ -85,15 +87,30 @@ def sklearn_single_seed_modes(X, h, idx):
     return np.array([_mean_shift_single_seed(X[i], X, nbrs, 300)[0] for i in idx])
 
 
+DRAWS = 5  # data drawn for a case until sklearn finds its k clusters
+
+
 def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     rng = np.random.default_rng(seed)
     sizes = [sizes[i % len(sizes)] for i in range(k)]
-    centres = pick_centres(rng, k, dim, rel_gap * h) + rng.uniform(-50 * h, 50 * h, size=dim)
-    X, _ = make_blobs(n_samples=sizes, centers=centres, cluster_std=rel_std * h,
-                      random_state=int(rng.integers(2**31 - 1)))
-    # Both programs must see the same numbers: parclust computes in float32, so the data are
-    # float32 values (saved as float64 or float32 in turn, to read both dtypes).
-    X = X.astype(np.float32).astype(np.float64)
+    # Wide blobs (std 0.35-0.4 h) now and then hold two flat-kernel modes: such a draw is not the k
+    # clusters the case is about (and near its split, labels by nearest centre, sklearn's, and by
+    # mode reached, parclust's, may differ by design). The case then draws its data again, from the
+    # same generator: the comparison below is made on the first draw where sklearn finds k.
+    for draw in range(DRAWS):
+        centres = pick_centres(rng, k, dim, rel_gap * h) + rng.uniform(-50 * h, 50 * h, size=dim)
+        X, _ = make_blobs(n_samples=sizes, centers=centres, cluster_std=rel_std * h,
+                          random_state=int(rng.integers(2**31 - 1)))
+        # Both programs must see the same numbers: parclust computes in float32, so the data are
+        # float32 values (saved as float64 or float32 in turn, to read both dtypes).
+        X = X.astype(np.float32).astype(np.float64)
+        t_sk = time.time()
+        ms = MeanShift(bandwidth=h).fit(X)
+        t_sk = time.time() - t_sk
+        if ms.cluster_centers_.shape[0] == k:
+            break
+        print("  %s: draw %d holds %d sklearn clusters for %d blobs; drawn again" % (name, draw + 1,
+              ms.cluster_centers_.shape[0], k))
     path = os.path.join(workdir, name + ".npy")
     np.save(path, X if seed % 2 else X.astype(np.float32))
     outs = {key: os.path.join(workdir, "%s_%s.csv" % (name, key)) for key in ("centers", "labels", "modes")}
@@ -113,8 +130,7 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
     pc_labels = np.loadtxt(outs["labels"], dtype=np.int64, ndmin=1)
     pc_modes = np.loadtxt(outs["modes"], delimiter=",", ndmin=2)
 
-    ms = MeanShift(bandwidth=h).fit(X)
-    t2 = time.time()
+    t2 = t1 + t_sk
     sk_centres, sk_labels = ms.cluster_centers_, ms.labels_
 
     errors = []
@@ -127,8 +143,8 @@ def run_case(parclust, workdir, name, dim, k, sizes, h, rel_std, rel_gap, seed):
         errors.append("parclust found %d clusters, sklearn %d (data: %d blobs)" % (kp, ks, k))
     if ks != k:
         # the data are meant to have exactly k clusters; if not, the case does not test what it should
-        errors.append("sklearn found %d clusters for %d blobs: the data are not as well separated "
-                      "as intended" % (ks, k))
+        errors.append("sklearn found %d clusters for %d blobs in %d draws: the data are not as well "
+                      "separated as intended" % (ks, k, DRAWS))
     if set(np.unique(pc_labels).tolist()) != set(range(kp)):
         errors.append("parclust labels are not 0..%d" % (kp - 1))
     elif np.any(np.diff(np.bincount(pc_labels, minlength=kp)) > 0):
