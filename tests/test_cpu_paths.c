@@ -2,13 +2,16 @@
  * has it: mean shift's modes against the double-precision definition (one shift) and against the
  * baseline path (ten shifts, all pairs and the neighbour grid), OpenMP against sequential within a path;
  * HCA's grid cell of every pixel and the cell counts against a direct count with
- * pc__hca_cell_coordinate, and its labels identical to the baseline path's. A path the processor lacks
+ * pc__hca_cell_coordinate, and its labels identical to the baseline path's; k-means' nearest centres
+ * (labels, lowest and second-lowest values) against the definition, fmaf by fmaf, ties to the lower
+ * index, and pc_kmeans's labels and centres identical to the baseline path's. A path the processor lacks
  * is reported as not run (the test passes on what it could run; on an AVX-512 machine it runs all). */
 #include "check.h"
 #include "test_util.h"
 
 #include "../src/core/cpu_path.h"
 #include "../src/hca/internal_hca.h"
+#include "../src/kmeans/internal_km.h"
 
 #include <math.h>
 #include <string.h>
@@ -212,6 +215,91 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     }
 }
 
+/* k-means' nearest centre of every point by its definition: f_j = |c_j|^2 (as pc__km_centres holds it)
+ * then one fmaf of -2 x_d and c_jd a dimension in order; the lowest, ties to the lower index; and the
+ * lowest over the other centres. */
+static void nearest_by_definition(const float *x, size_t n, const pc__km_centres *c, int32_t *labels, float *first,
+                                  float *second)
+{
+    for (size_t i = 0; i < n; i++) {
+        float b = INFINITY, s = INFINITY;
+        int32_t arg = 0;
+        for (size_t j = 0; j < c->k; j++) {
+            float f = c->cc[j];
+            for (size_t d = 0; d < c->dim; d++)
+                f = fmaf(-2.0f * x[i * c->dim + d], c->ct[d * c->kpad + j], f);
+            if (f < b) {
+                s = b;
+                b = f;
+                arg = (int32_t)j;
+            } else if (f < s)
+                s = f;
+        }
+        labels[i] = arg;
+        first[i] = b;
+        second[i] = s;
+    }
+}
+
+/* n = 405: the last tile of 4 points is short. Centres: k of the points, the first two the same point
+ * (equal values: the lower index wins), k = 33 and 100 leave padding in the last vector of centres. */
+static void test_kmeans_path(pc__cpu_path_id path, uint64_t seed)
+{
+    const size_t n = 405, dims[] = {1, 3, 16, 17, 70}, ks[] = {1, 5, 33, 100};
+    for (size_t a = 0; a < sizeof dims / sizeof dims[0]; a++)
+        for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++) {
+            size_t dim = dims[a], k = ks[b];
+            float *x = test_blobs(n, dim, 6, 1.0, 5, seed + dim * 7 + k, NULL), *centres = malloc(k * dim * 4);
+            for (size_t j = 0; j < k; j++)
+                memcpy(centres + j * dim, x + (j == 1 ? 0 : j * 3 % n) * dim, dim * sizeof *x);
+            pc__km_centres c;
+            CHECK(pc__km_centres_init(&c, k, dim) == PC_OK);
+            pc__km_centres_set(&c, centres);
+            int32_t *want = malloc(n * 4), *got = malloc(n * 4), *got2 = malloc(n * 4);
+            float *f1 = malloc(n * 4), *s1 = malloc(n * 4), *f2 = malloc(n * 4), *s2 = malloc(n * 4);
+            nearest_by_definition(x, n, &c, want, f1, s1);
+            pc__cpu_path_force(path);
+            pc__km_assign(x, 0, n, &c, got);
+            pc__km_assign_two(x, n, &c, got2, f2, s2);
+            size_t bad = 0, bad2 = 0;
+            for (size_t i = 0; i < n; i++) {
+                bad += got[i] != want[i];
+                bad2 += got2[i] != want[i] || f2[i] != f1[i] || !(s2[i] == s1[i] || (isinf(s2[i]) && isinf(s1[i])));
+            }
+            CHECK_MSG(bad == 0 && bad2 == 0, "k-means %s, dim %zu, k %zu: %zu labels, %zu labels or values differ "
+                      "from the definition", pc__cpu_path_name(path), dim, k, bad, bad2);
+            /* The whole of pc_kmeans (OpenMP) against the baseline path's. */
+            pc_kmeans_params p;
+            pc_kmeans_params_init(&p);
+            p.k = k;
+            p.seed = seed;
+            p.max_iter = 20;
+            pc_points v = pc_points_f32(x, n, dim);
+            pc_result *r[2] = {NULL, NULL};
+            for (int q = 0; q < 2; q++) {
+                pc__cpu_path_force(q == 0 ? PC__CPU_BASELINE : path);
+                CHECK(pc_kmeans(&v, &p, &r[q]) == PC_OK);
+            }
+            if (r[0] && r[1])
+                CHECK_MSG(memcmp(pc_result_labels(r[0]), pc_result_labels(r[1]), n * 4) == 0 &&
+                              memcmp(pc_result_centers(r[0]), pc_result_centers(r[1]), k * dim * 4) == 0,
+                          "pc_kmeans %s, dim %zu, k %zu: labels or centres differ from the baseline path's",
+                          pc__cpu_path_name(path), dim, k);
+            pc_result_free(r[0]);
+            pc_result_free(r[1]);
+            pc__km_centres_free(&c);
+            free(x);
+            free(centres);
+            free(want);
+            free(got);
+            free(got2);
+            free(f1);
+            free(s1);
+            free(f2);
+            free(s2);
+        }
+}
+
 int main(void)
 {
     uint64_t seed = test_seed("cpu_paths");
@@ -230,6 +318,7 @@ int main(void)
         printf("cpu_paths: %s\n", pc__cpu_path_name(got));
         test_meanshift_path(got, seed);
         test_hca_path(got, seed);
+        test_kmeans_path(got, seed);
     }
     return check_report("cpu_paths");
 }
