@@ -674,7 +674,8 @@ pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *bloc
  * a single stream would have kept.
  * n_init is 1 (a stream is not rewound for other starts). The memory taken: the sample (default
  * max(100 k, 65536) points, within 256 MiB), and per thread k x dim sums and the k - 1 points
- * farthest from their centres; blocks are read in place and never kept. Backends: sequential, OpenMP,
+ * farthest from their centres; blocks are read in place and never kept (but a held block's copy on the
+ * GPU, pc_kmeans_stream_hold). Backends: sequential, OpenMP,
  * and CUDA: the nearest centres of a block's points (the k x dim work a point) are found on the GPU
  * in pieces of 2^18 rows, by the CPU's own arithmetic (its |c|^2, then one fused multiply-add a
  * dimension in order), so the labels and the whole stream equal the CPU backends' bit for bit; the
@@ -701,10 +702,11 @@ pc_status pc_kmeans_stream_add(pc_kmeans_stream *stream, const pc_points *block)
  * distributed run, points that fit in memory): with CUDA its rows are centred, checked and copied to
  * the GPU once, and each pass over them then runs on the GPU whole (nearest centres, fixed-point sums,
  * inertia, the farthest points), the numbers of pc_kmeans_stream_add bit for bit; only the k x
- * (dim + 1) sums and a few thousand candidate points cross the bus. Where the GPU cannot hold them, and
- * on the CPU backends, the passes read the block where it is. After pc_kmeans_stream_start, one block
- * at most; the block's memory must stay valid and unchanged until the stream is freed. Values the scan
- * did not see are refused (with their row) here with CUDA, else by pc_kmeans_stream_add_held. */
+ * (dim + 1) sums and the candidates for the k - 1 farthest points (those rows, and rows tied with them)
+ * cross the bus. Where the GPU cannot hold them, and on the CPU backends, the passes read the block
+ * where it is. After pc_kmeans_stream_start, one block at most; the block's memory must stay valid and
+ * unchanged until the stream is freed. Values the scan did not see are refused (with their row) here
+ * where the GPU keeps the rows, else by pc_kmeans_stream_add_held. */
 pc_status pc_kmeans_stream_hold(pc_kmeans_stream *stream, const pc_points *block);
 /* Adds the held block to this pass: pc_kmeans_stream_add(stream, block) without the block's reading. */
 pc_status pc_kmeans_stream_add_held(pc_kmeans_stream *stream);

@@ -267,8 +267,12 @@ static pc_status kmeans_once(MPI_Comm comm, const pc_points *points, const pc_km
         goto done;
     /* The rank's rows, the same every pass, are held: with CUDA they stay on the GPU and a pass runs
      * there whole. */
-    if ((st = pc_kmeans_stream_start(s)) != PC_OK || (n && (st = pc_kmeans_stream_hold(s, points)) != PC_OK))
-        pc__mpi_fail(st, "rank %d (rows %llu to %llu): %s", t.rank, first, first + n - 1, pc_last_error());
+    if ((st = pc_kmeans_stream_start(s)) != PC_OK || (n && (st = pc_kmeans_stream_hold(s, points)) != PC_OK)) {
+        if (n)
+            pc__mpi_fail(st, "rank %d (rows %llu to %llu): %s", t.rank, first, first + n - 1, pc_last_error());
+        else
+            pc__mpi_core_fail(comm, st, NULL);
+    }
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     times.setup = MPI_Wtime() - t0;

@@ -266,6 +266,35 @@ static void test_refusals(uint64_t seed)
     free(x);
 }
 
+/* Two held streams of one dimension, the second with fewer clusters (its per-cluster sums take less
+ * shared memory): the first's passes still run (the kernels' shared-memory limit is not lowered under
+ * it). */
+static void test_two_streams(uint64_t seed)
+{
+    size_t n = 20000, dim = 16;
+    float *x = test_blobs(n, dim, 8, 1.0, 10.0, seed, NULL);
+    pc_points all = pc_points_f32(x, n, dim);
+    pc_kmeans_stream *s[2] = {NULL, NULL};
+    const size_t ks[2] = {600, 4};
+    int done = 0;
+    for (int q = 0; q < 2; q++) {
+        pc_kmeans_params p;
+        params(&p, ks[q], PC_INIT_RANDOM, seed);
+        p.backend = held_backend;
+        CHECK_STATUS(pc_kmeans_stream_create(&p, dim, 0, &s[q]), PC_OK);
+        CHECK_STATUS(pc_kmeans_stream_scan(s[q], &all, 0), PC_OK);
+        CHECK_STATUS(pc_kmeans_stream_start(s[q]), PC_OK);
+        CHECK_STATUS(pc_kmeans_stream_hold(s[q], &all), PC_OK);
+        CHECK_STATUS(pc_kmeans_stream_add_held(s[q]), PC_OK);
+        CHECK_STATUS(pc_kmeans_stream_step(s[q], &done), PC_OK);
+    }
+    pc_status st = pc_kmeans_stream_add_held(s[0]);
+    CHECK_MSG(st == PC_OK, "the first held stream after a second one: %s", pc_last_error());
+    pc_kmeans_stream_free(s[0]);
+    pc_kmeans_stream_free(s[1]);
+    free(x);
+}
+
 int main(int argc, char **argv)
 {
     int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
@@ -281,5 +310,6 @@ int main(int argc, char **argv)
     test_empty_clusters(seed + 10);
     test_ties(seed + 11);
     test_refusals(seed + 12);
+    test_two_streams(seed + 13);
     return check_report(cuda ? "kmeans_stream_held cuda" : "kmeans_stream_held");
 }

@@ -835,7 +835,9 @@ pc_status pc__km_fixed_sums_setup(size_t k, size_t dim, int *blocks)
                         "a block may use", smem >> 10, max_smem >> 10);
     while (group < 32 && group < (int)dim + 1)
         group *= 2;
-    PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(group), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+    // The device's most, not this caller's need: the attribute is the kernel's, for the whole process,
+    // and a smaller value set by a later caller (another stream, pc_kmeans) would fail this one's launches.
+    PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(group), cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem),
                 "k-means shared memory");
     int per_sm = 1;
     PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_sums(group), BLOCK, smem),
@@ -978,8 +980,8 @@ extern "C" pc_status pc__km_lloyd_cuda(const float *x, size_t n, size_t dim, siz
         ;
     PC_CUDA_TRY(cudaFuncSetAttribute(pick_float_sums(e.float_group_size), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)e.smem_sums), "k-means shared memory");
-    PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(e.group), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)e.smem_sums), "k-means shared memory");
+    PC_CUDA_TRY(cudaFuncSetAttribute(pick_sums(e.group), cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem),
+                "k-means shared memory"); // the device's most: held streams launch this kernel too
     int per_sm_sums = std::max(1, std::min(4, (int)(sm_bytes / std::max<size_t>(e.smem_sums, 1))));
     if (e.float_group) { // its registers, not only its shared memory, may bound the blocks an SM holds
         int fit = 1;

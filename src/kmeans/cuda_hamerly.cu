@@ -311,11 +311,12 @@ __device__ __forceinline__ void lowest_two(const float4 *smem4, const float *sc,
         for (int j = 0; j < dim; j++)
             d = fmaf(-2.0f * xg[j], sc[c * dim + j], d);
     }
-    // Without branches (4 instructions where the branches took more, on 10% of a pass's scans at 10M x
-    // 3, k = 100): a lower d passes best down to second; d == best or above can only lower second.
-    arg = d < best ? c : arg;
-    second = fminf(second, fmaxf(best, d));
-    best = fminf(best, d);
+    // Without branches (selects where the branches took more, at 10M x 3, k = 100): a lower d passes
+    // best down to second; d == best or above can only lower second.
+    const bool lower = d < best;
+    arg = lower ? c : arg;
+    second = lower ? best : fminf(second, d);
+    best = lower ? d : best;
 }
 
 // The listed points against every centre (the first pass; k beyond the candidate lists), with the

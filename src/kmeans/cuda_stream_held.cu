@@ -217,7 +217,9 @@ extern "C" pc_status pc__km_held_create(size_t n, size_t dim, size_t k, pc__km_h
     h->n = n;
     h->dim = dim;
     h->k = k;
-    h->room = (k - 1) + SPARE_FAR;
+    // Candidates: never more than the rows; the spare for ties within 256 MiB of rows.
+    const size_t spare = std::max<size_t>(1, std::min<size_t>(SPARE_FAR, ((size_t)256 << 20) / (dim * sizeof(float))));
+    h->room = std::min(n, (k - 1) + spare);
     int device = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, device);
