@@ -7,8 +7,8 @@
  *   mpirun -np P bench_mpi_gpu meanshift [--n 1000000] [--dim 3] [--iters 10] [--bandwidth 2] [--backend cuda]
  *
  * One line per run on rank 0: P, the slowest rank's times (k-means: setup = scan and initialisation,
- * compute = its passes, communication = the reductions, waiting included; per iteration = (compute +
- * communication) / iterations; HCA: the whole call; mean shift: setup = the points' check, compute = the
+ * compute = its passes and steps, communication = the reductions, waiting included, finish = the final
+ * labels and their inertia; per iteration = (compute + communication) / iterations; HCA: the whole call; mean shift: setup = the points' check, compute = the
  * climbs, communication = the gather of the points and the merge), and a checksum of the result
  * (k-means: the inertia; HCA and mean shift: the cluster sizes' hash) that must not depend on P. */
 #include "parclust_mpi.h"
@@ -115,11 +115,12 @@ static int bench_kmeans(int argc, char **argv, int rank, int size, pc_backend ba
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     double setup = slowest(rep.setup), compute = slowest(rep.compute), comm = slowest(rep.communication);
+    double finish = slowest(rep.finish);
     int it = pc_result_iterations(res);
     if (rank == 0)
-        printf("| kmeans | %zu x %zu, k %zu | %d | %s | %d | %.3f | %.3f | %.3f | %.3f | %.4f | %.3f | %.9g |\n", n, dim, k,
-               size, pc_backend_name(backend), it, gen, wall, setup, compute, comm, (compute + comm) / (it ? it : 1),
-               rep.inertia);
+        printf("| kmeans | %zu x %zu, k %zu | %d | %s | %d | %.3f | %.3f | %.3f | %.3f | %.4f | %.3f | %.9g (finish %.3f s) |\n",
+               n, dim, k, size, pc_backend_name(backend), it, gen, wall, setup, compute, comm,
+               (compute + comm) / (it ? it : 1), rep.inertia, finish);
     pc_result_free(res);
     free(centres);
     free(pts);

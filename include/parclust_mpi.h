@@ -38,10 +38,11 @@ const char *pc_mpi_last_error(void);
 pc_status pc_mpi_agree(MPI_Comm comm, pc_status status, const char *message);
 
 /* Where a run's time went on this rank, in seconds: setup (the scan, its merge and the start), compute
- * (adding the rank's points, stepping, labelling) and communication (the reductions and exchanges of
- * the iterations, waiting for the slowest rank included). */
+ * (adding the rank's points and stepping, in the iterations), communication (the reductions and
+ * exchanges of the iterations, waiting for the slowest rank included) and finish (k-means: the final
+ * labels and their inertia, after the last iteration; 0 for the others). */
 typedef struct {
-    double setup, compute, communication;
+    double setup, compute, communication, finish;
     /* k-means: the inertia of the final labels to the final centres (pc_kmeans's; the result's is the
      * stream's, of the assignment before the last update), summed over the ranks in double precision. */
     double inertia;

@@ -153,7 +153,7 @@ pc_status pc_mpi_meanshift(MPI_Comm comm, const pc_points *points, const pc_mean
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    pc_mpi_report times = {0, 0, 0, 0, NULL};
+    pc_mpi_report times = {0};
     double t0 = MPI_Wtime();
     pc_status st = PC_OK;
     if (clusters)

@@ -121,7 +121,7 @@ int mpi_cmd_kmeans(int argc, char **argv)
         return CLI_FAILED;
     }
     /* Where the time went: the slowest rank's of each part. */
-    double parts[3] = {report.setup, report.compute, report.communication};
+    double parts[4] = {report.setup, report.compute, report.communication, report.finish};
     size_t k = pc_result_cluster_count(r);
     if (rank == 0) {
         printf("k-means: %zu points, %zu dimensions, %zu clusters, %d iterations, inertia %.9g, %.3f s (%s, %d rank%s)\n",

@@ -69,7 +69,7 @@ int mpi_cmd_meanshift(int argc, char **argv)
         mpi_input_free(&in);
         return CLI_FAILED;
     }
-    double parts[3] = {report.setup, report.compute, report.communication};
+    double parts[4] = {report.setup, report.compute, report.communication, report.finish};
     if (rank == 0) {
         printf("mean shift: %zu points, %zu dimensions, %zu clusters, %d iterations, %.3f s (%s, %d rank%s)\n",
                in.total, dim, cl.k, cl.iterations, seconds, report.method, size, size == 1 ? "" : "s");

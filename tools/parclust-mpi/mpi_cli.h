@@ -54,9 +54,9 @@ int mpi_pick_device(const char *cmd, pc_backend backend);
 /* rank_threads.c: sets the OpenMP threads of this rank where OMP_NUM_THREADS does not (its share of
  * the cores it may use, one left to MPI and CUDA from 8 up); collective, once after MPI_Init. */
 void mpi_choose_threads(void);
-/* Collective: the slowest rank's setup, compute and communication seconds, printed by rank 0 under
+/* Collective: the slowest rank's setup, compute, communication and finish seconds, printed by rank 0 under
  * --verbose with the threads a rank and why. */
-void mpi_print_rank_times(const double parts[3], int verbose);
+void mpi_print_rank_times(const double parts[4], int verbose);
 
 /* options.c: takes "--split V" out of argv (in place; *split NULL when absent); -1 when V is missing
  * (printed by rank 0). Then mpi_parse: parse(argc, argv, ctx), one of parclust's parsers, run by rank

@@ -61,13 +61,13 @@ void mpi_choose_threads(void)
 #endif
 }
 
-void mpi_print_rank_times(const double parts[3], int verbose)
+void mpi_print_rank_times(const double parts[4], int verbose)
 {
-    double slowest[3];
+    double slowest[4];
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Reduce(parts, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(parts, slowest, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0 && verbose)
-        printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s; %s\n", slowest[0], slowest[1],
-               slowest[2], note);
+        printf("  ranks (slowest): setup %.6f s, compute %.6f s, communication %.6f s, finish %.6f s; %s\n", slowest[0],
+               slowest[1], slowest[2], slowest[3], note);
 }
