@@ -603,7 +603,8 @@ size_t pc_result_member_components(const pc_result *result, size_t member);
  *   4. pc_hca_stream_label over any blocks, from any threads at once (it does not change the stream).
  * Totals may exceed pc_hca's limit of 2^31 - 1 points; labels and counts are per block. The memory
  * taken is the histogram's: m^dim int64 counts when that fits params->memory_budget, else 16 bytes
- * per non-empty cell; blocks are read in place and never kept. The backend runs the box, the counting
+ * per non-empty cell; blocks are read in place and never kept (but a held block's copy on the GPU,
+ * pc_hca_stream_hold). The backend runs the box, the counting
  * and the labelling of each block: sequential, OpenMP, or CUDA. With CUDA a block goes to the GPU (in
  * pieces when it exceeds params->device_memory) and is counted there in int32 counts that are added to
  * the host's histogram before they could overflow and whenever it is read (pc_hca_stream_histogram,
@@ -642,6 +643,18 @@ pc_status pc_hca_stream_finish(pc_hca_stream *stream, pc_result **result);
  * centres: sum / count). Thread-safe: the stream is only read (labelling on the GPU is serialised by a
  * mutex: threads take turns on the device). */
 pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *block, int32_t *labels, double *sums);
+/* A held block: for a caller that bounds, adds and labels the same points (a process's share of a
+ * distributed run). Where the stream runs the block on the GPU (CUDA; AUTO's large blocks), its rows
+ * are copied to the GPU's memory once, here, and its float values checked once (a non-finite one is
+ * refused, nothing kept); the calls below then read that copy, and cross the bus only with the
+ * labels. Elsewhere, or where the card cannot hold the rows beside the stream's buffers, the held
+ * block is the caller's view, read as the plain calls read a block. One block at most; its memory
+ * must stay valid and unchanged until the stream is freed. */
+pc_status pc_hca_stream_hold(pc_hca_stream *stream, const pc_points *block);
+/* pc_hca_stream_bound, _add and _label of the held block. */
+pc_status pc_hca_stream_bound_held(pc_hca_stream *stream);
+pc_status pc_hca_stream_add_held(pc_hca_stream *stream);
+pc_status pc_hca_stream_label_held(const pc_hca_stream *stream, int32_t *labels, double *sums);
 
 /* ---------------------------------------------------------------- k-means, streamed */
 

@@ -5,38 +5,50 @@
  * depend on the cells alone, so each rank holds the single-process result and its cell-to-cluster
  * map, and labels its own points without any further exchange. (Broadcasting the histogram rather
  * than the finished map costs each rank the finish, which touches cells, never points, and needs no
- * interface beyond the stream's.) */
+ * interface beyond the stream's.) Each rank's rows are the stream's held block: with CUDA they cross
+ * to the GPU once for the box, the counting and the labels. */
 #include "internal_mpi.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Every rank's histogram added into rank 0's stream `s`; the sum in *global on every rank (rank 0:
- * s itself, which it then no longer owns). */
-static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stream *s, const pc_hca_params *params,
-                                  size_t dim, const double *lo, const double *hi, pc_hca_stream **global)
+/* This rank's histogram: *cells non-empty cells, keys increasing, and their counts (arrays of
+ * *cells + 1, the caller's to free). */
+static pc_status own_histogram(MPI_Comm comm, int rank, const pc_hca_stream *s, size_t *cells, uint64_t **keys,
+                               int64_t **counts)
 {
-    *global = NULL;
-    size_t cells = 0;
-    uint64_t *keys = NULL;
-    int64_t *counts = NULL;
-    int *sizes = NULL, *displs = NULL;
-    pc_status st = pc_hca_stream_histogram(s, &cells, NULL, NULL);
+    *keys = NULL;
+    *counts = NULL;
+    pc_status st = pc_hca_stream_histogram(s, cells, NULL, NULL);
     if (st != PC_OK)
         pc__mpi_core_fail(comm, st, "HCA histogram");
-    else if (cells > 0x7fffffff)
-        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %zu non-empty cells are more than one message holds", rank, cells);
-    else if (!(keys = malloc((cells + 1) * sizeof *keys)) || !(counts = malloc((cells + 1) * sizeof *counts)))
+    else if (!(*keys = malloc((*cells + 1) * sizeof **keys)) || !(*counts = malloc((*cells + 1) * sizeof **counts)))
         st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the histogram", rank);
-    else if ((st = pc_hca_stream_histogram(s, &cells, keys, counts)) != PC_OK)
+    else if ((st = pc_hca_stream_histogram(s, cells, *keys, *counts)) != PC_OK)
         pc__mpi_core_fail(comm, st, "HCA histogram");
+    return st;
+}
+
+/* Every rank's histogram summed into every rank's stream s: the ranks' non-empty cells gathered to
+ * rank 0 and added into its s, the sum broadcast, and every other rank adding to its own counts the
+ * rest of the sum (the sum less its own cells, which it keeps: its held rows stay where they are). */
+static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stream *s)
+{
+    size_t cells = 0, own_cells = 0;
+    uint64_t *keys = NULL, *own_keys = NULL;
+    int64_t *counts = NULL, *own_counts = NULL;
+    int *sizes = NULL, *displs = NULL;
+    pc_status st = own_histogram(comm, rank, s, &own_cells, &own_keys, &own_counts);
+    if (st == PC_OK && own_cells > 0x7fffffff)
+        st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %zu non-empty cells are more than one message holds", rank,
+                          own_cells);
     if (rank == 0 && st == PC_OK && (!(sizes = calloc((size_t)size, sizeof *sizes)) ||
                                      !(displs = calloc((size_t)size, sizeof *displs))))
         st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory");
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
-    int mine = (int)cells;
+    int mine = (int)own_cells;
     MPI_Gather(&mine, 1, MPI_INT, sizes, 1, MPI_INT, 0, comm);
     uint64_t *all_keys = NULL;
     int64_t *all_counts = NULL;
@@ -59,12 +71,8 @@ static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stre
         free(all_counts);
         goto done;
     }
-    MPI_Gatherv(keys, mine, MPI_UINT64_T, all_keys, sizes, displs, MPI_UINT64_T, 0, comm);
-    MPI_Gatherv(counts, mine, MPI_INT64_T, all_counts, sizes, displs, MPI_INT64_T, 0, comm);
-    free(keys);
-    free(counts);
-    keys = NULL;
-    counts = NULL;
+    MPI_Gatherv(own_keys, mine, MPI_UINT64_T, all_keys, sizes, displs, MPI_UINT64_T, 0, comm);
+    MPI_Gatherv(own_counts, mine, MPI_INT64_T, all_counts, sizes, displs, MPI_INT64_T, 0, comm);
     if (rank == 0) {
         for (int q = 1; q < size && st == PC_OK; q++)
             if ((st = pc_hca_stream_add_histogram(s, (size_t)sizes[q], all_keys + displs[q], all_counts + displs[q])) !=
@@ -72,13 +80,8 @@ static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stre
                 pc__mpi_core_fail(comm, st, "adding the ranks' histograms");
         free(all_keys);
         free(all_counts);
-        if (st == PC_OK && (st = pc_hca_stream_histogram(s, &cells, NULL, NULL)) != PC_OK)
-            pc__mpi_core_fail(comm, st, "HCA histogram");
-        if (st == PC_OK && (!(keys = malloc((cells + 1) * sizeof *keys)) ||
-                            !(counts = malloc((cells + 1) * sizeof *counts))))
-            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory for the histogram");
-        if (st == PC_OK && (st = pc_hca_stream_histogram(s, &cells, keys, counts)) != PC_OK)
-            pc__mpi_core_fail(comm, st, "HCA histogram");
+        if (st == PC_OK)
+            st = own_histogram(comm, rank, s, &cells, &keys, &counts);
     }
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
@@ -87,33 +90,37 @@ static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stre
     if (total_cells > 0x7fffffff)
         st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: %llu non-empty cells are more than one message holds", rank,
                           total_cells);
-    else if (rank != 0) {
-        free(keys);
-        free(counts);
-        keys = malloc(((size_t)total_cells + 1) * sizeof *keys);
-        counts = malloc(((size_t)total_cells + 1) * sizeof *counts);
-        if (!keys || !counts)
-            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the histogram", rank);
-    }
+    else if (rank != 0 && (!(keys = malloc(((size_t)total_cells + 1) * sizeof *keys)) ||
+                           !(counts = malloc(((size_t)total_cells + 1) * sizeof *counts))))
+        st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the histogram", rank);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     MPI_Bcast(keys, (int)total_cells, MPI_UINT64_T, 0, comm);
     MPI_Bcast(counts, (int)total_cells, MPI_INT64_T, 0, comm);
-    if (rank == 0)
-        *global = s;
-    else if ((st = pc_hca_stream_create(params, dim, global)) != PC_OK ||
-             (st = pc_hca_stream_set_box(*global, lo, hi)) != PC_OK ||
-             (st = pc_hca_stream_add_histogram(*global, (size_t)total_cells, keys, counts)) != PC_OK)
-        pc__mpi_core_fail(comm, st, "the summed histogram");
-    st = pc__mpi_agree(comm, st);
-    if (st != PC_OK) {
-        if (rank != 0)
-            pc_hca_stream_free(*global);
-        *global = NULL; /* (rank 0's is s, which the caller still owns) */
+    if (rank != 0) {
+        /* The sum less this rank's cells (both by increasing key; the sum holds every cell of this
+         * rank's), its empty differences left out. */
+        size_t j = 0, rest = 0;
+        for (size_t i = 0; i < (size_t)total_cells; i++) {
+            int64_t c = counts[i];
+            if (j < own_cells && own_keys[j] == keys[i])
+                c -= own_counts[j++];
+            if (c != 0) {
+                keys[rest] = keys[i];
+                counts[rest++] = c;
+            }
+        }
+        if (j != own_cells)
+            st = pc__mpi_fail(PC_INTERNAL_ERROR, "rank %d: the summed histogram lacks cells of this rank's", rank);
+        else if ((st = pc_hca_stream_add_histogram(s, rest, keys, counts)) != PC_OK)
+            pc__mpi_core_fail(comm, st, "the summed histogram");
     }
+    st = pc__mpi_agree(comm, st);
 done:
     free(keys);
     free(counts);
+    free(own_keys);
+    free(own_counts);
     free(sizes);
     free(displs);
     return st;
@@ -125,7 +132,7 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    pc_hca_stream *s = NULL, *g = NULL;
+    pc_hca_stream *s = NULL;
     double *sums = NULL, *all = NULL;
     pc_status st = PC_OK;
     if (result)
@@ -161,33 +168,31 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
         lo[j] = INFINITY;
         hi[j] = -INFINITY;
     }
-    if (st == PC_OK && n && ((st = pc_hca_stream_bound(s, points)) != PC_OK || (st = pc_hca_stream_box(s, lo, hi)) != PC_OK))
+    /* The rank's rows held by its stream (on its GPU with CUDA: one crossing of the bus for the three
+     * passes). */
+    if (st == PC_OK && n &&
+        ((st = pc_hca_stream_hold(s, points)) != PC_OK || (st = pc_hca_stream_bound_held(s)) != PC_OK ||
+         (st = pc_hca_stream_box(s, lo, hi)) != PC_OK))
         pc__mpi_core_fail(comm, st, NULL);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     /* The box of all the points: min and max are exact, in any order. */
     MPI_Allreduce(lo, glo, (int)dim, MPI_DOUBLE, MPI_MIN, comm);
     MPI_Allreduce(hi, ghi, (int)dim, MPI_DOUBLE, MPI_MAX, comm);
-    pc_hca_stream_free(s); /* the box is set on a fresh stream: bound's fixes it otherwise */
-    s = NULL;
-    if ((st = pc_hca_stream_create(params, (size_t)dim, &s)) != PC_OK || (st = pc_hca_stream_set_box(s, glo, ghi)) != PC_OK ||
-        (n && (st = pc_hca_stream_add(s, points)) != PC_OK))
+    if ((st = pc_hca_stream_set_box(s, glo, ghi)) != PC_OK || (n && (st = pc_hca_stream_add_held(s)) != PC_OK))
         pc__mpi_core_fail(comm, st, NULL);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
-    st = merge_histograms(comm, rank, size, s, params, (size_t)dim, glo, ghi, &g);
-    if (rank == 0 && st == PC_OK)
-        s = NULL; /* it is g */
-    if (st != PC_OK)
+    if ((st = merge_histograms(comm, rank, size, s)) != PC_OK)
         goto done;
-    if ((st = pc_hca_stream_finish(g, result)) != PC_OK)
+    if ((st = pc_hca_stream_finish(s, result)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     size_t k = pc_result_cluster_count(*result), width = k * ((size_t)dim + 1);
     if (!(sums = calloc(width + 1, sizeof *sums)) || !(all = calloc(width + 1, sizeof *all)))
         st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the centres", rank);
-    else if (n && (st = pc_hca_stream_label(g, points, labels, sums)) != PC_OK)
+    else if (n && (st = pc_hca_stream_label_held(s, labels, sums)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
@@ -218,6 +223,5 @@ done:
     free(sums);
     free(all);
     pc_hca_stream_free(s);
-    pc_hca_stream_free(g);
     return st;
 }

@@ -1,7 +1,7 @@
 /* pc_hca_stream against pc_hca on the same points: labels, dendrogram, components, sizes and centres
  * equal, whatever the blocks' sizes and order, for every point type, dense and sparse histograms,
- * sequential and OpenMP; merged streams and exported histograms equal one stream fed everything; calls
- * out of order refused. */
+ * sequential and OpenMP; merged streams and exported histograms equal one stream fed everything; a
+ * held block; calls out of order refused. */
 #include "check.h"
 #include "parclust.h"
 #include "test_util.h"
@@ -320,6 +320,59 @@ static void refusals(void)
     pc_hca_stream_free(s);
 }
 
+/* The held block on the CPU (the caller's view, read by each call): the same as pc_hca, every type,
+ * the box set after bound_held as parclust_mpi does; a non-finite value refused by bound_held; the
+ * held calls without a held block, and a second hold, refused. */
+static void held(uint64_t seed)
+{
+    const pc_dtype types[] = {PC_F32, PC_F64, PC_U8, PC_U16};
+    size_t n = 30000, dim = 3;
+    float *x = test_blobs(n, dim, 4, 1.5, 12, seed + 41, NULL);
+    int32_t *labels = malloc(n * sizeof *labels);
+    double sums[64 * 4];
+    for (int ti = 0; ti < 4; ti++) {
+        void *data = convert(x, n * dim, types[ti], 20);
+        pc_hca_params p;
+        pc_hca_params_init(&p);
+        p.m = 24;
+        p.clusters = 4;
+        pc_points all = view(data, n, dim, types[ti]);
+        pc_result *mem = NULL, *r = NULL;
+        CHECK_STATUS(pc_hca(&all, &p, &mem), PC_OK);
+        pc_hca_stream *s = NULL;
+        CHECK_STATUS(pc_hca_stream_create(&p, dim, &s), PC_OK);
+        double lo[3], hi[3];
+        CHECK_STATUS(pc_hca_stream_add_held(s), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "holds no block") != NULL, "message: %s", pc_last_error());
+        CHECK_STATUS(pc_hca_stream_hold(s, &all), PC_OK);
+        CHECK_STATUS(pc_hca_stream_hold(s, &all), PC_INVALID_ARGUMENT);
+        CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_box(s, lo, hi), PC_OK);
+        CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
+        CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+        memset(sums, 0, sizeof sums);
+        CHECK_STATUS(pc_hca_stream_label_held(s, labels, sums), PC_OK);
+        if (mem && r)
+            compare("held", mem, r, labels, sums, n, dim, types[ti] == PC_U8 || types[ti] == PC_U16);
+        pc_result_free(mem);
+        pc_result_free(r);
+        pc_hca_stream_free(s);
+        free(data);
+    }
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    x[dim * 7 + 1] = NAN;
+    pc_points bad = view(x, n, dim, PC_F32);
+    pc_hca_stream *s = NULL;
+    CHECK_STATUS(pc_hca_stream_create(&p, dim, &s), PC_OK);
+    CHECK_STATUS(pc_hca_stream_hold(s, &bad), PC_OK);
+    CHECK_STATUS(pc_hca_stream_bound_held(s), PC_INVALID_ARGUMENT);
+    pc_hca_stream_free(s);
+    free(labels);
+    free(x);
+}
+
 int main(void)
 {
     uint64_t seed = test_seed("hca_stream");
@@ -327,5 +380,6 @@ int main(void)
     merges(seed);
     given_box_and_large_counts(seed);
     refusals();
+    held(seed);
     return check_report("hca_stream");
 }

@@ -4,7 +4,7 @@
  * shuffled order, strided rows, blocks through the GPU in pieces, the device's int32 counts folded into
  * the host's int64 histogram (forced every few hundred points, and past 2^31 points for real), merges
  * with CPU streams both ways, AUTO, labels from several threads at once, points labelled that were
- * never counted, and refusals (non-finite values, a card too small). Exits 77 (skipped) without a
+ * never counted, a held block, and refusals (non-finite values, a card too small). Exits 77 (skipped) without a
  * CUDA device. PC_CUDA_TEST_QUICK (for compute-sanitizer) leaves out the large blocks and the 2.5e9
  * points, and takes dimension 2 only. */
 #include "check.h"
@@ -648,6 +648,102 @@ static void refusals(uint64_t seed)
     free(x);
 }
 
+/* The held block (pc_hca_stream_hold) against pc_hca: every type, dense and sparse, in one piece and
+ * in pieces of 997 rows, packed and strided rows, the box set after bound_held (parclust_mpi's order),
+ * and refusals: a non-finite value at hold (nothing kept: a good block is held after it), a second
+ * hold, the held calls without one. PC_HCA_STREAM_HOLD=0 (the caller's view) gives the same. */
+static void held(uint64_t seed)
+{
+    const pc_dtype types[] = {PC_F32, PC_F64, PC_U8, PC_U16};
+    const char *names[] = {"f32", "f64", "u8", "u16"};
+    size_t dim = 3, n = 60000 + (size_t)(seed % 1000);
+    float *x = test_blobs(n, dim, 5, 1.5, 12, seed + 91, NULL);
+    int32_t *labels = malloc(n * sizeof *labels);
+    double *sums = malloc(64 * (dim + 1) * sizeof *sums);
+    for (int ti = 0; ti < 4; ti++)
+        for (int form = 0; form < 5; form++) { /* dense, sparse, pieces, strided, the caller's view */
+            void *data = convert(x, n * dim, types[ti], 20);
+            size_t size = type_size(types[ti]), pad = 2 * size;
+            unsigned char *padded = malloc(n * (dim * size + pad));
+            for (size_t i = 0; i < n; i++) {
+                memcpy(padded + i * (dim * size + pad), (unsigned char *)data + i * dim * size, dim * size);
+                memset(padded + i * (dim * size + pad) + dim * size, 0xff, pad); /* (NaN for floats: never read) */
+            }
+            pc_hca_params p;
+            pc_hca_params_init(&p);
+            p.m = 30;
+            p.clusters = 4;
+            if (form == 1)
+                p.memory_budget = 1024;
+            pc_points all = view(data, n, dim, types[ti]), block = all;
+            if (form == 3) {
+                block = view(padded, n, dim, types[ti]);
+                block.stride = dim * size + pad;
+            }
+            pc_result *mem = reference(&all, &p), *r = NULL;
+            if (form == 4)
+                setenv("PC_HCA_STREAM_HOLD", "0", 1);
+            pc_hca_stream *s = make(&p, PC_BACKEND_CUDA, dim, form == 2 ? 997 : 0);
+            double lo[3], hi[3];
+            if (s) {
+                CHECK_STATUS(pc_hca_stream_hold(s, &block), PC_OK);
+                CHECK_STATUS(pc_hca_stream_hold(s, &block), PC_INVALID_ARGUMENT);
+                CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
+                CHECK_STATUS(pc_hca_stream_box(s, lo, hi), PC_OK);
+                CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
+                CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
+                CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+                size_t k = r ? pc_result_cluster_count(r) : 0;
+                memset(sums, 0, (k ? k : 1) * (dim + 1) * sizeof *sums);
+                if (r)
+                    CHECK_STATUS(pc_hca_stream_label_held(s, labels, sums), PC_OK);
+            }
+            unsetenv("PC_HCA_STREAM_HOLD");
+            char what[64];
+            snprintf(what, sizeof what, "held %s, %s", names[ti],
+                     (const char *[]){"dense", "sparse", "pieces of 997", "strided", "the caller's view"}[form]);
+            compare(what, mem, r, labels, sums, n, dim, types[ti] == PC_U8 || types[ti] == PC_U16, PC_BACKEND_CUDA);
+            pc_result_free(r);
+            pc_result_free(mem);
+            pc_hca_stream_free(s);
+            free(padded);
+            free(data);
+        }
+    /* Refusals. */
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 4;
+    float *bad = malloc(n * dim * sizeof *bad);
+    memcpy(bad, x, n * dim * sizeof *bad);
+    bad[dim * (n - 3) + 2] = INFINITY;
+    pc_points good = view(x, n, dim, PC_F32), nan_block = view(bad, n, dim, PC_F32);
+    pc_result *mem = reference(&good, &p), *r = NULL;
+    pc_hca_stream *s = make(&p, PC_BACKEND_CUDA, dim, 0);
+    if (s) {
+        CHECK_STATUS(pc_hca_stream_bound_held(s), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "holds no block") != NULL, "message: %s", pc_last_error());
+        CHECK_STATUS(pc_hca_stream_add_held(s), PC_INVALID_ARGUMENT);
+        CHECK_STATUS(pc_hca_stream_hold(s, &nan_block), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "pc_hca_stream_hold") && strstr(pc_last_error(), "finite"), "message: %s",
+                  pc_last_error());
+        CHECK_STATUS(pc_hca_stream_hold(s, &good), PC_OK);
+        CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+        memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+        if (r)
+            CHECK_STATUS(pc_hca_stream_label_held(s, labels, sums), PC_OK);
+        compare("held after a refused hold", mem, r, labels, sums, n, dim, 0, PC_BACKEND_CUDA);
+    }
+    pc_result_free(r);
+    pc_result_free(mem);
+    pc_hca_stream_free(s);
+    free(bad);
+    free(labels);
+    free(sums);
+    free(x);
+}
+
 int main(void)
 {
     if (pc_cuda_device_count() <= 0) {
@@ -657,6 +753,7 @@ int main(void)
     uint64_t seed = test_seed("test_hca_stream_cuda");
     quick = getenv("PC_CUDA_TEST_QUICK") != NULL;
     refusals(seed);
+    held(seed);
     same_as_pc_hca(seed);
     strided_and_device_hash(seed);
     merges(seed);

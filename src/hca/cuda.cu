@@ -574,6 +574,11 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
 
 bool pc__hca_have_staging(pc__hca_gpu &s) { return have_staging(s); }
 
+pc_status pc__hca_stage_to_device(pc__hca_gpu &s, unsigned char *dst, const unsigned char *src, size_t bytes)
+{
+    return staged_to_device(s, dst, src, bytes);
+}
+
 pc_status pc__hca_load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, size_t rowbytes, size_t count)
 {
     return load_rows(s, src, stride, rowbytes, count);

@@ -162,6 +162,8 @@ bool pc__hca_have_staging(pc__hca_gpu &s);
 // count host rows of rowbytes bytes, `stride` bytes apart, packed into s.data (the stream's order: a
 // kernel queued before still reads its piece first); returns once they are there.
 pc_status pc__hca_load_rows(pc__hca_gpu &s, const unsigned char *src, size_t stride, size_t rowbytes, size_t count);
+// bytes of pageable host memory to the device at dst through the pinned buffers; returns once there.
+pc_status pc__hca_stage_to_device(pc__hca_gpu &s, unsigned char *dst, const unsigned char *src, size_t bytes);
 // The labels of a piece (s.labels, count rows) to host; with k < 255 as bytes through s.data.
 pc_status pc__hca_labels_to_host(pc__hca_gpu &s, size_t count, size_t k, int32_t *host);
 

@@ -31,6 +31,12 @@ pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int de
 
 void pc__hca_stream_gpu_free(pc__hca_stream_gpu *gpu) { (void)gpu; }
 
+pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *gpu, const pc_points *view)
+{
+    (void)gpu, (void)view;
+    return pc__fail(PC_UNSUPPORTED, PC__HCA_NO_CUDA);
+}
+
 pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *gpu, const pc_points *block, double *lo, double *hi)
 {
     (void)gpu, (void)block, (void)lo, (void)hi;

@@ -83,6 +83,10 @@ struct pc__hca_stream_gpu {
     uint64_t pending;   // points counted on the device since the last fold
     pc__hca_binning bin_float, bin_u8, bin_u16;
     bool started, mapped;
+    // A held block (pc_hca_stream_hold): its rows packed on the GPU, read in place of the host's by
+    // every call that passes the stream's view of it (held_view).
+    const pc_points *held_view;
+    pc__device_buffer<unsigned char> held;
     std::mutex lock;
 };
 
@@ -103,10 +107,16 @@ size_t piece_of(const pc__hca_stream_gpu &s, const pc_points *b)
     return rows ? rows : 1;
 }
 
-// The block's rows [off, off + count) packed into the piece buffer.
+bool is_held(const pc__hca_stream_gpu &s, const pc_points *b) { return b == s.held_view && s.held.ptr; }
+
+// The block's rows [off, off + count) packed into the piece buffer (a held block's are there already).
 pc_status load(pc__hca_stream_gpu &s, const pc_points *b, size_t off, size_t count, pc__hca_rows *rows)
 {
     size_t rowbytes = b->dim * element_size(b->dtype), stride = b->stride ? b->stride : rowbytes;
+    if (is_held(s, b)) {
+        *rows = {s.held.ptr + off * rowbytes, count, rowbytes, (int)b->dim, b->dtype};
+        return PC_OK;
+    }
     *rows = {s.g.data.ptr, count, rowbytes, (int)b->dim, b->dtype};
     return pc__hca_load_rows(s.g, (const unsigned char *)b->data + off * stride, stride, rowbytes, count);
 }
@@ -152,9 +162,16 @@ pc_status refuse(const char *call, unsigned long long bad)
 
 // Values are checked before a block changes anything: a block of one piece on the GPU as it is read (the
 // bounds kernel counts what is not finite), one of several pieces on the host first (pieces already
-// counted or labelled could not be taken back). Integers are always finite.
-bool checked_on_host(const pc_points *b, size_t per) { return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n > per; }
-bool checked_on_device(const pc_points *b, size_t per) { return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n <= per; }
+// counted or labelled could not be taken back), a held block's once, when it is held. Integers are
+// always finite.
+bool checked_on_host(const pc__hca_stream_gpu &s, const pc_points *b, size_t per)
+{
+    return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n > per && !is_held(s, b);
+}
+bool checked_on_device(const pc__hca_stream_gpu &s, const pc_points *b, size_t per)
+{
+    return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n <= per && !is_held(s, b);
+}
 
 pc_status fold_dense(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *chunk)
 {
@@ -401,23 +418,70 @@ void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *s, uint64_t rows)
         s->piece_rows = (size_t)rows;
 }
 
+namespace {
+
+// The bounds' words of a whole block; its non-finite values refused for `call`.
+pc_status block_bounds(pc__hca_stream_gpu &s, const pc_points *block, const char *call, unsigned long long *host)
+{
+    size_t per = piece_of(s, block);
+    pc_status st = reset_bounds(s);
+    for (size_t off = 0; st == PC_OK && off < block->n; off += per) {
+        pc__hca_rows rows;
+        size_t count = block->n - off < per ? block->n - off : per;
+        if ((st = load(s, block, off, count, &rows)) == PC_OK)
+            st = add_bounds(s, rows);
+    }
+    if (st != PC_OK || (st = read_bounds(s, host)) != PC_OK)
+        return st;
+    return host[NON_FINITE] ? refuse(call, host[NON_FINITE]) : PC_OK;
+}
+
+} // namespace
+
+pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *s, const pc_points *view)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    size_t rowbytes = view->dim * element_size(view->dtype), stride = view->stride ? view->stride : rowbytes;
+    size_t bytes = view->n * rowbytes, free_bytes = 0, total = 0;
+    PC_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total), "HCA stream: the GPU's free memory");
+    if (bytes > free_bytes || free_bytes - bytes < DEVICE_RESERVE)
+        return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA stream: a held block of %zu MiB does not fit the GPU's %zu MiB "
+                        "free", bytes >> 20, free_bytes >> 20);
+    pc_status st = s->held.alloc(bytes, "HCA stream: held block");
+    const unsigned char *src = (const unsigned char *)view->data;
+    if (st == PC_OK && stride == rowbytes)
+        st = pc__hca_stage_to_device(s->g, s->held.ptr, src, bytes);
+    // Strided rows are packed a piece at a time in the piece buffer, then moved across.
+    size_t per = piece_of(*s, view);
+    for (size_t off = 0; st == PC_OK && stride != rowbytes && off < view->n; off += per) {
+        size_t count = view->n - off < per ? view->n - off : per;
+        if ((st = pc__hca_load_rows(s->g, src + off * stride, stride, rowbytes, count)) == PC_OK)
+            st = pc__cuda_status(cudaMemcpyAsync(s->held.ptr + off * rowbytes, s->g.data.ptr, count * rowbytes,
+                                                 cudaMemcpyDeviceToDevice, s->g.stream),
+                                 "HCA stream: held block");
+    }
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HCA stream: held block");
+    s->held_view = view;
+    unsigned long long host[NON_FINITE + 1];
+    if (st == PC_OK && (view->dtype == PC_F32 || view->dtype == PC_F64))
+        st = block_bounds(*s, view, "pc_hca_stream_hold", host); // the values' one check
+    if (st != PC_OK) {
+        s->held.release();
+        s->held_view = nullptr;
+    }
+    return st;
+}
+
 pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *s, const pc_points *block, double *lo, double *hi)
 {
     std::lock_guard<std::mutex> hold(s->lock);
     pc__hca_device_scope on(s->g.device);
-    size_t per = piece_of(*s, block);
-    pc_status st = reset_bounds(*s);
-    for (size_t off = 0; st == PC_OK && off < block->n; off += per) {
-        pc__hca_rows rows;
-        size_t count = block->n - off < per ? block->n - off : per;
-        if ((st = load(*s, block, off, count, &rows)) == PC_OK)
-            st = add_bounds(*s, rows);
-    }
     unsigned long long host[NON_FINITE + 1];
-    if (st != PC_OK || (st = read_bounds(*s, host)) != PC_OK)
+    pc_status st = block_bounds(*s, block, "pc_hca_stream_bound", host);
+    if (st != PC_OK)
         return st;
-    if (host[NON_FINITE])
-        return refuse("pc_hca_stream_bound", host[NON_FINITE]);
     for (size_t j = 0; j < s->g.dim; j++) {
         lo[j] = fmin(lo[j], from_bits(host[j]));
         hi[j] = fmax(hi[j], from_bits(host[PC__HCA_MAX_DIM + j]));
@@ -481,7 +545,7 @@ pc_status pc__hca_stream_gpu_add(pc__hca_stream_gpu *s, const pc_points *block, 
     size_t per = piece_of(*s, block);
     per = per < s->fold_rows ? per : (size_t)s->fold_rows;
     pc_status st;
-    if (checked_on_host(block, per) && (st = pc_points_check(block)) != PC_OK)
+    if (checked_on_host(*s, block, per) && (st = pc_points_check(block)) != PC_OK)
         return st;
     const pc__hca_binning &bin = binning(*s, block->dtype);
     pc__hca_point_pass pass = pass_of(*s);
@@ -492,7 +556,7 @@ pc_status pc__hca_stream_gpu_add(pc__hca_stream_gpu *s, const pc_points *block, 
         pc__hca_rows rows;
         if ((st = load(*s, block, off, count, &rows)) != PC_OK)
             return st;
-        if (checked_on_device(block, per)) {
+        if (checked_on_device(*s, block, per)) {
             unsigned long long host[NON_FINITE + 1];
             if ((st = reset_bounds(*s)) != PC_OK || (st = add_bounds(*s, rows)) != PC_OK ||
                 (st = read_bounds(*s, host)) != PC_OK)
@@ -529,7 +593,7 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
     size_t dim = g.dim, words = k * (dim + 1), per = piece_of(*s, block);
     if ((st = pc__hca_grow(g.sums, words ? words : 1, "HCA cluster sums")) != PC_OK)
         return st;
-    if (checked_on_host(block, per) && (st = pc_points_check(block)) != PC_OK)
+    if (checked_on_host(*s, block, per) && (st = pc_points_check(block)) != PC_OK)
         return st;
     unsigned long long *raw = nullptr;
     if (sums && !(raw = (unsigned long long *)pc__alloc(words ? words : 1, sizeof *raw, "HCA cluster sums")))

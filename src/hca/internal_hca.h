@@ -274,6 +274,10 @@ typedef struct {
  * (the host's histogram is dense too); else, or where that does not fit, a hash of the cells. */
 pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int dense_allowed, pc__hca_stream_gpu **gpu);
 void pc__hca_stream_gpu_free(pc__hca_stream_gpu *gpu); /* NULL-safe */
+/* Keeps a copy of the block (the stream's own view of it, whose address marks it) on the GPU: later
+ * calls given that view read the copy. Float values are checked here, once (a non-finite one refused,
+ * nothing kept). PC_DEVICE_OUT_OF_MEMORY where the rows do not fit beside the state's buffers. */
+pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *gpu, const pc_points *view);
 /* Widens lo[dim], hi[dim] to the block's values; refuses (PC_INVALID_ARGUMENT, lo and hi unchanged) a
  * block with a non-finite value. The block's shape is checked by the caller. */
 pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *gpu, const pc_points *block, double *lo, double *hi);

@@ -57,6 +57,9 @@ struct pc_hca_stream {
     pc__hca_stream_gpu *gpu;
     int gpu_refused;
     uint64_t gpu_blocks; /* blocks bounded or counted on the GPU */
+    /* The held block (pc_hca_stream_hold): the caller's view; its address marks the GPU's copy. */
+    pc_points held;
+    int holding;
 };
 
 void pc_hca_stream_free(pc_hca_stream *s)
@@ -544,6 +547,56 @@ pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
     s->points += block->n;
     s->seconds_counting += pc__now() - t0;
     return PC_OK;
+}
+
+pc_status pc_hca_stream_hold(pc_hca_stream *s, const pc_points *block)
+{
+    pc_status st = check_block(s, block, "pc_hca_stream_hold", 1);
+    if (st != PC_OK)
+        return st;
+    if (s->holding)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_hold: the stream holds a block already");
+    int on_gpu;
+    if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
+        return st;
+    s->held = *block;
+    /* PC_HCA_STREAM_HOLD=0 leaves the rows where they are (to measure one way against the other). */
+    const char *env = getenv("PC_HCA_STREAM_HOLD");
+    on_gpu = on_gpu && !(env && strcmp(env, "0") == 0);
+    if (on_gpu && block->n > 0 && (st = pc__hca_stream_gpu_hold(s->gpu, &s->held)) != PC_OK) {
+        if (st != PC_DEVICE_OUT_OF_MEMORY) {
+            memset(&s->held, 0, sizeof s->held);
+            return st;
+        }
+        pc__clear_error(); /* too large for the card: the calls read the caller's rows */
+    }
+    s->holding = 1;
+    return PC_OK;
+}
+
+static pc_status need_held(const pc_hca_stream *s, const char *call)
+{
+    if (!s)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s: stream is NULL", call);
+    return s->holding ? PC_OK : pc__fail(PC_INVALID_ARGUMENT, "%s: the stream holds no block (pc_hca_stream_hold)", call);
+}
+
+pc_status pc_hca_stream_bound_held(pc_hca_stream *s)
+{
+    pc_status st = need_held(s, "pc_hca_stream_bound_held");
+    return st != PC_OK ? st : pc_hca_stream_bound(s, &s->held);
+}
+
+pc_status pc_hca_stream_add_held(pc_hca_stream *s)
+{
+    pc_status st = need_held(s, "pc_hca_stream_add_held");
+    return st != PC_OK ? st : pc_hca_stream_add(s, &s->held);
+}
+
+pc_status pc_hca_stream_label_held(const pc_hca_stream *s, int32_t *labels, double *sums)
+{
+    pc_status st = need_held(s, "pc_hca_stream_label_held");
+    return st != PC_OK ? st : pc_hca_stream_label(s, &s->held, labels, sums);
 }
 
 /* The per-thread slices summed into the first. */
