@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Below this many points the build runs on one thread (a parallel region costs more). */
+#define PARALLEL_MIN 65536
+/* Coordinates located at once: a chunk of points of at most this many values. */
+#define LOCATE_CHUNK_VALUES ((size_t)1 << 20)
+
 static uint64_t hash_coords(const int32_t *c, size_t dim)
 {
     uint64_t h = 0x243F6A8885A308D3ull;
@@ -71,34 +76,62 @@ pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim,
         goto oom;
     for (size_t j = 0; j < dim; j++) {
         double lo = INFINITY;
+#pragma omp parallel for reduction(min : lo) schedule(static) if (n >= PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
-            lo = fmin(lo, points[i * dim + j]);
+            lo = points[i * dim + j] < lo ? points[i * dim + j] : lo;
         g->origin[j] = lo;
     }
-    /* Cells are appended to the coordinate array as they are first seen; the array is then shrunk. */
+    /* Points are located (coordinates and hash) by all threads a chunk at a time, then entered in
+     * their order by one, so that cells are numbered by their first point as before; the coordinates
+     * of a new cell are appended to the cells' array, which is then shrunk. */
+    size_t chunk = dim < LOCATE_CHUNK_VALUES ? LOCATE_CHUNK_VALUES / dim : 1;
+    chunk = chunk < n ? chunk : n;
+    int32_t *located = pc__alloc(chunk ? chunk : 1, dim * sizeof *located, "grid coordinates");
+    uint64_t *hashes = pc__alloc(chunk ? chunk : 1, sizeof *hashes, "grid hashes");
+    if (!located || !hashes) {
+        free(located);
+        free(hashes);
+        goto oom;
+    }
     g->coords = pc;
-    for (size_t i = 0; i < n; i++) {
-        int32_t *c = pc + g->cells * dim;
-        if (!pc__grid_locate(g, points + i * dim, c)) {
+    for (size_t base = 0; base < n; base += chunk) {
+        size_t m = n - base < chunk ? n - base : chunk;
+        int outside = 0;
+#pragma omp parallel for reduction(| : outside) schedule(static) if (m >= PARALLEL_MIN)
+        for (size_t i = 0; i < m; i++) {
+            if (pc__grid_locate(g, points + (base + i) * dim, located + i * dim))
+                hashes[i] = hash_coords(located + i * dim, dim);
+            else
+                outside = 1;
+        }
+        if (outside) {
+            free(located);
+            free(hashes);
             free(cell_of);
             pc__grid_free(g);
             return pc__fail(PC_UNSUPPORTED, "the data span too many grid cells of side %g", side);
         }
-        size_t slot = (size_t)hash_coords(c, dim) & g->table_mask;
-        for (;;) {
-            size_t v = g->table[slot];
-            if (v == 0) {
-                g->table[slot] = ++g->cells;
-                cell_of[i] = g->cells - 1;
-                break;
+        for (size_t i = 0; i < m; i++) {
+            const int32_t *c = located + i * dim;
+            size_t slot = (size_t)hashes[i] & g->table_mask;
+            for (;;) {
+                size_t v = g->table[slot];
+                if (v == 0) {
+                    memcpy(pc + g->cells * dim, c, dim * sizeof *c);
+                    g->table[slot] = ++g->cells;
+                    cell_of[base + i] = g->cells - 1;
+                    break;
+                }
+                if (memcmp(pc + (v - 1) * dim, c, dim * sizeof *c) == 0) {
+                    cell_of[base + i] = v - 1;
+                    break;
+                }
+                slot = (slot + 1) & g->table_mask;
             }
-            if (memcmp(pc + (v - 1) * dim, c, dim * sizeof *c) == 0) {
-                cell_of[i] = v - 1;
-                break;
-            }
-            slot = (slot + 1) & g->table_mask;
         }
     }
+    free(located);
+    free(hashes);
     int32_t *shrunk = realloc(g->coords, (g->cells ? g->cells : 1) * dim * sizeof *shrunk);
     if (shrunk)
         g->coords = pc = shrunk; /* pc follows, so the error path below frees it once */

@@ -201,8 +201,10 @@ static pc_status centres_of(const float *modes, size_t n, size_t dim, pc_result 
     for (size_t c = r->k; c > 0; c--)
         start[c] = start[c - 1];
     start[0] = 0;
-    double sum[PC__CENTRE_SLICE];
+    /* Clusters on all threads, each summed by one in its members' order: the same sums. */
+#pragma omp parallel for schedule(dynamic, 1) if (n >= 65536 && r->k > 1)
     for (size_t c = 0; c < r->k; c++) {
+        double sum[PC__CENTRE_SLICE];
         for (size_t d0 = 0; d0 < dim; d0 += PC__CENTRE_SLICE) {
             size_t width = dim - d0 < PC__CENTRE_SLICE ? dim - d0 : PC__CENTRE_SLICE;
             for (size_t d = 0; d < width; d++)
