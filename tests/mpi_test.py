@@ -184,6 +184,15 @@ elif WHAT == "hca":
         check(same_bytes("sk.csv", "mk.csv"), f"hca {tag(p, split)}: components identical")
         check(np.allclose(np.load("sc.npy"), np.load("mc.npy"), rtol=1e-6, atol=1e-6),
               f"hca {tag(p, split)}: centres equal to rounding")
+    # One GPU a rank (--backend cuda): each rank's rows held on its GPU for the box, the counting and
+    # the labels; the same cells, so the same bytes.
+    rc, info, _ = run(["info"])
+    if "CUDA devices: 0" not in info and "CUDA" in info:
+        for p, split in SPLITS:
+            rc, out, err = run(["hca", "x.npy", "-m", 16, "--backend", "cuda"] + [o.format("g") for o in outs]
+                               + split_args(split), p)
+            check(rc == 0 and err == "" and all(same_bytes(f"s{f}", f"g{f}") for f in ("l.npy", "d.npy", "k.csv")),
+                  f"hca --backend cuda {tag(p, split)}: labels, dendrogram and components identical {err.strip()}")
     # uint8 rows (pixels), binned as they are.
     np.save("u.npy", rng.integers(0, 256, (3001, 3)).astype(np.uint8))
     for m in ([], ["-m", 8]):  # the default m (auto, from all the points) and a given one
@@ -191,6 +200,11 @@ elif WHAT == "hca":
         rc2, out, err2 = run(["hca", "u.npy", "--labels", "ulm.npy", "--dendrogram", "udm.npy"] + m, 4)
         check(rc == 0 and rc2 == 0 and same_bytes("ul1.npy", "ulm.npy") and same_bytes("ud1.npy", "udm.npy"),
               f"hca uint8 {m or 'default m'} P=4: labels and dendrogram identical {err.strip()} {err2.strip()}")
+        if "CUDA devices: 0" not in info and "CUDA" in info:
+            rc2, out, err2 = run(["hca", "u.npy", "--labels", "ulg.npy", "--dendrogram", "udg.npy", "--backend", "cuda"]
+                                 + m, 4)
+            check(rc2 == 0 and same_bytes("ul1.npy", "ulg.npy") and same_bytes("ud1.npy", "udg.npy"),
+                  f"hca uint8 {m or 'default m'} --backend cuda P=4: labels and dendrogram identical {err2.strip()}")
 elif WHAT == "meanshift":
     # Separated blobs: the slabs' and the ring's double-precision sums and pc_meanshift's float32 ones
     # reach the same modes to within the stopping tolerance (eps 1e-6 h here), and so the same labels;
