@@ -111,8 +111,12 @@ static void test_meanshift_path(pc__cpu_path_id path, uint64_t seed)
                         diff = fmax(diff, fabs((double)seq[i] - ref[i]) / h);
                     /* The flat kernel's edge, and the radius that cuts the others off for the grid
                      * (a gaussian weight of 0.011 there), can flip a reference in or out once paths
-                     * round differently; without an edge the modes stay within float rounding. */
-                    double tol = kern == PC_KERNEL_FLAT ? 1e-2 : grid ? 2e-3 : 1e-4;
+                     * round differently; Epanechnikov's weight is continuous at h but its slope is not,
+                     * and ten shifts carried a reference's crossing to 1.16e-4 h (seed 1795732849);
+                     * without an edge the modes stay within float rounding. */
+                    double tol = kern == PC_KERNEL_FLAT                ? 1e-2
+                               : grid || kern == PC_KERNEL_EPANECHNIKOV ? 2e-3
+                                                                        : 1e-4;
                     CHECK_MSG(diff <= tol, "path %s dim %zu kernel %s grid %d: modes %.3g h from the baseline's",
                               pc__cpu_path_name(path), dim, pc_kernel_name((pc_kernel)kern), grid, diff);
                     CHECK_MSG(memcmp(seq, omp, few * dim * sizeof *seq) == 0,
