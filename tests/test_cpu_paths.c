@@ -4,7 +4,8 @@
  * HCA's grid cell of every pixel and the cell counts against a direct count with
  * pc__hca_cell_coordinate, and its labels identical to the baseline path's; k-means' nearest centres
  * (labels, lowest and second-lowest values) against the definition, fmaf by fmaf, ties to the lower
- * index, and pc_kmeans's labels and centres identical to the baseline path's. A path the processor lacks
+ * index, and pc_kmeans's labels and centres identical to the baseline path's; HCA's host copies
+ * (streaming stores) against their definitions. A path the processor lacks
  * is reported as not run (the test passes on what it could run; on an AVX-512 machine it runs all). */
 #include "check.h"
 #include "test_util.h"
@@ -304,6 +305,45 @@ static void test_kmeans_path(pc__cpu_path_id path, uint64_t seed)
         }
 }
 
+/* HCA's host copies (src/hca/host_copies.c: streaming stores on x86, plain ones with
+ * PC_HCA_STREAMING_STORES=0) against their definitions: every alignment of the destination and the
+ * source, lengths around the vectors' and the slices' sizes, and 255 widened to -1. */
+static void test_host_copies(uint64_t seed)
+{
+    const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 100, 65535, 65536 + 37, 300001};
+    size_t most = 300001 + 32;
+    uint8_t *src = malloc(most), *dst = malloc(most);
+    int32_t *labels = malloc(most * sizeof *labels);
+    uint64_t r = seed | 1;
+    for (size_t i = 0; i < most; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        src[i] = (uint8_t)((r >> 40) % 7 == 0 ? 255 : (r >> 33) % 200);
+    }
+    for (int plain = 0; plain <= 1; plain++) {
+        if (plain)
+            setenv("PC_HCA_STREAMING_STORES", "0", 1);
+        size_t bad = 0;
+        for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++)
+            for (size_t a = 0; a < 17; a += (lengths[li] > 1000 ? 5 : 1)) {
+                size_t n = lengths[li], b = (a * 7) % 17;
+                memset(dst, 0xa5, most);
+                pc__hca_copy_parallel(dst + a, src + b, n);
+                bad += memcmp(dst + a, src + b, n) != 0 || (a > 0 && dst[a - 1] != 0xa5) || dst[a + n] != 0xa5;
+                for (size_t i = 0; i < most; i++)
+                    labels[i] = 77;
+                pc__hca_widen_labels(src + b, n, labels + a % 4);
+                for (size_t i = 0; i < n; i++)
+                    bad += labels[a % 4 + i] != (src[b + i] == 255 ? -1 : (int32_t)src[b + i]);
+                bad += labels[a % 4 + n] != 77 || (a % 4 > 0 && labels[a % 4 - 1] != 77);
+            }
+        CHECK_MSG(bad == 0, "host copies (%s stores): %zu wrong", plain ? "plain" : "streaming", bad);
+    }
+    unsetenv("PC_HCA_STREAMING_STORES");
+    free(src);
+    free(dst);
+    free(labels);
+}
+
 int main(void)
 {
     uint64_t seed = test_seed("cpu_paths");
@@ -324,5 +364,6 @@ int main(void)
         test_hca_path(got, seed);
         test_kmeans_path(got, seed);
     }
+    test_host_copies(seed);
     return check_report("cpu_paths");
 }

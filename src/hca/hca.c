@@ -198,37 +198,12 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     return pc__hca_tick_status(g->tick);
 }
 
-void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels)
-{
-#pragma omp parallel for schedule(static) if (n >= 65536)
-    for (long i = 0; i < (long)n; i++)
-        labels[i] = bytes[i] == 255 ? -1 : bytes[i];
-}
-
-void pc__hca_narrow_labels(const int32_t *labels, size_t n, uint8_t *bytes)
-{
-#pragma omp parallel for schedule(static) if (n >= 65536)
-    for (long i = 0; i < (long)n; i++)
-        bytes[i] = labels[i] < 0 ? 255 : (uint8_t)labels[i];
-}
-
 pc_status pc__hca_bytes_fit(size_t k)
 {
     if (k < 255)
         return PC_OK;
     return pc__fail(PC_UNSUPPORTED, "HCA found %zu clusters: labels as bytes hold at most 254 (255 marks no cluster)",
                     k);
-}
-
-void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes)
-{
-    /* Slices of 64 KiB; one core copies ~10 GB/s, the bus takes ~50. */
-    long slices = (long)((bytes + 65535) / 65536);
-#pragma omp parallel for schedule(static) if (slices > 4)
-    for (long q = 0; q < slices; q++) {
-        size_t off = (size_t)q * 65536, len = bytes - off < 65536 ? bytes - off : 65536;
-        memcpy((char *)dst + off, (const char *)src + off, len);
-    }
 }
 
 pc_status pc__hca_result_components(pc_result *r, const pc__hca_grid *g, const pc__hca_graph *gr)
