@@ -644,12 +644,14 @@ pc_status pc_hca_stream_finish(pc_hca_stream *stream, pc_result **result);
  * mutex: threads take turns on the device). */
 pc_status pc_hca_stream_label(const pc_hca_stream *stream, const pc_points *block, int32_t *labels, double *sums);
 /* A held block: for a caller that bounds, adds and labels the same points (a process's share of a
- * distributed run). Where the stream runs the block on the GPU (CUDA; AUTO's large blocks), its rows
- * are copied to the GPU's memory once, here, and its float values checked once (a non-finite one is
- * refused, nothing kept); the calls below then read that copy, and cross the bus only with the
- * labels. Elsewhere, or where the card cannot hold the rows beside the stream's buffers, the held
- * block is the caller's view, read as the plain calls read a block. One block at most; its memory
- * must stay valid and unchanged until the stream is freed. */
+ * distributed run). Where the stream runs the block on the GPU (CUDA; AUTO's large blocks, but not
+ * after a finish that ran on the CPU), its rows are copied to the GPU's memory once, here, and its
+ * float values checked once (a non-finite one is refused, nothing kept); the calls below then read
+ * that copy, and cross the bus only with the labels. Elsewhere, where the card cannot hold the rows
+ * beside the stream's buffers, or where they exceed params->device_memory (when set), the held block
+ * is the caller's view, read as the plain calls read a block; so too from the first label call on if
+ * the cell-to-cluster map needs the copy's room. One block at most; its memory must stay valid and
+ * unchanged until the stream is freed. */
 pc_status pc_hca_stream_hold(pc_hca_stream *stream, const pc_points *block);
 /* pc_hca_stream_bound, _add and _label of the held block. */
 pc_status pc_hca_stream_bound_held(pc_hca_stream *stream);

@@ -39,16 +39,17 @@ pc_status pc_mpi_agree(MPI_Comm comm, pc_status status, const char *message);
 
 /* Where a run's time went on this rank, in seconds: setup (the scan, its merge and the start), compute
  * (adding the rank's points and stepping, in the iterations), communication (the reductions and
- * exchanges of the iterations, waiting for the slowest rank included) and finish (k-means: the final
- * labels and their inertia, after the last iteration; 0 for the others). */
+ * exchanges of the iterations, waiting for the slowest rank included) and finish (below). */
 typedef struct {
-    double setup, compute, communication, finish;
+    double setup, compute, communication;
     /* k-means: the inertia of the final labels to the final centres (pc_kmeans's; the result's is the
      * stream's, of the assignment before the last update), summed over the ranks in double precision. */
     double inertia;
     /* mean shift: how the references reached the ranks' points: "gathered", "slabs" or "ring"
      * (parclust_mpi.h: pc_mpi_meanshift); NULL for the others. */
     const char *method;
+    /* k-means: the final labels and their inertia, after the last iteration; 0 for the others. */
+    double finish;
 } pc_mpi_report;
 
 /* k-means (params as pc_kmeans's, n_init as its runs from its seeds, each run scanning again;

@@ -163,6 +163,10 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
     params = &own;
     if (st == PC_OK && (st = pc_hca_stream_create(params, (size_t)dim, &s)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
+    /* Every rank's stream is made before any rank holds its rows: ranks sharing a GPU size their
+     * buffers to its free memory, which a held block would take. */
+    if ((st = pc__mpi_agree(comm, st)) != PC_OK)
+        goto done;
     double lo[8], hi[8], glo[8], ghi[8];
     for (int j = 0; j < 8; j++) {
         lo[j] = INFINITY;

@@ -212,8 +212,8 @@ static pc_status own_inertia(const pc_points *p, const int32_t *labels, const fl
     double *part = malloc((chunks + 1) * sizeof *part);
     if (!part)
         return PC_OUT_OF_MEMORY;
-    const int f32 = p->dtype == PC_F32;
     const size_t stride = p->stride ? p->stride : p->dim * sizeof(float);
+    const int f32 = p->dtype == PC_F32 && (uintptr_t)p->data % sizeof(float) == 0 && stride % sizeof(float) == 0;
 #pragma omp parallel for schedule(static)
     for (long ch = 0; ch < (long)chunks; ch++) {
         size_t end = ((size_t)ch + 1) * chunk < p->n ? ((size_t)ch + 1) * chunk : p->n;

@@ -90,7 +90,7 @@ static void test_grid(uint64_t seed)
         size_t n = 2000;
         float *pts = test_blobs(n, dim, 5, 2.0, 6, seed + dim, NULL);
         pc__grid g;
-        CHECK(pc__grid_build(&g, pts, n, dim, 0.9) == PC_OK);
+        CHECK(pc__grid_build(&g, pts, n, dim, 0.9, 0) == PC_OK);
         int ok = 1;
         size_t total = 0;
         int32_t c[8];

@@ -688,6 +688,10 @@ static void held(uint64_t seed)
             if (s) {
                 CHECK_STATUS(pc_hca_stream_hold(s, &block), PC_OK);
                 CHECK_STATUS(pc_hca_stream_hold(s, &block), PC_INVALID_ARGUMENT);
+                /* The GPU's copy is what the calls read: the caller's rows changed after the hold (which
+                 * the API forbids) change nothing. */
+                if (form == 0)
+                    memset(data, 0, n * dim * size);
                 CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
                 CHECK_STATUS(pc_hca_stream_box(s, lo, hi), PC_OK);
                 CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
@@ -709,6 +713,41 @@ static void held(uint64_t seed)
             free(padded);
             free(data);
         }
+    /* AUTO: counted on the CPU in blocks below 2^20 rows, then a block of 2^20 rows and more held after
+     * the finish: no GPU state is made then, and the labels are pc_hca's. */
+    {
+        size_t big = ((size_t)1 << 20) + 3;
+        float *xb = test_blobs(big, dim, 5, 1.5, 12, seed + 93, NULL);
+        uint8_t *u8 = convert(xb, big * dim, PC_U8, 20);
+        pc_hca_params p;
+        pc_hca_params_init(&p);
+        p.m = 30;
+        p.clusters = 4;
+        pc_points all = view(u8, big, dim, PC_U8);
+        pc_result *mem = reference(&all, &p), *r = NULL;
+        pc_hca_stream *s = make(&p, PC_BACKEND_AUTO, dim, 0);
+        int32_t *lb = malloc(big * sizeof *lb);
+        size_t cut[5] = {0, big / 4, big / 2, 3 * big / 4, big};
+        for (int pass = 0; s && pass < 2; pass++)
+            for (int b = 0; b < 4; b++) {
+                pc_points v = rows_of(&all, cut[b], cut[b + 1]);
+                CHECK_STATUS(pass ? pc_hca_stream_add(s, &v) : pc_hca_stream_bound(s, &v), PC_OK);
+            }
+        if (s)
+            CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+        memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+        if (r) {
+            CHECK_STATUS(pc_hca_stream_hold(s, &all), PC_OK);
+            CHECK_STATUS(pc_hca_stream_label_held(s, lb, sums), PC_OK);
+        }
+        compare("AUTO, held after the finish", mem, r, lb, sums, big, dim, 1, ON_CPU);
+        pc_result_free(r);
+        pc_result_free(mem);
+        pc_hca_stream_free(s);
+        free(lb);
+        free(u8);
+        free(xb);
+    }
     /* Refusals. */
     pc_hca_params p;
     pc_hca_params_init(&p);

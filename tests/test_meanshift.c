@@ -357,7 +357,7 @@ static void test_merge_identical(void)
 {
     float m[] = {1, 2, 3, 4, 1, 2, 5, 5, 3, 4, 1, 2, -0.0f, 0, 0, 0};
     pc_result *r = pc__result_new(8, 2);
-    CHECK(pc__merge_modes(m, 8, 2, 0.0, r) == PC_OK);
+    CHECK(pc__merge_modes(m, 8, 2, 0.0, 0, r) == PC_OK);
     /* Rows: (1,2) x3, (3,4) x2, (5,5), (0,0) x2 (-0 equals 0). */
     CHECK(r->k == 4);
     CHECK(r->labels[0] == r->labels[2] && r->labels[2] == r->labels[5]);
@@ -377,7 +377,7 @@ static void test_merge_against_search(uint64_t seed)
         float *m = test_blobs(n, dim, 30, 0.6, 10, seed + 7 * dim, NULL);
         double radius = 0.35 + 0.1 * (double)dim;
         pc_result *r = pc__result_new(n, dim);
-        CHECK(pc__merge_modes(m, n, dim, radius, r) == PC_OK);
+        CHECK(pc__merge_modes(m, n, dim, radius, 0, r) == PC_OK);
         int32_t *ref = malloc(n * sizeof *ref);
         components_by_search(m, n, dim, radius, ref);
         /* Same partition: a one-to-one map between the two numberings. */
@@ -429,7 +429,7 @@ static void test_merge_crowds(uint64_t seed)
             m[i * dim + k] = (float)(centre[i % groups][k] + ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 0.01);
         }
     pc_result *r = pc__result_new(n, dim);
-    CHECK(pc__merge_modes(m, n, dim, radius, r) == PC_OK);
+    CHECK(pc__merge_modes(m, n, dim, radius, 0, r) == PC_OK);
     CHECK_MSG(r->k == groups, "%zu clusters, not %zu", r->k, groups);
     for (size_t i = groups; i < n; i++)
         CHECK_MSG(r->labels[i] == r->labels[i % groups], "mode %zu not with its crowd", i);

@@ -6,8 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
-/* Below this many points the build runs on one thread (a parallel region costs more). */
+/* Below this many values the build runs on one thread (a parallel region costs more). */
 #define PARALLEL_MIN 65536
 /* Coordinates located at once: a chunk of points of at most this many values. */
 #define LOCATE_CHUNK_VALUES ((size_t)1 << 20)
@@ -57,7 +60,7 @@ void pc__grid_free(pc__grid *g)
     memset(g, 0, sizeof *g);
 }
 
-pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim, double side)
+pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim, double side, int threads)
 {
     memset(g, 0, sizeof *g);
     g->n = n;
@@ -74,9 +77,14 @@ pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim,
     g->order = pc__alloc(n, sizeof *g->order, "grid order");
     if (!cell_of || !pc || !g->origin || !g->table || !g->order)
         goto oom;
+    int team = threads > 0 ? threads : 1;
+#ifdef _OPENMP
+    team = threads > 0 ? threads : omp_get_max_threads();
+#endif
+    (void)team;
     for (size_t j = 0; j < dim; j++) {
         double lo = INFINITY;
-#pragma omp parallel for reduction(min : lo) schedule(static) if (n >= PARALLEL_MIN)
+#pragma omp parallel for num_threads(team) reduction(min : lo) schedule(static) if (team > 1 && n >= PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
             lo = points[i * dim + j] < lo ? points[i * dim + j] : lo;
         g->origin[j] = lo;
@@ -97,7 +105,7 @@ pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim,
     for (size_t base = 0; base < n; base += chunk) {
         size_t m = n - base < chunk ? n - base : chunk;
         int outside = 0;
-#pragma omp parallel for reduction(| : outside) schedule(static) if (m >= PARALLEL_MIN)
+#pragma omp parallel for num_threads(team) reduction(| : outside) schedule(static) if (team > 1 && m * dim >= PARALLEL_MIN)
         for (size_t i = 0; i < m; i++) {
             if (pc__grid_locate(g, points + (base + i) * dim, located + i * dim))
                 hashes[i] = hash_coords(located + i * dim, dim);

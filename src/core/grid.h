@@ -23,8 +23,9 @@ typedef struct {
 
 /* Buckets n points (packed rows of dim floats) into cells of the given side. Cells are numbered in
  * the order of their first point, so the grid is the same for the same input. Fails with
- * PC_UNSUPPORTED when the data span too many cells for 32-bit coordinates. */
-pc_status pc__grid_build(pc__grid *grid, const float *points, size_t n, size_t dim, double side);
+ * PC_UNSUPPORTED when the data span too many cells for 32-bit coordinates. threads: OpenMP threads for
+ * locating the points (0: OpenMP's default, 1: this thread alone); the grid is the same for any. */
+pc_status pc__grid_build(pc__grid *grid, const float *points, size_t n, size_t dim, double side, int threads);
 void pc__grid_free(pc__grid *grid);
 
 /* Cell coordinates of any position (inside the data or not); returns 0 when they do not fit in 32 bits

@@ -83,6 +83,7 @@ struct pc__hca_stream_gpu {
     uint64_t pending;   // points counted on the device since the last fold
     pc__hca_binning bin_float, bin_u8, bin_u16;
     bool started, mapped;
+    size_t device_memory; // params->device_memory (0: what is free)
     // A held block (pc_hca_stream_hold): its rows packed on the GPU, read in place of the host's by
     // every call that passes the stream's view of it (held_view).
     const pc_points *held_view;
@@ -322,6 +323,7 @@ pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int de
     }
     size_t budget = params->device_memory ? params->device_memory
                                           : (free_bytes > DEVICE_RESERVE ? free_bytes - DEVICE_RESERVE : 0);
+    s->device_memory = params->device_memory;
     size_t table_bytes = dim * (256 + 65536) * sizeof(uint16_t);
     // The counts: m^d counters where the host's histogram is dense and they take half the budget at
     // most; else a hash with room for twice the cells one fold can bring (12 bytes a slot, and 12 for
@@ -448,6 +450,9 @@ pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *s, const pc_points *view)
     if (bytes > free_bytes || free_bytes - bytes < DEVICE_RESERVE)
         return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA stream: a held block of %zu MiB does not fit the GPU's %zu MiB "
                         "free", bytes >> 20, free_bytes >> 20);
+    if (s->device_memory && bytes > s->device_memory) // a caller sharing the card asked for no more
+        return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA stream: a held block of %zu MiB is more than the %zu MiB of "
+                        "device_memory", bytes >> 20, s->device_memory >> 20);
     pc_status st = s->held.alloc(bytes, "HCA stream: held block");
     const unsigned char *src = (const unsigned char *)view->data;
     if (st == PC_OK && stride == rowbytes)
@@ -585,8 +590,19 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
     pc__hca_device_scope on(s->g.device);
     pc__hca_gpu &g = s->g;
     pc_status st;
+    if (!s->started)
+        return pc__fail(PC_INTERNAL_ERROR, "HCA stream: labelling on the GPU before the box is there");
     if (!s->mapped) {
-        if ((st = put_map(*s, cells, keys, cluster_of_cell)) != PC_OK)
+        st = put_map(*s, cells, keys, cluster_of_cell);
+        if (st == PC_DEVICE_OUT_OF_MEMORY && s->held.ptr) {
+            // The held copy gives way to the map (many cells, rows that filled the card): the rows
+            // come from the caller's memory from here on, as without a held copy.
+            s->held.release();
+            s->held_view = nullptr;
+            pc__clear_error();
+            st = put_map(*s, cells, keys, cluster_of_cell);
+        }
+        if (st != PC_OK)
             return st;
         s->mapped = true;
     }

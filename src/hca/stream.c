@@ -556,19 +556,21 @@ pc_status pc_hca_stream_hold(pc_hca_stream *s, const pc_points *block)
         return st;
     if (s->holding)
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_hold: the stream holds a block already");
-    int on_gpu;
-    if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
+    int on_gpu = 0;
+    /* (AUTO makes no GPU state after the finish: the labels of a held block then come from the CPU, as
+     * those of any block when the counting ran there) */
+    if ((s->gpu || s->phase != FINISHED) && (st = use_gpu(s, block, &on_gpu)) != PC_OK)
         return st;
     s->held = *block;
     /* PC_HCA_STREAM_HOLD=0 leaves the rows where they are (to measure one way against the other). */
     const char *env = getenv("PC_HCA_STREAM_HOLD");
     on_gpu = on_gpu && !(env && strcmp(env, "0") == 0);
-    if (on_gpu && block->n > 0 && (st = pc__hca_stream_gpu_hold(s->gpu, &s->held)) != PC_OK) {
-        if (st != PC_DEVICE_OUT_OF_MEMORY) {
+    if (on_gpu && (st = pc__hca_stream_gpu_hold(s->gpu, &s->held)) != PC_OK) {
+        if (st != PC_DEVICE_OUT_OF_MEMORY && !(s->asked == PC_BACKEND_AUTO && st == PC_DEVICE_ERROR)) {
             memset(&s->held, 0, sizeof s->held);
             return st;
         }
-        pc__clear_error(); /* too large for the card: the calls read the caller's rows */
+        pc__clear_error(); /* too large for the card (or AUTO's device failing): the calls read the caller's rows */
     }
     s->holding = 1;
     return PC_OK;

@@ -148,7 +148,7 @@ pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc_
         st = PC_OUT_OF_MEMORY;
         goto done;
     }
-    st = pc__ms_refs_build(&refs, points, n, dim, setup->use_grid, setup->radius);
+    st = pc__ms_refs_build(&refs, points, n, dim, setup->use_grid, setup->radius, o->parallel ? o->threads : 1);
     if (st != PC_OK)
         goto done;
     memcpy(modes, points + setup->first * dim, count * dim * sizeof *modes);
@@ -161,7 +161,7 @@ pc_status pc__meanshift_cpu(const float *points, size_t n, size_t dim, const pc_
         if (setup->blurring && it > 0) {
             pc__ms_refs_free(&refs);
             refs.shift = setup->shift;
-            st = pc__ms_refs_build(&refs, current, n, dim, setup->use_grid, setup->radius);
+            st = pc__ms_refs_build(&refs, current, n, dim, setup->use_grid, setup->radius, o->parallel ? o->threads : 1);
             if (st != PC_OK)
                 goto done;
         }

@@ -28,7 +28,7 @@ static void fill_soa(float *soa, size_t stride, const float *points, const size_
 }
 
 pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, size_t dim, int use_grid,
-                            double radius)
+                            double radius, int threads)
 {
     pc__shift_refs keep = refs->shift; /* kernel parameters set by the caller */
     memset(refs, 0, sizeof *refs);
@@ -36,7 +36,7 @@ pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, si
     refs->shift.dim = dim;
     refs->shift.stride = n;
     if (use_grid && isfinite(radius) && radius > 0) {
-        pc_status st = pc__grid_build(&refs->grid, points, n, dim, radius);
+        pc_status st = pc__grid_build(&refs->grid, points, n, dim, radius, threads);
         if (st == PC_OUT_OF_MEMORY)
             return st;
         if (st == PC_OK) {

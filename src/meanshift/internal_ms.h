@@ -47,8 +47,10 @@ pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc
                              double stage_seconds[3]);
 
 /* Groups modes closer than merge_radius into clusters (connected components), numbers them by size,
- * largest first, and fills labels, centres and sizes of the result. */
-pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double merge_radius, pc_result *result);
+ * largest first, and fills labels, centres and sizes of the result. threads: OpenMP threads (0: OpenMP's
+ * default, 1: this thread alone); the result is the same for any. */
+pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double merge_radius, int threads,
+                          pc_result *result);
 /* Distances between two modes that the calling thread's last pc__merge_modes computed (tests check
  * that merging stays near linear in the modes). */
 #ifndef __cplusplus

@@ -220,7 +220,8 @@ pc_status pc_meanshift(const pc_points *points, const pc_meanshift_params *param
     if ((st = climb(data, n, dim, &setup, params, backend, r->modes, &r->iterations, r)) != PC_OK)
         goto fail;
     double t2 = pc__now();
-    if ((st = pc__merge_modes(r->modes, n, dim, merge_radius, r)) != PC_OK)
+    if ((st = pc__merge_modes(r->modes, n, dim, merge_radius, backend == PC_BACKEND_SEQUENTIAL ? 1 : params->threads,
+                              r)) != PC_OK)
         goto fail;
     pc__scale_f32(r->modes, n * dim, -e); /* back to the user's units */
     pc__scale_f32(r->centers, r->k * dim, -e);
@@ -293,7 +294,7 @@ pc_status pc_meanshift_merge(const float *modes, size_t n, size_t dim, double me
     if (!r)
         return PC_OUT_OF_MEMORY;
     double t0 = pc__now();
-    pc_status st = pc__merge_modes(modes, n, dim, merge_radius, r);
+    pc_status st = pc__merge_modes(modes, n, dim, merge_radius, 0, r);
     if (st != PC_OK) {
         pc_result_free(r);
         return st;

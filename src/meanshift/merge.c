@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Stops as soon as the partial sum exceeds r2 (its terms are >= 0, so it only grows): unconverged
  * modes in many dimensions are compared pairwise, and most pairs are decided in a few coordinates. */
@@ -65,10 +68,10 @@ static int far_from_cell(const pc__grid *g, const float *x, size_t c, double r2)
 /* Joins the cells of one grid: a cell's side is merge_radius / sqrt(dim), so all points of a cell are
  * within merge_radius of each other and join at once; neighbouring cells are compared point by point
  * only until one close pair joins them. */
-static pc_status join_by_grid(const float *modes, size_t n, size_t dim, double radius, pc__union_find *uf)
+static pc_status join_by_grid(const float *modes, size_t n, size_t dim, double radius, int threads, pc__union_find *uf)
 {
     pc__grid g;
-    pc_status st = pc__grid_build(&g, modes, n, dim, radius / sqrt((double)dim));
+    pc_status st = pc__grid_build(&g, modes, n, dim, radius / sqrt((double)dim), threads);
     if (st != PC_OK)
         return st;
     int reach = (int)ceil(sqrt((double)dim));
@@ -183,7 +186,7 @@ static int by_size_then_first(const void *a, const void *b)
  * a million). */
 #define PC__CENTRE_SLICE 256
 
-static pc_status centres_of(const float *modes, size_t n, size_t dim, pc_result *r)
+static pc_status centres_of(const float *modes, size_t n, size_t dim, int threads, pc_result *r)
 {
     /* Members grouped by cluster, each group in index order (counting sort on the labels). */
     size_t *members = pc__alloc(n + r->k + 1, sizeof *members, "cluster members");
@@ -201,8 +204,13 @@ static pc_status centres_of(const float *modes, size_t n, size_t dim, pc_result 
     for (size_t c = r->k; c > 0; c--)
         start[c] = start[c - 1];
     start[0] = 0;
-    /* Clusters on all threads, each summed by one in its members' order: the same sums. */
-#pragma omp parallel for schedule(dynamic, 1) if (n >= 65536 && r->k > 1)
+    int team = threads > 0 ? threads : 1;
+#ifdef _OPENMP
+    team = threads > 0 ? threads : omp_get_max_threads();
+#endif
+    (void)team;
+    /* Clusters on the threads, each summed by one in its members' order: the same sums. */
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1) if (team > 1 && n >= 65536 && r->k > 1)
     for (size_t c = 0; c < r->k; c++) {
         double sum[PC__CENTRE_SLICE];
         for (size_t d0 = 0; d0 < dim; d0 += PC__CENTRE_SLICE) {
@@ -220,7 +228,7 @@ static pc_status centres_of(const float *modes, size_t n, size_t dim, pc_result 
     return PC_OK;
 }
 
-pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radius, pc_result *r)
+pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radius, int threads, pc_result *r)
 {
     pc__union_find uf;
     pc__merge_distances = 0;
@@ -231,7 +239,7 @@ pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radiu
     int pairwise = radius > 0 && n <= PC__MERGE_PAIRWISE_MAX;
     if (!(radius > 0))
         st = join_identical(modes, n, dim, &uf);
-    else if (!pairwise && (st = join_by_grid(modes, n, dim, radius, &uf)) == PC_UNSUPPORTED) {
+    else if (!pairwise && (st = join_by_grid(modes, n, dim, radius, threads, &uf)) == PC_UNSUPPORTED) {
         pc__clear_error();
         st = PC_OK;
         pairwise = 1;
@@ -275,7 +283,7 @@ pc_status pc__merge_modes(const float *modes, size_t n, size_t dim, double radiu
         r->sizes[c] = keys[c].size;
     for (size_t i = 0; i < n; i++)
         r->labels[i] = (int32_t)cluster_of_root[pc__uf_find(&uf, i)];
-    st = centres_of(modes, n, dim, r);
+    st = centres_of(modes, n, dim, threads, r);
 done:
     free(keys);
     free(cluster_of_root);

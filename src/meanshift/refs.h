@@ -17,9 +17,9 @@ typedef struct {
 /* Lays out n points (packed rows) as references. With use_grid the references are bucketed in cells
  * of side `radius`; if the grid does not pay (too few points per cell) use_grid is cleared. Point-major
  * references in input order are the points themselves (not copied): they must stay unchanged, and
- * allocated, while the references are used. */
+ * allocated, while the references are used. threads: the grid's build (pc__grid_build's). */
 pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, size_t dim, int use_grid,
-                            double radius);
+                            double radius, int threads);
 void pc__ms_refs_free(pc__ms_refs *refs);
 
 /* Per-thread scratch for range lists. */
