@@ -71,8 +71,10 @@ pc_status pc_mpi_kmeans(MPI_Comm comm, const pc_points *points, const pc_kmeans_
 pc_status pc_mpi_kmeans_parallel_init(MPI_Comm comm, const pc_points *points, size_t k, uint64_t seed, int rounds,
                                       double oversampling, float *centres);
 
-/* HCA (params as pc_hca's). labels: points->n int32. result (every rank): dendrogram, components,
- * cluster count and sizes, cells, no labels. centres: NULL, or receives (every rank) a malloc'd
+/* HCA (params as pc_hca's). With CUDA each rank's rows are its stream's held block
+ * (pc_hca_stream_hold): they cross to the rank's GPU once, and must stay unchanged during the call.
+ * labels: points->n int32. result (every rank): dendrogram, components, cluster count and sizes,
+ * cells, no labels. centres: NULL, or receives (every rank) a malloc'd
  * k x dim array of the clusters' means (sums over the ranks in double precision, MPI_SUM: equal to
  * the single-process centres to rounding). */
 pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
