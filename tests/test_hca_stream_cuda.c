@@ -648,6 +648,18 @@ static void refusals(uint64_t seed)
     free(x);
 }
 
+/* Finish a stream that holds a block, then label the held block: the result, labels and sums (room
+ * for 64 clusters, zeroed first). */
+static pc_result *finish_and_label_held(pc_hca_stream *s, int32_t *labels, double *sums, size_t dim)
+{
+    pc_result *r = NULL;
+    CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+    memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+    if (r)
+        CHECK_STATUS(pc_hca_stream_label_held(s, labels, sums), PC_OK);
+    return r;
+}
+
 /* The held block (pc_hca_stream_hold) against pc_hca: every type, dense and sparse, in one piece and
  * in pieces of 997 rows, packed and strided rows, the box set after bound_held (parclust_mpi's order),
  * and refusals: a non-finite value at hold (nothing kept: a good block is held after it), a second
@@ -696,11 +708,7 @@ static void held(uint64_t seed)
                 CHECK_STATUS(pc_hca_stream_box(s, lo, hi), PC_OK);
                 CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
                 CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
-                CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
-                size_t k = r ? pc_result_cluster_count(r) : 0;
-                memset(sums, 0, (k ? k : 1) * (dim + 1) * sizeof *sums);
-                if (r)
-                    CHECK_STATUS(pc_hca_stream_label_held(s, labels, sums), PC_OK);
+                r = finish_and_label_held(s, labels, sums, dim);
             }
             unsetenv("PC_HCA_STREAM_HOLD");
             char what[64];
@@ -768,10 +776,7 @@ static void held(uint64_t seed)
         CHECK_STATUS(pc_hca_stream_hold(s, &good), PC_OK);
         CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
         CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
-        CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
-        memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
-        if (r)
-            CHECK_STATUS(pc_hca_stream_label_held(s, labels, sums), PC_OK);
+        r = finish_and_label_held(s, labels, sums, dim);
         compare("held after a refused hold", mem, r, labels, sums, n, dim, 0, PC_BACKEND_CUDA);
     }
     pc_result_free(r);

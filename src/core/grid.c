@@ -6,9 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Below this many values the build runs on one thread (a parallel region costs more). */
 #define PARALLEL_MIN 65536
@@ -77,10 +74,7 @@ pc_status pc__grid_build(pc__grid *g, const float *points, size_t n, size_t dim,
     g->order = pc__alloc(n, sizeof *g->order, "grid order");
     if (!cell_of || !pc || !g->origin || !g->table || !g->order)
         goto oom;
-    int team = threads > 0 ? threads : 1;
-#ifdef _OPENMP
-    team = threads > 0 ? threads : omp_get_max_threads();
-#endif
+    int team = threads > 0 ? threads : pc_openmp_max_threads();
     (void)team;
     for (size_t j = 0; j < dim; j++) {
         double lo = INFINITY;

@@ -8,9 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Stops as soon as the partial sum exceeds r2 (its terms are >= 0, so it only grows): unconverged
  * modes in many dimensions are compared pairwise, and most pairs are decided in a few coordinates. */
@@ -204,10 +201,7 @@ static pc_status centres_of(const float *modes, size_t n, size_t dim, int thread
     for (size_t c = r->k; c > 0; c--)
         start[c] = start[c - 1];
     start[0] = 0;
-    int team = threads > 0 ? threads : 1;
-#ifdef _OPENMP
-    team = threads > 0 ? threads : omp_get_max_threads();
-#endif
+    int team = threads > 0 ? threads : pc_openmp_max_threads();
     (void)team;
     /* Clusters on the threads, each summed by one in its members' order: the same sums. */
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1) if (team > 1 && n >= 65536 && r->k > 1)
