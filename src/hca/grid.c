@@ -124,6 +124,20 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
  * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
  * otherwise each pixel adds to its cell's count. Pixels b0 * 16 .. min(b1 * 16, n) - 1. Progress and
  * cancellation (pc__hca_tick_at) are checked once a step, as the common loop does once a pixel. */
+/* One count for each of the first lanes indices: into the thread's own counts, or atomically. */
+static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, int32_t *count)
+{
+    if (mine) {
+        for (int l = 0; l < lanes; l++)
+            mine[ids[l]]++;
+        return;
+    }
+    for (int l = 0; l < lanes; l++) {
+#pragma omp atomic
+        count[ids[l]]++;
+    }
+}
+
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
                   uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
@@ -138,7 +152,12 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
     int aligned = ((uintptr_t)cell_of & 63) == 0;
     uint32_t run_idx = 0;
     int32_t run = 0;
-    uint32_t ids[16];
+    /* The indices of a step that did not continue a run are counted one at a time at the next such
+     * step (or at the end): read back from memory at once, they would wait for the vector's store to
+     * reach the cache (a 64-byte store does not forward to 4-byte loads), which cost more than the
+     * counting itself. */
+    uint32_t pending[16];
+    int pending_lanes = 0;
     for (size_t b = b0; b < b1; b++) {
         size_t i = b * 16;
         if (pc__hca_tick_at(tick, i, n))
@@ -166,21 +185,18 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
             run += 16;
             continue;
         }
-        _mm512_storeu_si512(ids, idx);
-        int lanes = live == 0xffff ? 16 : (int)(n - i);
-        if (!mine) {
-            for (int l = 0; l < lanes; l++) {
-#pragma omp atomic
-                count[ids[l]]++;
-            }
-            continue;
+        count_lanes(pending, pending_lanes, mine, count);
+        _mm512_storeu_si512(pending, idx);
+        pending_lanes = live == 0xffff ? 16 : (int)(n - i);
+        if (mine) {
+            mine[run_idx] += run; /* the run so far ends here */
+            run = 0;
+            /* a run of flat pixels may start at the last lane */
+            __m128i last = _mm512_extracti32x4_epi32(_mm512_maskz_compress_epi32((__mmask16)(1u << (pending_lanes - 1)), idx), 0);
+            run_idx = (uint32_t)_mm_cvtsi128_si32(last);
         }
-        mine[run_idx] += run; /* the run so far ends here */
-        run = 0;
-        for (int l = 0; l < lanes; l++)
-            mine[ids[l]]++;
-        run_idx = ids[lanes - 1]; /* a run of flat pixels may start here */
     }
+    count_lanes(pending, pending_lanes, mine, count);
     if (mine)
         mine[run_idx] += run;
     _mm_sfence(); /* the streamed indices are visible before the threads' barrier */

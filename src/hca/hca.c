@@ -1,5 +1,6 @@
 /* pc_hca: checks, the stages in order with their timings, and the final labelling of every point. */
 #include "internal_hca.h"
+#include "../core/cpu_path.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -135,11 +136,17 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     for (long c = 0; c < entries; c++)
         map[c] = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
     /* With fewer than 255 clusters a byte per grid index keeps the map 4x smaller in cache. */
-    uint8_t *small = k < 255 ? malloc((size_t)entries) : NULL;
-    if (small)
+    uint8_t *small = k < 255 ? malloc((size_t)entries + 3) : NULL; /* (+ 3: the vector path reads 4 bytes) */
+    if (small) {
         for (long c = 0; c < entries; c++)
             small[c] = map[c] < 0 ? 255 : (uint8_t)map[c];
+        memset(small + entries, 255, 3);
+    }
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
+    int vector = 0; /* 16 pixels a step: packed 4-band uint8 with a byte map on the AVX-512 path */
+#if PC__HAVE_CPU_PATHS
+    vector = packed_u8 && dim == 4 && small && pc__cpu_path() == PC__CPU_AVX512;
+#endif
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
@@ -159,6 +166,12 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n))
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
+#if PC__HAVE_CPU_PATHS
+            if (vector && isum) {
+                pc__hca_label_u8x4_avx512(u8, small, labels, (size_t)b * block, end, isum);
+                continue;
+            }
+#endif
             if (isum) {
                 if (dim == 4)
                     label_u8_block(u8, 4, small, map, labels, (size_t)b * block, end, run, &run_cluster, isum);

@@ -6,6 +6,7 @@
  * memory is what HCA's passes over host pixels wait on (bench/RESULTS.md, 2026-11-26, issue 14).
  * PC_HCA_STREAMING_STORES=0 takes plain stores (to measure one against the other). */
 #include "internal_hca.h"
+#include "parclust.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,21 @@
 /* A thread's share of a copy: slices of 64 KiB, so that every core takes part in the 8 MiB chunks of the
  * staged copies. One core copies ~10 GB/s, the bus takes ~50. */
 #define SLICE 65536
+
+/* The team a staged copy takes: the copies of 8 MiB chunks gain nothing past ~16 threads (one core
+ * moves ~10 GB/s, the bus ~50), and on a host of many cores a team of every core leaves none to the
+ * CUDA driver's own threads between the chunks: on a 64-vCPU host, 115 Mpix host to host took
+ * 140-520 ms with 64 threads against 12-27 ms with 16 (bench/RESULTS.md, 2026-11-27).
+ * PC_HCA_COPY_THREADS=N sets the cap (to measure it). */
+static int copy_team(void)
+{
+    int cap = 16;
+    const char *e = getenv("PC_HCA_COPY_THREADS");
+    if (e && atoi(e) > 0)
+        cap = atoi(e);
+    int all = pc_openmp_max_threads();
+    return all < cap ? all : cap;
+}
 
 static int streaming(void)
 {
@@ -82,8 +98,10 @@ void pc__hca_widen_labels(const uint8_t *bytes, size_t n, int32_t *labels)
 {
     int nt = n >= PARALLEL_MIN && streaming(); /* (small outputs may well be read at once) */
     long slices = (long)((n + SLICE - 1) / SLICE);
+    int team = copy_team();
     (void)nt;
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
+    (void)team;
+#pragma omp parallel for schedule(static) num_threads(team) if (n >= PARALLEL_MIN)
     for (long q = 0; q < slices; q++) {
         size_t off = (size_t)q * SLICE, len = n - off < SLICE ? n - off : SLICE;
 #if defined(__SSE2__)
@@ -108,8 +126,10 @@ void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes)
 {
     int nt = bytes >= PARALLEL_MIN && streaming();
     long slices = (long)((bytes + SLICE - 1) / SLICE);
+    int team = copy_team();
     (void)nt;
-#pragma omp parallel for schedule(static) if (slices > 4)
+    (void)team;
+#pragma omp parallel for schedule(static) num_threads(team) if (slices > 4)
     for (long q = 0; q < slices; q++) {
         size_t off = (size_t)q * SLICE, len = bytes - off < SLICE ? bytes - off : SLICE;
 #if defined(__SSE2__)
