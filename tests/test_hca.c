@@ -259,6 +259,18 @@ static void test_label_bytes(uint64_t seed)
 {
     size_t n = 20000;
     float *pts = test_blobs(n, 3, 6, 1.0, 6, seed + 31, NULL);
+    /* Points 0 and 1 moved 3 units beyond the others' box, below and above: cells of their own, far
+     * from any other, so clusters of one point, which noise turns into the byte 255 (the blobs alone
+     * left none for some seeds, e.g. 1795744732). */
+    for (size_t j = 0; j < 3; j++) {
+        float lo = pts[2 * 3 + j], hi = lo;
+        for (size_t i = 2; i < n; i++) {
+            lo = pts[i * 3 + j] < lo ? pts[i * 3 + j] : lo;
+            hi = pts[i * 3 + j] > hi ? pts[i * 3 + j] : hi;
+        }
+        pts[j] = lo - 3;
+        pts[3 + j] = hi + 3;
+    }
     pc_points v = pc_points_f32(pts, n, 3);
     pc_hca_params p;
     pc_hca_params_init(&p);
