@@ -163,13 +163,13 @@ static uint8_t *image(size_t n, uint64_t seed)
     return img;
 }
 
-/* An HCA result's cluster sizes and centres (4-band pixels) against its labels: integer sums, then the
- * mean as pc_hca's definition takes it (the double quotient, then float). */
-static void check_hca_means(const pc_result *r, const uint8_t *img, size_t n, const char *path)
+/* An HCA result's cluster sizes and centres (pixels of dim bands) against its labels: integer sums,
+ * then the mean as pc_hca's definition takes it (the double quotient, then float). */
+static void check_hca_means(const pc_result *r, const uint8_t *img, size_t n, size_t dim, const char *path)
 {
     size_t k = pc_result_cluster_count(r);
     const int32_t *labels = pc_result_labels(r);
-    uint64_t *sum = calloc(k * 5, sizeof *sum);
+    uint64_t *sum = calloc(k * (dim + 1), sizeof *sum);
     size_t wrong = 0;
     for (size_t i = 0; i < n; i++) {
         if (labels[i] < 0)
@@ -178,17 +178,19 @@ static void check_hca_means(const pc_result *r, const uint8_t *img, size_t n, co
             wrong++;
             continue;
         }
-        for (size_t j = 0; j < 4; j++)
-            sum[(size_t)labels[i] * 5 + j] += img[i * 4 + j];
-        sum[(size_t)labels[i] * 5 + 4]++;
+        for (size_t j = 0; j < dim; j++)
+            sum[(size_t)labels[i] * (dim + 1) + j] += img[i * dim + j];
+        sum[(size_t)labels[i] * (dim + 1) + dim]++;
     }
     for (size_t c = 0; c < k; c++) {
-        double count = (double)sum[c * 5 + 4];
-        wrong += pc_result_sizes(r)[c] != (int64_t)sum[c * 5 + 4];
-        for (size_t j = 0; j < 4; j++)
-            wrong += count > 0 && pc_result_centers(r)[c * 4 + j] != (float)((double)sum[c * 5 + j] / count);
+        double count = (double)sum[c * (dim + 1) + dim];
+        wrong += pc_result_sizes(r)[c] != (int64_t)sum[c * (dim + 1) + dim];
+        for (size_t j = 0; j < dim; j++)
+            wrong += count > 0 &&
+                     pc_result_centers(r)[c * dim + j] != (float)((double)sum[c * (dim + 1) + j] / count);
     }
-    CHECK_MSG(wrong == 0, "path %s n %zu: %zu cluster sizes or centres differ from the labels' means", path, n, wrong);
+    CHECK_MSG(wrong == 0, "path %s n %zu bands %zu: %zu cluster sizes or centres differ from the labels' means", path,
+              n, dim, wrong);
     free(sum);
 }
 
@@ -237,28 +239,32 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
                     pc__hca_grid_free(&g);
                 }
                 free(scratch);
-                for (int noise = 0; noise <= 1; noise++) {
-                    pc_hca_params p;
-                    pc_hca_params_init(&p);
-                    p.m = m;
-                    p.noise = noise; /* labels of -1: the label stage's lanes of no cluster */
-                    p.backend = threads > 1 && pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP
-                                                                                       : PC_BACKEND_SEQUENTIAL;
-                    p.threads = threads;
-                    pc_result *ref = NULL, *got = NULL;
-                    pc__cpu_path_force(PC__CPU_BASELINE);
-                    CHECK(pc_hca(&v, &p, &ref) == PC_OK);
-                    pc__cpu_path_force(path);
-                    CHECK(pc_hca(&v, &p, &got) == PC_OK);
-                    if (ref && got) {
-                        CHECK_MSG(memcmp(pc_result_labels(ref), pc_result_labels(got), n * sizeof(int32_t)) == 0,
-                                  "path %s n %zu m %d threads %d noise %d: labels differ from the baseline path's",
-                                  pc__cpu_path_name(path), n, m, threads, noise);
-                        check_hca_means(got, img, n, pc__cpu_path_name(path));
+                for (int noise = 0; noise <= 1; noise++)
+                    for (size_t bands = 4; bands >= 3; bands--) {
+                        /* 3 bands: the same bytes read as n * 4 / 3 RGB pixels */
+                        pc_points vb = bands == 4 ? v : pc_points_u8(img, n * 4 / 3, 3);
+                        pc_hca_params p;
+                        pc_hca_params_init(&p);
+                        p.m = m;
+                        p.noise = noise; /* labels of -1: the label stage's lanes of no cluster */
+                        p.backend = threads > 1 && pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP
+                                                                                           : PC_BACKEND_SEQUENTIAL;
+                        p.threads = threads;
+                        pc_result *ref = NULL, *got = NULL;
+                        pc__cpu_path_force(PC__CPU_BASELINE);
+                        CHECK(pc_hca(&vb, &p, &ref) == PC_OK);
+                        pc__cpu_path_force(path);
+                        CHECK(pc_hca(&vb, &p, &got) == PC_OK);
+                        if (ref && got) {
+                            CHECK_MSG(memcmp(pc_result_labels(ref), pc_result_labels(got), vb.n * sizeof(int32_t)) == 0,
+                                      "path %s n %zu bands %zu m %d threads %d noise %d: labels differ from the "
+                                      "baseline path's",
+                                      pc__cpu_path_name(path), vb.n, bands, m, threads, noise);
+                            check_hca_means(got, img, vb.n, bands, pc__cpu_path_name(path));
+                        }
+                        pc_result_free(ref);
+                        pc_result_free(got);
                     }
-                    pc_result_free(ref);
-                    pc_result_free(got);
-                }
             }
         }
         free(img);

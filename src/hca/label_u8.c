@@ -1,7 +1,8 @@
-/* HCA's label stage for packed 4-band uint8 pixels on the AVX-512 path, where the clusters fit a byte
- * a cell (k < 255): 16 pixels a step instead of one. The per-pixel loop of hca.c takes ~8 cycles a
- * pixel on an Intel Xeon (a cell map load, a branch on the cluster, four adds), twice the time this
- * stage's memory traffic needs on 2 cores (bench/RESULTS.md, 2026-11-27). */
+/* HCA's label stage for packed 3- and 4-band uint8 pixels (RGB and multispectral images) on the
+ * AVX-512 path with VBMI, where the clusters fit a byte a cell (k < 255): 16 pixels a step instead of
+ * one. The per-pixel loop of hca.c takes ~8 cycles a pixel on an Intel Xeon (a cell map load, a
+ * branch on the cluster, an add a band), twice the time this stage's memory traffic needs on 2 cores
+ * (bench/RESULTS.md, 2026-11-27). */
 #include "internal_hca.h"
 
 #include "../core/cpu_path.h"
@@ -13,9 +14,24 @@
  * summing each group of 4 bytes sums one band over 4 pixels. */
 #define BY_BAND 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15
 
-__attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8x4_avx512(const uint8_t *u8, const uint8_t *small,
-                                                                        int32_t *labels, size_t begin, size_t end,
-                                                                        uint64_t *isum)
+/* 16 pixels of dim (3 or 4) bands from u8 + i * dim, as 16 lanes of 4 bytes; for 3 bands the 48 bytes
+ * are spread by vpermb (spread: byte 4p + j takes byte 3p + j) and every fourth byte, the absent band,
+ * is 0. */
+__attribute__((target("arch=x86-64-v4,avx512vbmi"))) static inline __m512i
+load_pixels(const uint8_t *u8, size_t dim, size_t i, __mmask16 live, __m512i spread)
+{
+    if (dim == 4)
+        return _mm512_maskz_loadu_epi32(live, u8 + 4 * i);
+    int lanes = __builtin_popcount(live);
+    __mmask64 bytes = lanes == 16 ? (__mmask64)0xffffffffffffull : ((__mmask64)1 << (3 * lanes)) - 1;
+    __m512i packed = _mm512_maskz_loadu_epi8(bytes, u8 + 3 * i);
+    return _mm512_maskz_permutexvar_epi8(0x7777777777777777ull, spread, packed);
+}
+
+__attribute__((target("arch=x86-64-v4,avx512vbmi"))) void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim,
+                                                                                 const uint8_t *small, int32_t *labels,
+                                                                                 size_t begin, size_t end,
+                                                                                 uint64_t *isum)
 {
     /* A cluster's sums in this call: 32-bit lane 4b + j is band j of every fourth pixel (b = 0..3). A
      * step adds at most 4 x 255 to a lane, so 2^22 steps (2^26 pixels) cannot overflow it. */
@@ -25,6 +41,10 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8x4_avx512(const u
     const __m512i by_band = _mm512_broadcast_i32x4(_mm_setr_epi8(BY_BAND));
     const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1), byte = _mm512_set1_epi32(255);
     int current = -1; /* the cluster of the last pixels summed: images come in regions */
+    uint8_t from[64];
+    for (int b = 0; b < 64; b++)
+        from[b] = (uint8_t)(b / 4 * 3 + b % 4);
+    const __m512i spread = _mm512_loadu_si512(from);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         __m512i cell = _mm512_maskz_loadu_epi32(live, labels + i);
@@ -36,7 +56,7 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8x4_avx512(const u
         __mmask16 rest = live & (__mmask16)~none;
         if (!rest)
             continue;
-        __m512i v = _mm512_maskz_loadu_epi32(live, u8 + 4 * i);
+        __m512i v = load_pixels(u8, dim, i, live, spread);
         while (rest) {
             __mmask16 mask = current >= 0 ? _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest : 0;
             if (!mask) { /* the first remaining lane's cluster */
@@ -60,9 +80,9 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8x4_avx512(const u
             continue;
         uint32_t lane[16];
         _mm512_storeu_si512(lane, acc[c]);
-        for (int j = 0; j < 4; j++)
-            isum[(size_t)c * 5 + (size_t)j] += (uint64_t)lane[j] + lane[4 + j] + lane[8 + j] + lane[12 + j];
-        isum[(size_t)c * 5 + 4] += count[c];
+        for (size_t j = 0; j < dim; j++)
+            isum[(size_t)c * (dim + 1) + j] += (uint64_t)lane[j] + lane[4 + j] + lane[8 + j] + lane[12 + j];
+        isum[(size_t)c * (dim + 1) + dim] += count[c];
     }
 }
 #endif
