@@ -209,22 +209,26 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
             int m = ms[b];
             for (int threads = 1; threads <= 2; threads++) {
                 /* Offset by one int32: the unaligned store path. */
-                int32_t *scratch = malloc((n + 1) * sizeof *scratch);
-                for (int offset = 0; offset <= 1; offset++) {
+                int32_t *scratch = malloc((n * 4 / 3 + 1) * sizeof *scratch);
+                for (int offset = 0; offset <= 3; offset++) {
+                    /* offsets 0, 1: 4 bands; 2, 3: the same bytes as 3-band pixels */
+                    size_t bands = offset < 2 ? 4 : 3;
+                    pc_points vb = bands == 4 ? v : pc_points_u8(img, n * 4 / 3, 3);
                     pc__cpu_path_force(path);
                     pc__hca_grid g;
-                    pc_status st = pc__hca_grid_build(&g, &v, m, (size_t)1 << 30, threads, scratch + offset);
+                    pc_status st = pc__hca_grid_build(&g, &vb, m, (size_t)1 << 30, threads, scratch + offset % 2);
                     CHECK_MSG(st == PC_OK, "grid: %s", pc_last_error());
                     if (st != PC_OK)
                         continue;
                     CHECK(g.dense);
                     int64_t *count = calloc(g.cells, sizeof *count);
                     size_t wrong = 0;
-                    for (size_t i = 0; i < n; i++) {
+                    for (size_t i = 0; i < vb.n; i++) {
                         uint64_t key = 0;
-                        for (size_t j = 0; j < 4; j++)
-                            key += (uint64_t)pc__hca_cell_coordinate(img[i * 4 + j], g.lo[j], g.hi[j], m) * g.stride[j];
-                        wrong += (uint32_t)scratch[offset + i] != key;
+                        for (size_t j = 0; j < bands; j++)
+                            key += (uint64_t)pc__hca_cell_coordinate(img[i * bands + j], g.lo[j], g.hi[j], m) *
+                                   g.stride[j];
+                        wrong += (uint32_t)scratch[offset % 2 + i] != key;
                         long c = pc__hca_find(&g, key);
                         if (c >= 0)
                             count[c]++;
@@ -233,8 +237,8 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
                     }
                     for (size_t c = 0; c < g.cells; c++)
                         wrong += count[c] != g.density[c];
-                    CHECK_MSG(wrong == 0, "path %s n %zu m %d threads %d offset %d: %zu cells or counts wrong",
-                              pc__cpu_path_name(path), n, m, threads, offset, wrong);
+                    CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
+                              pc__cpu_path_name(path), vb.n, bands, m, threads, offset % 2, wrong);
                     free(count);
                     pc__hca_grid_free(&g);
                 }

@@ -113,12 +113,13 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
 }
 
 #if PC__HAVE_CPU_PATHS
-/* The AVX-512 path of the cell index for packed 4-band uint8 pixels (the common image case), 16 pixels
- * a step. The per-band tables become byte tables of cell coordinates (c < m <= 127), looked up 64
- * bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for the 256
- * values, the value's top bit picking the half); every fourth byte takes its band's table. Two
+/* The AVX-512 path of the cell index for packed 4-band and 3-band uint8 pixels (the common image
+ * cases), 16 pixels a step. The per-band tables become byte tables of cell coordinates (c < m <= 127),
+ * looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for
+ * the 256 values, the value's top bit picking the half); every fourth byte takes its band's table. Two
  * multiply-adds then give (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), the same index as the
- * int32 tables' sum, exactly (integers, no rounding). The indices go out with streaming stores when
+ * int32 tables' sum, exactly (integers, no rounding). 3-band pixels are spread to 4 bytes behind a
+ * byte of 0 whose table is all 0 (coord's first 256): (0 m + c0) m^2 + (c1 m + c2). The indices go out with streaming stores when
  * the array is aligned: it is the size of the image times four and is next read by the labelling,
  * long after any cache would have kept it, so reading its lines in first would only add traffic.
  * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
@@ -139,9 +140,14 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
 }
 
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
-index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
-                  uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
+index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
+                uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
 {
+    /* 3 bands: byte 4p + 1 + j of a step takes byte 3p + j (band j of pixel p), byte 4p stays 0 */
+    uint8_t from[64];
+    for (int q = 0; q < 64; q++)
+        from[q] = (uint8_t)(q % 4 ? q / 4 * 3 + q % 4 - 1 : 0);
+    const __m512i spread = _mm512_loadu_si512(from);
     __m512i table[4][4];
     for (int j = 0; j < 4; j++)
         for (int q = 0; q < 4; q++)
@@ -163,7 +169,13 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
         if (pc__hca_tick_at(tick, i, n))
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512i v = live == 0xffff ? _mm512_loadu_si512(data + 4 * i) : _mm512_maskz_loadu_epi32(live, data + 4 * i);
+        __m512i v;
+        if (dim == 4)
+            v = live == 0xffff ? _mm512_loadu_si512(data + 4 * i) : _mm512_maskz_loadu_epi32(live, data + 4 * i);
+        else
+            v = _mm512_maskz_permutexvar_epi8(0xeeeeeeeeeeeeeeeeull, spread,
+                                              _mm512_maskz_loadu_epi8(((__mmask64)1 << (3 * __builtin_popcount(live))) - 1,
+                                                                      data + 3 * i));
         __mmask64 top = _mm512_movepi8_mask(v);
         __m512i c = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
@@ -206,7 +218,7 @@ index_u8x4_avx512(const uint8_t *data, size_t n, size_t b0, size_t b1, const uin
 int pc__hca_grid_vector_path(const pc_points *p, int m)
 {
 #if PC__HAVE_CPU_PATHS
-    return p->dtype == PC_U8 && p->dim == 4 && pc__hca_row_bytes(p) == 4 && m <= 127 &&
+    return p->dtype == PC_U8 && (p->dim == 3 || p->dim == 4) && pc__hca_row_bytes(p) == p->dim && m <= 127 &&
            pc__cpu_path() == PC__CPU_AVX512 && pc__cpu_has_vbmi();
 #else
     (void)p;
@@ -237,10 +249,10 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
     uint8_t *coord = NULL; /* the AVX-512 path's byte tables: the cell coordinate of every value, per band */
 #if PC__HAVE_CPU_PATHS
-    if (pc__hca_grid_vector_path(p, g->m) && (coord = malloc(4 * 256)) != NULL)
-        for (size_t j = 0; j < 4; j++)
+    if (pc__hca_grid_vector_path(p, g->m) && (coord = calloc(4, 256)) != NULL) /* 3 bands: table 0 stays 0 */
+        for (size_t j = 0; j < dim; j++)
             for (size_t v = 0; v < 256; v++)
-                coord[j * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+                coord[(4 - dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
 #endif
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
@@ -259,7 +271,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
 #if PC__HAVE_CPU_PATHS
         if (coord) {
             size_t blocks = (g->n + 15) / 16;
-            index_u8x4_avx512(base, g->n, blocks * (size_t)t / (size_t)team, blocks * (size_t)(t + 1) / (size_t)team,
+            index_u8_avx512(base, dim, g->n, blocks * (size_t)t / (size_t)team, blocks * (size_t)(t + 1) / (size_t)team,
                               coord, g->m, cell_of, mine, count, g->tick);
         } else
 #endif

@@ -148,8 +148,8 @@ void pc__hca_value_offsets(const pc__hca_grid *g, size_t values, uint32_t *table
 /* A dense grid whose slot array holds the count of every linear index (total of them): its non-empty
  * cells in index order (key, density, cells), and slot[] each index's cell or -1. */
 pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);
-/* 1 when a grid of m cells a side counts these points with AVX-512 (packed 4-band uint8, m <= 127,
- * a processor with AVX-512 VBMI): 16 pixels a step. */
+/* 1 when a grid of m cells a side counts these points with AVX-512 (packed 3- or 4-band uint8,
+ * m <= 127, a processor with AVX-512 VBMI): 16 pixels a step. */
 int pc__hca_grid_vector_path(const pc_points *points, int m);
 /* HECA's members (src/heca/): L dense grids of integer rows (uint8, uint16) counted in one pass over
  * the points, grids[l] with m[l] cells a side over lo[l] .. hi[l] (PC__HCA_MAX_DIM values each), as
