@@ -124,10 +124,11 @@ set -- $killed_pids
 echo x >"out/.pc-$1-99.csv" # recent
 gen 2 out/points.csv out/labels.npy
 cmp -s out/points.csv ref/new.csv && cmp -s out/labels.npy ref/new.npy || fail "the run after the kills: outputs not new"
-remaining=$(ls -A out | tr '\n' ' ')
-[ "$remaining" = ".pc-$1-99.csv .pc-$$-1.csv labels.npy points.csv " ] ||
-    [ "$remaining" = ".pc-$$-1.csv .pc-$1-99.csv labels.npy points.csv " ] ||
-    fail "after the cleaning run: $remaining (expected the two kept staging files and the outputs)"
+# Sorted in the C locale: ls's own order follows the locale (en_US puts labels.npy before .pc-*).
+remaining=$(ls -A out | LC_ALL=C sort | tr '\n' ' ')
+expected=$(printf '%s\n' ".pc-$1-99.csv" ".pc-$$-1.csv" labels.npy points.csv | LC_ALL=C sort | tr '\n' ' ')
+[ "$remaining" = "$expected" ] ||
+    fail "after the cleaning run: $remaining (expected the two kept staging files and the outputs: $expected)"
 echo "  the next run removed $(wc -l <leftovers.txt) stale staging files, kept a running pid's and a recent one"
 rm -f "out/.pc-$$-1.csv" "out/.pc-$1-99.csv"
 

@@ -34,17 +34,21 @@ if HAVE_GDAL:
 check = Checks("segment_stream")
 MIB = 1 << 20
 OVERHEAD = 64 * MIB  # README.md: what a streamed run holds beyond --max-memory
+CUDA_RUNTIME = 130 * MIB  # README.md: the CUDA runtime and driver's own, on an H100 (175 MiB in 16 MiB seen)
 SANITIZED = len(sys.argv) > 4 and sys.argv[4] == "1"
 
 
-def peak_ok(desc, peak, cap, other=None):
-    """peak <= cap + the fixed overhead (and below `other`, the in-memory run's peak, when given)."""
-    desc = "%s: peak %.0f MiB <= %.0f MiB + %d MiB%s" % (desc, peak / MIB, cap / MIB, OVERHEAD // MIB,
+def peak_ok(desc, peak, cap, other=None, out=""):
+    """peak <= cap + the fixed overhead (and below `other`, the in-memory run's peak, when given); a run
+    whose output (`out`) names the cuda backend (auto on a machine with a GPU) also holds the CUDA
+    runtime's own host memory, which README.md states beside the overhead."""
+    overhead = OVERHEAD + (CUDA_RUNTIME if "(cuda backend)" in out else 0)
+    desc = "%s: peak %.0f MiB <= %.0f MiB + %d MiB%s" % (desc, peak / MIB, cap / MIB, overhead // MIB,
                                                          "" if other is None else " (in memory %.0f MiB)" % (other / MIB))
     if SANITIZED:
         print("skip " + desc + " (sanitizers)")
         return True
-    return check(peak <= cap + OVERHEAD and (other is None or peak < other), desc)
+    return check(peak <= cap + overhead and (other is None or peak < other), desc)
 
 
 def w(name):
@@ -154,7 +158,7 @@ if HAVE_GDAL:
                 w("scan.tif"), ref, ref_info)
     check(os.path.exists(w("scan.png")) and open(w("scan.png"), "rb").read() == open(w("ref.png"), "rb").read(),
           "--preview: the same picture as the in-memory run's, byte for byte")
-    peak_ok("HCA in 8 MiB", peak, 8 * MIB, ref_peak)
+    peak_ok("HCA in 8 MiB", peak, 8 * MIB, ref_peak, out)
     print("streamed in 8 MiB: %.2f s, peak %.0f MiB" % (t, peak / MIB))
 
     # the box from the bands' exact statistics: 2 passes, the same labels (nodata is all bands at once here)
@@ -167,7 +171,7 @@ if HAVE_GDAL:
     check(rc == 0 and re.search(r"HCA in 2 passes .*the box from the bands' statistics", out) is not None,
           "exact statistics (--box auto): 2 passes, the box from them", out + err)
     same_labels("--box stats: the in-memory run's labels", w("stats_l.tif"), ref, ref_info)
-    peak_ok("HCA in 24 MiB", peak, 24 * MIB)
+    peak_ok("HCA in 24 MiB", peak, 24 * MIB, out=out)
 
     shutil.copy(w("scene.tif"), w("approx.tif"))
     ds = gdal.Open(w("approx.tif"), gdal.GA_Update)
@@ -233,7 +237,7 @@ rc, out, err, peak, t = run("segment", w("scene.npy"), "--nodata", 0, "-k", 6, "
 check(rc == 0 and "HCA in 3 passes" in out, ".npy in 16 MiB: streamed", out + err)
 same_labels(".npy streamed: the in-memory run's labels (-1 at nodata)", w("npy_l.npy"), ref)
 check(np.load(w("npy_l.npy")).dtype == np.int8, ".npy streamed, 6 clusters: int8, as in memory")
-peak_ok(".npy HCA in 16 MiB", peak, 16 * MIB, ref_peak)
+peak_ok(".npy HCA in 16 MiB", peak, 16 * MIB, ref_peak, out)
 rc, out, err, _, _ = run("segment", w("scene.npy"), "--nodata", 0, "--bands", "3,1", "-k", 4, "-o", w("b31.npy"))
 rc2, out2, err2, _, _ = run("segment", w("scene.npy"), "--nodata", 0, "--bands", "3,1", "-k", 4, "-o",
                             w("b31_s.npy"), "--max-memory", "8M")
@@ -272,7 +276,7 @@ check(rc == 0 and re.search(r"streaming: .*more than --max-memory 8 MiB: k-means
       out + err)
 if km_ref is not None:
     same_labels("k-means streamed from --init FILE: the in-memory run's labels", o, km_ref)
-peak_ok("k-means in 8 MiB", peak, 8 * MIB, km_peak)
+peak_ok("k-means in 8 MiB", peak, 8 * MIB, km_peak, out)
 rc, out, err, _, _ = run("segment", w("km.npy"), "--nodata", 0, "--algorithm", "kmeans", "-k", 6, "--seed", 3,
                          "-o", w("km_pp.npy"), "--max-memory", "16M")
 check(rc == 0 and re.search(r"starting from k-means\+\+ on a sample of \d+ valid pixels", out) is not None,
@@ -313,7 +317,7 @@ for name, extra in (("ms8", ["--nodata", 0]), ("msf", [])):
                     labels_of(w(name + "_m.npy"))[0])
         check(open(w(name + "_m.png"), "rb").read() == open(w(name + "_s.png"), "rb").read(),
               "mean shift %s by strips: the in-memory run's picture" % name)
-        peak_ok("mean shift %s by strips" % name, peak, 8 * MIB)
+        peak_ok("mean shift %s by strips" % name, peak, 8 * MIB, out=out2)
 
 # ------------------------------------------------------------------ refusals and failures leave nothing
 rc, out, err, _, t = run("segment", src, "-k", 6, "-o", w("x.tif" if HAVE_GDAL else "x.npy"), "--max-memory", "12X")
