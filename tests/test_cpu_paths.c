@@ -198,7 +198,9 @@ static void check_hca_means(const pc_result *r, const uint8_t *img, size_t n, si
  * the whole clustering, sequential and with 2 threads, identical to the baseline path's. */
 static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
 {
-    const size_t sizes[] = {5, 16, 4099, 40001};
+    /* 140001: several blocks of 65536 a thread in the label stage (its sums flushed at each) */
+    const size_t sizes[] = {5, 16, 4099, 40001, 140001};
+    size_t noise_labels = 0;
     /* Dense grids of m^4 cells (m = 127, the AVX-512 kernel's largest, would take a 1 GiB array). */
     const int ms[] = {2, 7, 32};
     for (size_t a = 0; a < sizeof sizes / sizeof sizes[0]; a++) {
@@ -237,7 +239,8 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
                     }
                     for (size_t c = 0; c < g.cells; c++)
                         wrong += count[c] != g.density[c];
-                    CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
+                    CHECK_MSG(wrong == 0,
+                              "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
                               pc__cpu_path_name(path), vb.n, bands, m, threads, offset % 2, wrong);
                     free(count);
                     pc__hca_grid_free(&g);
@@ -265,6 +268,11 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
                                       "baseline path's",
                                       pc__cpu_path_name(path), vb.n, bands, m, threads, noise);
                             check_hca_means(got, img, vb.n, bands, pc__cpu_path_name(path));
+                            /* the cases the vector label stage must meet: a byte's worth of clusters, and
+                             * (below, over all the cases) some labels of noise */
+                            CHECK(pc_result_cluster_count(got) < 255);
+                            for (size_t i = 0; i < vb.n; i++)
+                                noise_labels += pc_result_labels(got)[i] < 0;
                         }
                         pc_result_free(ref);
                         pc_result_free(got);
@@ -273,6 +281,7 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
         }
         free(img);
     }
+    CHECK_MSG(noise_labels > 0, "path %s: no case had labels of noise", pc__cpu_path_name(path));
 }
 
 /* k-means' nearest centre of every point by its definition: f_j = |c_j|^2 (as pc__km_centres holds it)

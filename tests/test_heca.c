@@ -227,7 +227,8 @@ static void test_refine(uint64_t seed)
 
 /* Packed uint8 rows of 1 or 2 bands take the distinct values' path (members, prototypes and sums from
  * the values' counts), 3 and 4 bands (and uint16 rows) the members counted together in one pass
- * (grid_many.c); the same values as float32 take the points' path as floats, one member at a time:
+ * (grid_many.c), or one member at a time with AVX-512 where the processor has it (grid.c: 3 and 4
+ * bands, m <= 127); the same values as float32 take the points' path as floats, one member at a time:
  * the same result, on one thread and several (per-thread counts). */
 static void compare_paths(const pc_points *vi, const pc_points *vf, size_t dim, const char *what)
 {

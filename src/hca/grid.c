@@ -113,18 +113,6 @@ static void bounding_box(pc__hca_grid *g, const pc_points *p, size_t stride)
 }
 
 #if PC__HAVE_CPU_PATHS
-/* The AVX-512 path of the cell index for packed 4-band and 3-band uint8 pixels (the common image
- * cases), 16 pixels a step. The per-band tables become byte tables of cell coordinates (c < m <= 127),
- * looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for
- * the 256 values, the value's top bit picking the half); every fourth byte takes its band's table. Two
- * multiply-adds then give (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), the same index as the
- * int32 tables' sum, exactly (integers, no rounding). 3-band pixels are spread to 4 bytes behind a
- * byte of 0 whose table is all 0 (coord's first 256): (0 m + c0) m^2 + (c1 m + c2). The indices go out with streaming stores when
- * the array is aligned: it is the size of the image times four and is next read by the labelling,
- * long after any cache would have kept it, so reading its lines in first would only add traffic.
- * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
- * otherwise each pixel adds to its cell's count. Pixels b0 * 16 .. min(b1 * 16, n) - 1. Progress and
- * cancellation (pc__hca_tick_at) are checked once a step, as the common loop does once a pixel. */
 /* One count for each of the first lanes indices: into the thread's own counts, or atomically. */
 static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, int32_t *count)
 {
@@ -139,6 +127,19 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
     }
 }
 
+/* The AVX-512 path of the cell index for packed 4-band and 3-band uint8 pixels (the common image
+ * cases), 16 pixels a step. The per-band tables become byte tables of cell coordinates (c < m <= 127),
+ * looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for
+ * the 256 values, the value's top bit picking the half); every fourth byte takes its band's table. Two
+ * multiply-adds then give (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), the same index as the
+ * int32 tables' sum, exactly (integers, no rounding). 3-band pixels are spread to 4 bytes behind a
+ * byte of 0 whose table is all 0 (coord's first 256): (0 m + c0) m^2 + (c1 m + c2). The indices go
+ * out with streaming stores when the array is aligned: it is the size of the image times four and is
+ * next read by the labelling, long after any cache would have kept it, so reading its lines in first
+ * would only add traffic. Counting: 16 pixels of the same cell as the current run (flat areas) add 16
+ * to it in a register; otherwise each pixel adds to its cell's count, one step later (below). Pixels
+ * b0 * 16 .. min(b1 * 16, n) - 1. Progress and cancellation (pc__hca_tick_at) are checked once a step,
+ * as the common loop does once a pixel. */
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
                 uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
@@ -173,9 +174,9 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         if (dim == 4)
             v = live == 0xffff ? _mm512_loadu_si512(data + 4 * i) : _mm512_maskz_loadu_epi32(live, data + 4 * i);
         else
-            v = _mm512_maskz_permutexvar_epi8(0xeeeeeeeeeeeeeeeeull, spread,
-                                              _mm512_maskz_loadu_epi8(((__mmask64)1 << (3 * __builtin_popcount(live))) - 1,
-                                                                      data + 3 * i));
+            v = _mm512_maskz_permutexvar_epi8(
+                0xeeeeeeeeeeeeeeeeull, spread,
+                _mm512_maskz_loadu_epi8(((__mmask64)1 << (3 * __builtin_popcount(live))) - 1, data + 3 * i));
         __mmask64 top = _mm512_movepi8_mask(v);
         __m512i c = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
@@ -204,8 +205,8 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
             mine[run_idx] += run; /* the run so far ends here */
             run = 0;
             /* a run of flat pixels may start at the last lane */
-            __m128i last = _mm512_extracti32x4_epi32(_mm512_maskz_compress_epi32((__mmask16)(1u << (pending_lanes - 1)), idx), 0);
-            run_idx = (uint32_t)_mm_cvtsi128_si32(last);
+            __m512i last = _mm512_maskz_compress_epi32((__mmask16)(1u << (pending_lanes - 1)), idx);
+            run_idx = (uint32_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(last));
         }
     }
     count_lanes(pending, pending_lanes, mine, count);
@@ -218,7 +219,8 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
 int pc__hca_grid_vector_path(const pc_points *p, int m)
 {
 #if PC__HAVE_CPU_PATHS
-    return p->dtype == PC_U8 && (p->dim == 3 || p->dim == 4) && pc__hca_row_bytes(p) == p->dim && m <= 127 &&
+    return p->dtype == PC_U8 && (p->dim == 3 || p->dim == 4) && pc__hca_row_bytes(p) == p->dim &&
+           m <= 127 &&
            pc__cpu_path() == PC__CPU_AVX512 && pc__cpu_has_vbmi();
 #else
     (void)p;

@@ -143,9 +143,9 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         memset(small + entries, 255, 3);
     }
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
-    int vector = 0; /* 16 pixels a step: packed 3- or 4-band uint8 with a byte map, AVX-512 with VBMI */
+    int vector = 0; /* 16 pixels a step: packed 3- or 4-band uint8 with a byte map, on the AVX-512 path */
 #if PC__HAVE_CPU_PATHS
-    vector = packed_u8 && (dim == 3 || dim == 4) && small && pc__cpu_path() == PC__CPU_AVX512 && pc__cpu_has_vbmi();
+    vector = packed_u8 && (dim == 3 || dim == 4) && small && pc__cpu_path() == PC__CPU_AVX512;
 #endif
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)

@@ -1,5 +1,5 @@
 /* HCA's label stage for packed 3- and 4-band uint8 pixels (RGB and multispectral images) on the
- * AVX-512 path with VBMI, where the clusters fit a byte a cell (k < 255): 16 pixels a step instead of
+ * AVX-512 path, where the clusters fit a byte a cell (k < 255): 16 pixels a step instead of
  * one. The per-pixel loop of hca.c takes ~8 cycles a pixel on an Intel Xeon (a cell map load, a
  * branch on the cluster, an add a band), twice the time this stage's memory traffic needs on 2 cores
  * (bench/RESULTS.md, 2026-11-27). */
@@ -14,37 +14,36 @@
  * summing each group of 4 bytes sums one band over 4 pixels. */
 #define BY_BAND 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15
 
-/* 16 pixels of dim (3 or 4) bands from u8 + i * dim, as 16 lanes of 4 bytes; for 3 bands the 48 bytes
- * are spread by vpermb (spread: byte 4p + j takes byte 3p + j) and every fourth byte, the absent band,
- * is 0. */
-__attribute__((target("arch=x86-64-v4,avx512vbmi"))) static inline __m512i
-load_pixels(const uint8_t *u8, size_t dim, size_t i, __mmask16 live, __m512i spread)
+/* 16 pixels of dim (3 or 4) bands from u8 + i * dim, as 16 lanes of 4 bytes. 3 bands: the 48 bytes'
+ * dwords 3q .. 3q + 2 moved to 128-bit lane q (vpermd), then each lane's 12 bytes spread to 4 pixels of
+ * 4 bytes, the fourth 0 (vpshufb): no VBMI needed. */
+__attribute__((target("arch=x86-64-v4"))) static inline __m512i load_pixels(const uint8_t *u8, size_t dim, size_t i,
+                                                                            __mmask16 live)
 {
     if (dim == 4)
         return _mm512_maskz_loadu_epi32(live, u8 + 4 * i);
     int lanes = __builtin_popcount(live);
-    __mmask64 bytes = lanes == 16 ? (__mmask64)0xffffffffffffull : ((__mmask64)1 << (3 * lanes)) - 1;
+    __mmask64 bytes = ((__mmask64)1 << (3 * lanes)) - 1;
     __m512i packed = _mm512_maskz_loadu_epi8(bytes, u8 + 3 * i);
-    return _mm512_maskz_permutexvar_epi8(0x7777777777777777ull, spread, packed);
+    const __m512i dwords = _mm512_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0);
+    const __m512i spread = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -128, 3, 4, 5, -128, 6, 7, 8, -128, 9, 10,
+                                                                11, -128));
+    return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, packed), spread);
 }
 
-__attribute__((target("arch=x86-64-v4,avx512vbmi"))) void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim,
-                                                                                 const uint8_t *small, int32_t *labels,
-                                                                                 size_t begin, size_t end,
-                                                                                 uint64_t *isum)
+__attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim,
+                                                                      const uint8_t *small, int32_t *labels,
+                                                                      size_t begin, size_t end, uint64_t *isum)
 {
-    /* A cluster's sums in this call: 32-bit lane 4b + j is band j of every fourth pixel (b = 0..3). A
-     * step adds at most 4 x 255 to a lane, so 2^22 steps (2^26 pixels) cannot overflow it. */
+    /* A cluster's sums in this call: 32-bit lane 4b + j is band j of pixels 4b .. 4b + 3 of every step
+     * (b = 0..3, the 128-bit lanes). A step adds at most 4 x 255 to a lane, so 2^22 steps (2^26 pixels)
+     * cannot overflow it. */
     __m512i acc[255];
     uint32_t count[255];
     uint64_t touched[4] = {0, 0, 0, 0};
     const __m512i by_band = _mm512_broadcast_i32x4(_mm_setr_epi8(BY_BAND));
     const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1), byte = _mm512_set1_epi32(255);
     int current = -1; /* the cluster of the last pixels summed: images come in regions */
-    uint8_t from[64];
-    for (int b = 0; b < 64; b++)
-        from[b] = (uint8_t)(b / 4 * 3 + b % 4);
-    const __m512i spread = _mm512_loadu_si512(from);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         __m512i cell = _mm512_maskz_loadu_epi32(live, labels + i);
@@ -56,7 +55,7 @@ __attribute__((target("arch=x86-64-v4,avx512vbmi"))) void pc__hca_label_u8_avx51
         __mmask16 rest = live & (__mmask16)~none;
         if (!rest)
             continue;
-        __m512i v = load_pixels(u8, dim, i, live, spread);
+        __m512i v = load_pixels(u8, dim, i, live);
         while (rest) {
             __mmask16 mask = current >= 0 ? _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest : 0;
             if (!mask) { /* the first remaining lane's cluster */

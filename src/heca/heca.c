@@ -792,7 +792,8 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
             bhis[l][j] = hi[j] + half;
         }
     }
-    /* Integer rows on the CPU: every member's cells counted in one pass over the points. */
+    /* Integer rows on the CPU: every member's cells counted in one pass over the points (not where
+     * AVX-512 counts packed 3- and 4-band pixels one member at a time: grid_many.c says no). */
     int counted = 0;
     if (!gpu && !values) {
         struct pc__hca_tick tick = {&p->hca, 0.02, 0.02 + 0.58 / (double)L, 0, 0};
