@@ -13,7 +13,7 @@
 #include <omp.h>
 #endif
 #if PC__HAVE_CPU_PATHS
-#include <immintrin.h>
+#include "pixels_u8.h"
 #endif
 
 size_t pc__hca_row_bytes(const pc_points *p)
@@ -132,9 +132,9 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
  * looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for
  * the 256 values, the value's top bit picking the half); every fourth byte takes its band's table. Two
  * multiply-adds then give (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), the same index as the
- * int32 tables' sum, exactly (integers, no rounding). 3-band pixels are spread to 4 bytes behind a
- * byte of 0 whose table is all 0 (coord's first 256): (0 m + c0) m^2 + (c1 m + c2). The indices go
- * out with streaming stores when the array is aligned: it is the size of the image times four and is
+ * int32 tables' sum, exactly (integers, no rounding). 3-band pixels come behind a byte of 0
+ * (pixels_u8.h) whose table is all 0 (coord's first 256): (0 m + c0) m^2 + (c1 m + c2). The indices
+ * go out with streaming stores when the array is aligned: it is the size of the image times four and is
  * next read by the labelling, long after any cache would have kept it, so reading its lines in first
  * would only add traffic. Counting: 16 pixels of the same cell as the current run (flat areas) add 16
  * to it in a register; otherwise each pixel adds to its cell's count, one step later (below). Pixels
@@ -144,11 +144,6 @@ __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
                 uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
 {
-    /* 3 bands: byte 4p + 1 + j of a step takes byte 3p + j (band j of pixel p), byte 4p stays 0 */
-    uint8_t from[64];
-    for (int q = 0; q < 64; q++)
-        from[q] = (uint8_t)(q % 4 ? q / 4 * 3 + q % 4 - 1 : 0);
-    const __m512i spread = _mm512_loadu_si512(from);
     __m512i table[4][4];
     for (int j = 0; j < 4; j++)
         for (int q = 0; q < 4; q++)
@@ -170,13 +165,7 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         if (pc__hca_tick_at(tick, i, n))
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512i v;
-        if (dim == 4)
-            v = live == 0xffff ? _mm512_loadu_si512(data + 4 * i) : _mm512_maskz_loadu_epi32(live, data + 4 * i);
-        else
-            v = _mm512_maskz_permutexvar_epi8(
-                0xeeeeeeeeeeeeeeeeull, spread,
-                _mm512_maskz_loadu_epi8(((__mmask64)1 << (3 * __builtin_popcount(live))) - 1, data + 3 * i));
+        __m512i v = pc__hca_load_u8_pixels(data, dim, i, live);
         __mmask64 top = _mm512_movepi8_mask(v);
         __m512i c = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {

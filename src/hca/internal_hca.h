@@ -238,9 +238,10 @@ void pc__hca_narrow_labels(const int32_t *labels, size_t n, uint8_t *bytes);
 /* PC_OK where k clusters fit labels as bytes (at most 254: 255 marks no cluster), else
  * PC_UNSUPPORTED saying so. */
 pc_status pc__hca_bytes_fit(size_t k);
-/* The label stage of packed uint8 pixels of dim = 3 or 4 bands on the AVX-512 path (label_u8.c): labels[begin, end) hold cell indices and become small[cell] (255: -1; small has 3 bytes
- * of padding after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are
- * added to isum. end - begin < 2^26. */
+/* The label stage of packed uint8 pixels of dim = 3 or 4 bands on the AVX-512 path (label_u8.c):
+ * labels[begin, end) hold cell indices and become small[cell] (255: -1; small has 3 bytes of padding
+ * after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are added to
+ * isum. end - begin < 2^26. */
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                              size_t end, uint64_t *isum);
 /* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */

@@ -8,36 +8,19 @@
 #include "../core/cpu_path.h"
 
 #if PC__HAVE_CPU_PATHS
-#include <immintrin.h>
+#include "pixels_u8.h"
 
 /* Within each 16 bytes (4 pixels of 4 bands), band j's 4 bytes moved to bytes 4j .. 4j + 3, so that
  * summing each group of 4 bytes sums one band over 4 pixels. */
 #define BY_BAND 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15
 
-/* 16 pixels of dim (3 or 4) bands from u8 + i * dim, as 16 lanes of 4 bytes. 3 bands: the 48 bytes'
- * dwords 3q .. 3q + 2 moved to 128-bit lane q (vpermd), then each lane's 12 bytes spread to 4 pixels of
- * 4 bytes, the fourth 0 (vpshufb): no VBMI needed. */
-__attribute__((target("arch=x86-64-v4"))) static inline __m512i load_pixels(const uint8_t *u8, size_t dim, size_t i,
-                                                                            __mmask16 live)
-{
-    if (dim == 4)
-        return _mm512_maskz_loadu_epi32(live, u8 + 4 * i);
-    int lanes = __builtin_popcount(live);
-    __mmask64 bytes = ((__mmask64)1 << (3 * lanes)) - 1;
-    __m512i packed = _mm512_maskz_loadu_epi8(bytes, u8 + 3 * i);
-    const __m512i dwords = _mm512_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0);
-    const __m512i spread = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -128, 3, 4, 5, -128, 6, 7, 8, -128, 9, 10,
-                                                                11, -128));
-    return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, packed), spread);
-}
-
 __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim,
                                                                       const uint8_t *small, int32_t *labels,
                                                                       size_t begin, size_t end, uint64_t *isum)
 {
-    /* A cluster's sums in this call: 32-bit lane 4b + j is band j of pixels 4b .. 4b + 3 of every step
-     * (b = 0..3, the 128-bit lanes). A step adds at most 4 x 255 to a lane, so 2^22 steps (2^26 pixels)
-     * cannot overflow it. */
+    /* A cluster's sums in this call: 32-bit lane 4b + j sums byte j (band j - (4 - dim)) of pixels
+     * 4b .. 4b + 3 of every step (b = 0..3, the 128-bit lanes). A step adds at most 4 x 255 to a
+     * lane, so 2^22 steps (2^26 pixels) cannot overflow it. */
     __m512i acc[255];
     uint32_t count[255];
     uint64_t touched[4] = {0, 0, 0, 0};
@@ -55,7 +38,7 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uin
         __mmask16 rest = live & (__mmask16)~none;
         if (!rest)
             continue;
-        __m512i v = load_pixels(u8, dim, i, live);
+        __m512i v = pc__hca_load_u8_pixels(u8, dim, i, live);
         while (rest) {
             __mmask16 mask = current >= 0 ? _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest : 0;
             if (!mask) { /* the first remaining lane's cluster */
@@ -79,8 +62,8 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uin
             continue;
         uint32_t lane[16];
         _mm512_storeu_si512(lane, acc[c]);
-        for (size_t j = 0; j < dim; j++)
-            isum[(size_t)c * (dim + 1) + j] += (uint64_t)lane[j] + lane[4 + j] + lane[8 + j] + lane[12 + j];
+        for (size_t j = 0, at = 4 - dim; j < dim; j++, at++) /* band j: byte 4 - dim + j of a pixel */
+            isum[(size_t)c * (dim + 1) + j] += (uint64_t)lane[at] + lane[4 + at] + lane[8 + at] + lane[12 + at];
         isum[(size_t)c * (dim + 1) + dim] += count[c];
     }
 }
