@@ -194,8 +194,75 @@ static void check_hca_means(const pc_result *r, const uint8_t *img, size_t n, si
     free(sum);
 }
 
-/* The grid's cell of every pixel and the counts, against pc__hca_cell_coordinate directly; labels of
- * the whole clustering, sequential and with 2 threads, identical to the baseline path's. */
+/* The grid's cell of every pixel (into scratch + offset: an offset of one int32 takes the unaligned
+ * store path) and the counts, against pc__hca_cell_coordinate directly. */
+static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, int threads, int32_t *scratch,
+                             int offset)
+{
+    scratch += offset;
+    const uint8_t *img = v->data;
+    size_t bands = v->dim;
+    pc__cpu_path_force(path);
+    pc__hca_grid g;
+    pc_status st = pc__hca_grid_build(&g, v, m, (size_t)1 << 30, threads, scratch);
+    CHECK_MSG(st == PC_OK, "grid: %s", pc_last_error());
+    if (st != PC_OK)
+        return;
+    CHECK(g.dense);
+    int64_t *count = calloc(g.cells, sizeof *count);
+    size_t wrong = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        uint64_t key = 0;
+        for (size_t j = 0; j < bands; j++)
+            key += (uint64_t)pc__hca_cell_coordinate(img[i * bands + j], g.lo[j], g.hi[j], m) * g.stride[j];
+        wrong += (uint32_t)scratch[i] != key;
+        long c = pc__hca_find(&g, key);
+        if (c >= 0)
+            count[c]++;
+        else
+            wrong++;
+    }
+    for (size_t c = 0; c < g.cells; c++)
+        wrong += count[c] != g.density[c];
+    CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
+              pc__cpu_path_name(path), v->n, bands, m, threads, offset, wrong);
+    free(count);
+    pc__hca_grid_free(&g);
+}
+
+/* pc_hca on this path against the baseline path's labels, its sizes and centres against its labels'
+ * means; adds the labels of noise to *noise_labels. */
+static void check_hca_labels(pc__cpu_path_id path, const pc_points *v, int m, int threads, int noise,
+                             size_t *noise_labels)
+{
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = m;
+    p.noise = noise; /* labels of -1: the label stage's lanes of no cluster */
+    p.backend = threads > 1 && pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP : PC_BACKEND_SEQUENTIAL;
+    p.threads = threads;
+    pc_result *ref = NULL, *got = NULL;
+    pc__cpu_path_force(PC__CPU_BASELINE);
+    CHECK(pc_hca(v, &p, &ref) == PC_OK);
+    pc__cpu_path_force(path);
+    CHECK(pc_hca(v, &p, &got) == PC_OK);
+    if (ref && got) {
+        CHECK_MSG(memcmp(pc_result_labels(ref), pc_result_labels(got), v->n * sizeof(int32_t)) == 0,
+                  "path %s n %zu bands %zu m %d threads %d noise %d: labels differ from the baseline path's",
+                  pc__cpu_path_name(path), v->n, v->dim, m, threads, noise);
+        check_hca_means(got, v->data, v->n, v->dim, pc__cpu_path_name(path));
+        /* the cases the vector label stage must meet: a byte's worth of clusters, and (over all the
+         * cases, test_hca_path) some labels of noise */
+        CHECK(pc_result_cluster_count(got) < 255);
+        for (size_t i = 0; i < v->n; i++)
+            *noise_labels += pc_result_labels(got)[i] < 0;
+    }
+    pc_result_free(ref);
+    pc_result_free(got);
+}
+
+/* The grid's cells and counts, and the labels of the whole clustering, sequential and with 2 threads,
+ * of 4-band pixels and of the same bytes read as n * 4 / 3 RGB pixels. */
 static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
 {
     /* 140001: several blocks of 65536 a thread in the label stage (its sums flushed at each) */
@@ -206,79 +273,17 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     for (size_t a = 0; a < sizeof sizes / sizeof sizes[0]; a++) {
         size_t n = sizes[a];
         uint8_t *img = image(n, seed + n);
-        pc_points v = pc_points_u8(img, n, 4);
-        for (size_t b = 0; b < sizeof ms / sizeof ms[0]; b++) {
-            int m = ms[b];
-            for (int threads = 1; threads <= 2; threads++) {
-                /* Offset by one int32: the unaligned store path. */
-                int32_t *scratch = malloc((n * 4 / 3 + 1) * sizeof *scratch);
-                for (int offset = 0; offset <= 3; offset++) {
-                    /* offsets 0, 1: 4 bands; 2, 3: the same bytes as 3-band pixels */
-                    size_t bands = offset < 2 ? 4 : 3;
-                    pc_points vb = bands == 4 ? v : pc_points_u8(img, n * 4 / 3, 3);
-                    pc__cpu_path_force(path);
-                    pc__hca_grid g;
-                    pc_status st = pc__hca_grid_build(&g, &vb, m, (size_t)1 << 30, threads, scratch + offset % 2);
-                    CHECK_MSG(st == PC_OK, "grid: %s", pc_last_error());
-                    if (st != PC_OK)
-                        continue;
-                    CHECK(g.dense);
-                    int64_t *count = calloc(g.cells, sizeof *count);
-                    size_t wrong = 0;
-                    for (size_t i = 0; i < vb.n; i++) {
-                        uint64_t key = 0;
-                        for (size_t j = 0; j < bands; j++)
-                            key += (uint64_t)pc__hca_cell_coordinate(img[i * bands + j], g.lo[j], g.hi[j], m) *
-                                   g.stride[j];
-                        wrong += (uint32_t)scratch[offset % 2 + i] != key;
-                        long c = pc__hca_find(&g, key);
-                        if (c >= 0)
-                            count[c]++;
-                        else
-                            wrong++;
-                    }
-                    for (size_t c = 0; c < g.cells; c++)
-                        wrong += count[c] != g.density[c];
-                    CHECK_MSG(wrong == 0,
-                              "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
-                              pc__cpu_path_name(path), vb.n, bands, m, threads, offset % 2, wrong);
-                    free(count);
-                    pc__hca_grid_free(&g);
+        const pc_points views[2] = {pc_points_u8(img, n, 4), pc_points_u8(img, n * 4 / 3, 3)};
+        int32_t *scratch = malloc((n * 4 / 3 + 1) * sizeof *scratch);
+        for (size_t b = 0; b < sizeof ms / sizeof ms[0]; b++)
+            for (int threads = 1; threads <= 2; threads++)
+                for (int k = 0; k < 2; k++) {
+                    for (int offset = 0; offset <= 1; offset++)
+                        check_grid_cells(path, &views[k], ms[b], threads, scratch, offset);
+                    for (int noise = 0; noise <= 1; noise++)
+                        check_hca_labels(path, &views[k], ms[b], threads, noise, &noise_labels);
                 }
-                free(scratch);
-                for (int noise = 0; noise <= 1; noise++)
-                    for (size_t bands = 4; bands >= 3; bands--) {
-                        /* 3 bands: the same bytes read as n * 4 / 3 RGB pixels */
-                        pc_points vb = bands == 4 ? v : pc_points_u8(img, n * 4 / 3, 3);
-                        pc_hca_params p;
-                        pc_hca_params_init(&p);
-                        p.m = m;
-                        p.noise = noise; /* labels of -1: the label stage's lanes of no cluster */
-                        p.backend = threads > 1 && pc_backend_available(PC_BACKEND_OPENMP) ? PC_BACKEND_OPENMP
-                                                                                           : PC_BACKEND_SEQUENTIAL;
-                        p.threads = threads;
-                        pc_result *ref = NULL, *got = NULL;
-                        pc__cpu_path_force(PC__CPU_BASELINE);
-                        CHECK(pc_hca(&vb, &p, &ref) == PC_OK);
-                        pc__cpu_path_force(path);
-                        CHECK(pc_hca(&vb, &p, &got) == PC_OK);
-                        if (ref && got) {
-                            CHECK_MSG(memcmp(pc_result_labels(ref), pc_result_labels(got), vb.n * sizeof(int32_t)) == 0,
-                                      "path %s n %zu bands %zu m %d threads %d noise %d: labels differ from the "
-                                      "baseline path's",
-                                      pc__cpu_path_name(path), vb.n, bands, m, threads, noise);
-                            check_hca_means(got, img, vb.n, bands, pc__cpu_path_name(path));
-                            /* the cases the vector label stage must meet: a byte's worth of clusters, and
-                             * (below, over all the cases) some labels of noise */
-                            CHECK(pc_result_cluster_count(got) < 255);
-                            for (size_t i = 0; i < vb.n; i++)
-                                noise_labels += pc_result_labels(got)[i] < 0;
-                        }
-                        pc_result_free(ref);
-                        pc_result_free(got);
-                    }
-            }
-        }
+        free(scratch);
         free(img);
     }
     CHECK_MSG(noise_labels > 0, "path %s: no case had labels of noise", pc__cpu_path_name(path));
