@@ -5,7 +5,9 @@
  * pc__hca_cell_coordinate, and its labels identical to the baseline path's; k-means' nearest centres
  * (labels, lowest and second-lowest values) against the definition, fmaf by fmaf, ties to the lower
  * index, and pc_kmeans's labels and centres identical to the baseline path's; HCA's host copies
- * (streaming stores) against their definitions. A path the processor lacks
+ * (streaming stores) against their definitions; the AVX-512 gaussian's expanded form (mean shift over
+ * all pairs, src/meanshift/shift.c): where it is laid out, one shift against the definition, and a
+ * query beyond its reach. A path the processor lacks
  * is reported as not run (the test passes on what it could run; on an AVX-512 machine it runs all). */
 #include "check.h"
 #include "test_util.h"
@@ -13,6 +15,7 @@
 #include "../src/core/cpu_path.h"
 #include "../src/hca/internal_hca.h"
 #include "../src/kmeans/internal_km.h"
+#include "../src/meanshift/refs.h"
 
 #include <math.h>
 #include <string.h>
@@ -140,6 +143,103 @@ static void test_meanshift_path(pc__cpu_path_id path, uint64_t seed)
                 free(omp);
             }
         }
+        free(pts);
+    }
+}
+
+/* One shift of every point of pts against the definition in double: the largest difference in h. */
+static double one_shift_off(const pc__ms_refs *refs, const float *pts, size_t n, size_t dim, double h)
+{
+    size_t begin = 0, end = n;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        float got[8];
+        CHECK(pc__shift_point(&refs->shift, pts + i * dim, &begin, &end, 1, NULL, got) == 1);
+        double num[8] = {0}, den = 0;
+        for (size_t j = 0; j < n; j++) {
+            double d2 = 0;
+            for (size_t k = 0; k < dim; k++) {
+                double d = (double)pts[i * dim + k] - pts[j * dim + k];
+                d2 += d * d;
+            }
+            double w = exp(-d2 / (2 * h * h));
+            den += w;
+            for (size_t k = 0; k < dim; k++)
+                num[k] += w * pts[j * dim + k];
+        }
+        for (size_t k = 0; k < dim; k++)
+            worst = fmax(worst, fabs(num[k] / den - got[k]) / h);
+    }
+    return worst;
+}
+
+static void expanded_refs(pc__ms_refs *refs, const float *pts, size_t n, size_t dim, pc_kernel kern, double h,
+                          double radius)
+{
+    memset(refs, 0, sizeof *refs);
+    refs->shift.kernel = kern;
+    refs->shift.h2 = (float)(h * h);
+    refs->shift.r2 = isfinite(radius) ? (float)(radius * radius) : INFINITY;
+    refs->shift.scale = (float)(kern == PC_KERNEL_GAUSSIAN ? 1.4426950408889634 / (2 * h * h) : 1 / (h * h));
+    CHECK(pc__ms_refs_build(refs, pts, n, dim, 0, radius, 1) == PC_OK);
+}
+
+/* The expanded form is laid out for a gaussian over all pairs of compact data only (scale |y - c|^2 <=
+ * 64 about the box's centre); then one shift matches the definition, data far from 0 included, and a
+ * query beyond that reach takes the direct form (bit for bit). */
+static void test_meanshift_expanded(uint64_t seed)
+{
+    const size_t n = 405;
+    const size_t dims[] = {1, 3, 8};
+    for (size_t c = 0; c < sizeof dims / sizeof dims[0]; c++) {
+        size_t dim = dims[c];
+        float *pts = test_blobs(n, dim, 4, 1.5, 6, seed + 100 + dim, NULL);
+        for (size_t i = 0; i < n * dim; i++)
+            pts[i] += 100.0f; /* far from 0: the form must work about the data's centre */
+        double reach2 = 0; /* the box's half diagonal, squared */
+        for (size_t k = 0; k < dim; k++) {
+            float lo = pts[k], hi = pts[k];
+            for (size_t i = 0; i < n; i++) {
+                lo = fminf(lo, pts[i * dim + k]);
+                hi = fmaxf(hi, pts[i * dim + k]);
+            }
+            reach2 += 0.25 * ((double)hi - lo) * ((double)hi - lo);
+        }
+        /* h for a given scale * reach^2, scale = log2(e) / (2 h^2). */
+        double h_in = sqrt(1.4426950408889634 * reach2 / (2 * 60.0)), h_out = sqrt(1.4426950408889634 * reach2 / (2 * 70.0));
+        pc__ms_refs refs;
+        expanded_refs(&refs, pts, n, dim, PC_KERNEL_GAUSSIAN, h_out, INFINITY);
+        CHECK_MSG(!refs.shift.expanded, "dim %zu: expanded beyond its reach", dim);
+        pc__ms_refs_free(&refs);
+        expanded_refs(&refs, pts, n, dim, PC_KERNEL_EPANECHNIKOV, h_in, h_in);
+        CHECK_MSG(!refs.shift.expanded, "dim %zu: expanded for epanechnikov", dim);
+        pc__ms_refs_free(&refs);
+        expanded_refs(&refs, pts, n, dim, PC_KERNEL_GAUSSIAN, h_in, 3 * h_in);
+        CHECK_MSG(!refs.shift.expanded, "dim %zu: expanded with a cut-off radius", dim);
+        pc__ms_refs_free(&refs);
+
+        expanded_refs(&refs, pts, n, dim, PC_KERNEL_GAUSSIAN, h_in, INFINITY);
+        CHECK_MSG(refs.shift.expanded != NULL, "dim %zu: not expanded within its reach", dim);
+        if (refs.shift.expanded) {
+            /* The bound test_meanshift_path sets every path on data near 0 (the direct form, which
+             * weighs differences of coordinates near 100 here, is 2-3x farther off). */
+            double off = one_shift_off(&refs, pts, n, dim, h_in);
+            CHECK_MSG(off <= 2e-5, "dim %zu: expanded shift off the definition by %.3g h", dim, off);
+            /* A query beyond the reach (never a climbing point, which stays in the references' hull). */
+            float far[8], got[8], direct[8];
+            memcpy(far, pts, dim * sizeof *far);
+            for (size_t i = 0; i < n; i++)
+                far[0] = fmaxf(far[0], pts[i * dim]);
+            far[0] += (float)(12 * h_in); /* scale |q - c|^2 >= 104 */
+            size_t begin = 0, end = n;
+            int moved = pc__shift_point(&refs.shift, far, &begin, &end, 1, NULL, got);
+            const float *expanded = refs.shift.expanded;
+            refs.shift.expanded = NULL;
+            CHECK(pc__shift_point(&refs.shift, far, &begin, &end, 1, NULL, direct) == moved);
+            refs.shift.expanded = expanded;
+            CHECK_MSG(memcmp(got, direct, dim * sizeof *got) == 0, "dim %zu: a query beyond the reach", dim);
+        }
+        pc__ms_refs_free(&refs);
         free(pts);
     }
 }
@@ -433,6 +533,10 @@ int main(void)
         test_hca_path(got, seed);
         test_kmeans_path(got, seed);
     }
+    if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512)
+        test_meanshift_expanded(seed);
+    else
+        printf("cpu_paths: the expanded form not run (no AVX-512 path here)\n");
     test_host_copies(seed);
     return check_report("cpu_paths");
 }

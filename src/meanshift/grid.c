@@ -59,12 +59,13 @@ pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, si
         return PC_OUT_OF_MEMORY;
     refs->shift.soa = refs->soa;
     fill_soa(refs->soa, n, points, refs->use_grid ? refs->grid.order : NULL, n, dim);
-    return PC_OK;
+    return pc__shift_expand(&refs->shift, &refs->expanded);
 }
 
 void pc__ms_refs_free(pc__ms_refs *refs)
 {
     free(refs->soa);
+    free(refs->expanded);
     if (refs->use_grid)
         pc__grid_free(&refs->grid);
     memset(refs, 0, sizeof *refs);

@@ -10,6 +10,7 @@
 typedef struct {
     pc__shift_refs shift; /* the layout pc__shift_point reads */
     float *soa;           /* owned storage behind shift.soa, or NULL when it is the points */
+    float *expanded;      /* owned storage behind shift.expanded, or NULL */
     int use_grid;
     pc__grid grid;        /* valid when use_grid */
 } pc__ms_refs;

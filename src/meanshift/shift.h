@@ -25,7 +25,17 @@ typedef struct {
      * above: point-major, soa[i * dim + k]. */
     const float *soa;
     size_t stride;
+    /* The gaussian's expanded form for the AVX-512 path over all pairs (pc__shift_expand), or NULL:
+     * dim + 1 rows of `stride` floats, the references less `centre` dimension-major, then
+     * -scale |y - centre|^2 per reference. */
+    const float *expanded;
+    float centre[PC__SHIFT_LANE_DIM];
 } pc__shift_refs;
+
+/* Lays out r's expanded form in *storage (NULL when it does not apply; the caller frees it) where the
+ * AVX-512 path will weigh a gaussian over all pairs, dimension-major, and the references lie within
+ * reach of it (shift.c says how near). Needs r's kernel, scale, r2, dim, soa and stride. */
+pc_status pc__shift_expand(pc__shift_refs *r, float **storage);
 
 /* How many queries the point-major path shifts together, so that each reference row, read once from
  * memory, serves all of them while it is in cache: as many as keep their rows and sums within about
