@@ -388,7 +388,7 @@ PC__V16 double sum_lanes(__m512d a, __m512d b) { return _mm512_reduce_add_pd(a +
  * scale |q - c|^2 for the query (a query climbs within the references' hull, but is checked anyway).
  * It bounds e, hence the float lane sums of up to 2^7 weights of at most 2^64: far from overflow. The
  * rounding of e grows with it, but measured it does not show: one shift of 4,000 points in 1, 2, 3 and
- * 8 dimensions, against the definition in double, is no farther off than the direct form's up to 128
+ * 8 dimensions, against the definition in double, is as close as the direct form's up to 128
  * (within 1e-6 h around 0; data far from 0, centred first, 2-4x closer than the direct form). Beyond,
  * about radius 9.4 h around the centre, the direct form. */
 #define EXPANDED_REACH 64.0
