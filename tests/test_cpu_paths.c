@@ -1,8 +1,8 @@
 /* The CPU kernels' instruction-set paths (src/core/cpu_path.h), each forced in turn where the processor
  * has it: mean shift's modes against the double-precision definition (one shift) and against the
  * baseline path (ten shifts, all pairs and the neighbour grid), OpenMP against sequential within a path;
- * HCA's grid cell of every pixel and the cell counts against a direct count with
- * pc__hca_cell_coordinate, and its labels identical to the baseline path's; k-means' nearest centres
+ * HCA's grid cell of every pixel, the cell counts and the cells' sums of values against a direct count
+ * with pc__hca_cell_coordinate, and its labels identical to the baseline path's; k-means' nearest centres
  * (labels, lowest and second-lowest values) against the definition, fmaf by fmaf, ties to the lower
  * index, and pc_kmeans's labels and centres identical to the baseline path's; HCA's host copies
  * (streaming stores) against their definitions; the AVX-512 gaussian's expanded form (mean shift over
@@ -309,7 +309,8 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
     if (st != PC_OK)
         return;
     CHECK(g.dense);
-    int64_t *count = calloc(g.cells, sizeof *count);
+    int64_t *count = calloc(g.cells, sizeof *count), *sum = calloc(g.cells * bands, sizeof *sum),
+            *got = malloc(g.cells * bands * sizeof *got);
     size_t wrong = 0;
     for (size_t i = 0; i < v->n; i++) {
         uint64_t key = 0;
@@ -317,16 +318,24 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
             key += (uint64_t)pc__hca_cell_coordinate(img[i * bands + j], g.lo[j], g.hi[j], m) * g.stride[j];
         wrong += (uint32_t)scratch[i] != key;
         long c = pc__hca_find(&g, key);
-        if (c >= 0)
-            count[c]++;
-        else
+        if (c < 0) {
             wrong++;
+            continue;
+        }
+        count[c]++;
+        for (size_t j = 0; j < bands; j++)
+            sum[(size_t)c * bands + j] += img[i * bands + j];
     }
     for (size_t c = 0; c < g.cells; c++)
         wrong += count[c] != g.density[c];
     CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
               pc__cpu_path_name(path), v->n, bands, m, threads, offset, wrong);
+    /* The cells' sums of values (HCA-MS's cell means, HECA's prototypes) from the same cells. */
+    CHECK(pc__hca_cell_sums_u8(&g, v, scratch, threads, got) == PC_OK &&
+          memcmp(got, sum, g.cells * bands * sizeof *got) == 0);
     free(count);
+    free(sum);
+    free(got);
     pc__hca_grid_free(&g);
 }
 

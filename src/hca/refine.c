@@ -308,6 +308,13 @@ static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, cons
     int64_t *sums = pc__calloc(cells * dim, sizeof *sums, "HCA-MS cell sums");
     if (!sums)
         return PC_OUT_OF_MEMORY;
+    if (points->dtype == PC_U8 && stride == dim) {
+        pc_status st = pc__hca_cell_sums_u8(g, points, scratch, threads, sums);
+        if (st == PC_OK)
+            pc__hca_means_from_sums(g, points->dtype, sums, mean);
+        free(sums);
+        return st;
+    }
     (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
