@@ -185,7 +185,7 @@ static void expanded_refs(pc__ms_refs *refs, const float *pts, size_t n, size_t 
 }
 
 /* The expanded form is laid out for a gaussian over all pairs of compact data only (scale |y - c|^2 <=
- * 64 about the box's centre); then one shift matches the definition, data far from 0 included, and a
+ * 64 for every point, c the box's centre); then one shift matches the definition, data far from 0 included, and a
  * query beyond that reach takes the direct form (bit for bit). */
 static void test_meanshift_expanded(uint64_t seed)
 {
@@ -196,14 +196,23 @@ static void test_meanshift_expanded(uint64_t seed)
         float *pts = test_blobs(n, dim, 4, 1.5, 6, seed + 100 + dim, NULL);
         for (size_t i = 0; i < n * dim; i++)
             pts[i] += 100.0f; /* far from 0: the form must work about the data's centre */
-        double reach2 = 0; /* the box's half diagonal, squared */
+        /* reach^2: the farthest point from the centre of the box, squared. */
+        float lo[8], hi[8];
         for (size_t k = 0; k < dim; k++) {
-            float lo = pts[k], hi = pts[k];
+            lo[k] = hi[k] = pts[k];
             for (size_t i = 0; i < n; i++) {
-                lo = fminf(lo, pts[i * dim + k]);
-                hi = fmaxf(hi, pts[i * dim + k]);
+                lo[k] = fminf(lo[k], pts[i * dim + k]);
+                hi[k] = fmaxf(hi[k], pts[i * dim + k]);
             }
-            reach2 += 0.25 * ((double)hi - lo) * ((double)hi - lo);
+        }
+        double reach2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            double r2 = 0;
+            for (size_t k = 0; k < dim; k++) {
+                double d = pts[i * dim + k] - 0.5 * ((double)lo[k] + hi[k]);
+                r2 += d * d;
+            }
+            reach2 = fmax(reach2, r2);
         }
         /* h for a given scale * reach^2, scale = log2(e) / (2 h^2). */
         double h_in = sqrt(1.4426950408889634 * reach2 / (2 * 60.0)), h_out = sqrt(1.4426950408889634 * reach2 / (2 * 70.0));
@@ -211,7 +220,8 @@ static void test_meanshift_expanded(uint64_t seed)
         expanded_refs(&refs, pts, n, dim, PC_KERNEL_GAUSSIAN, h_out, INFINITY);
         CHECK_MSG(!refs.shift.expanded, "dim %zu: expanded beyond its reach", dim);
         pc__ms_refs_free(&refs);
-        expanded_refs(&refs, pts, n, dim, PC_KERNEL_EPANECHNIKOV, h_in, h_in);
+        /* (scale 1 / h^2 there: a wider h keeps the references within the reach's number.) */
+        expanded_refs(&refs, pts, n, dim, PC_KERNEL_EPANECHNIKOV, 3 * h_in, INFINITY);
         CHECK_MSG(!refs.shift.expanded, "dim %zu: expanded for epanechnikov", dim);
         pc__ms_refs_free(&refs);
         expanded_refs(&refs, pts, n, dim, PC_KERNEL_GAUSSIAN, h_in, 3 * h_in);
@@ -225,13 +235,25 @@ static void test_meanshift_expanded(uint64_t seed)
              * weighs differences of coordinates near 100 here, is 2-3x farther off). */
             double off = one_shift_off(&refs, pts, n, dim, h_in);
             CHECK_MSG(off <= 2e-5, "dim %zu: expanded shift off the definition by %.3g h", dim, off);
+            /* ... and it is the expanded form that ran: its sums round differently from the direct
+             * form's (2e-5 h above does not tell them apart at every seed). */
+            size_t begin = 0, end = n, same = 0;
+            for (size_t i = 0; i < n; i++) {
+                float got[8], direct[8];
+                pc__shift_point(&refs.shift, pts + i * dim, &begin, &end, 1, NULL, got);
+                const float *expanded = refs.shift.expanded;
+                refs.shift.expanded = NULL;
+                pc__shift_point(&refs.shift, pts + i * dim, &begin, &end, 1, NULL, direct);
+                refs.shift.expanded = expanded;
+                same += memcmp(got, direct, dim * sizeof *got) == 0;
+            }
+            CHECK_MSG(same <= n * 9 / 10, "dim %zu: %zu of %zu shifts bit for bit the direct form's", dim, same, n);
             /* A query beyond the reach (never a climbing point, which stays in the references' hull). */
             float far[8], got[8], direct[8];
             memcpy(far, pts, dim * sizeof *far);
             for (size_t i = 0; i < n; i++)
                 far[0] = fmaxf(far[0], pts[i * dim]);
             far[0] += (float)(12 * h_in); /* scale |q - c|^2 >= 104 */
-            size_t begin = 0, end = n;
             int moved = pc__shift_point(&refs.shift, far, &begin, &end, 1, NULL, got);
             const float *expanded = refs.shift.expanded;
             refs.shift.expanded = NULL;

@@ -111,8 +111,8 @@ int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, in
  * cell sums, and where a climb from x ends (the cluster of its cell, or of the nearest mean's cell). */
 uint64_t pc__hca_border_cells(const pc__hca_grid *g, const int32_t *cluster_of_cell, uint8_t *is_border, int threads);
 void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_t *sums, double *mean);
-/* Packed uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells
- * from the grid's per-point scratch. */
+/* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
+ * grid's per-point scratch. */
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                                int64_t *sums);
 typedef struct {

@@ -305,16 +305,17 @@ static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, cons
     double factor[PC__HCA_MAX_DIM];
     for (size_t j = 0; j < dim; j++)
         factor[j] = pc__climb_factor(g->lo[j], g->hi[j]);
-    int64_t *sums = pc__calloc(cells * dim, sizeof *sums, "HCA-MS cell sums");
-    if (!sums)
-        return PC_OUT_OF_MEMORY;
     if (points->dtype == PC_U8 && stride == dim) {
-        pc_status st = pc__hca_cell_sums_u8(g, points, scratch, threads, sums);
+        int64_t *sums = pc__alloc(cells * dim, sizeof *sums, "HCA-MS cell sums");
+        pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums) : PC_OUT_OF_MEMORY;
         if (st == PC_OK)
             pc__hca_means_from_sums(g, points->dtype, sums, mean);
         free(sums);
         return st;
     }
+    int64_t *sums = pc__calloc(cells * dim, sizeof *sums, "HCA-MS cell sums");
+    if (!sums)
+        return PC_OUT_OF_MEMORY;
     (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {

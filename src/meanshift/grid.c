@@ -59,7 +59,8 @@ pc_status pc__ms_refs_build(pc__ms_refs *refs, const float *points, size_t n, si
         return PC_OUT_OF_MEMORY;
     refs->shift.soa = refs->soa;
     fill_soa(refs->soa, n, points, refs->use_grid ? refs->grid.order : NULL, n, dim);
-    return pc__shift_expand(&refs->shift, &refs->expanded);
+    pc__shift_expand(&refs->shift, &refs->expanded);
+    return PC_OK;
 }
 
 void pc__ms_refs_free(pc__ms_refs *refs)

@@ -295,7 +295,8 @@ PC__INLINE void shift_rows(const pc__shift_refs *r, const float *const *q, size_
 }
 
 #if PC__HAVE_CPU_PATHS
-/* The AVX-512 path of the dimension-major loop: 16 references at once, with the same arithmetic per
+/* The AVX-512 path of the dimension-major loop: 16 references at once. In the direct form (every
+ * kernel; the gaussian where the expanded form below does not apply) with the same arithmetic per
  * lane as the 8-lane loop (the same polynomial on the same reduced argument, the same fused
  * multiply-adds), so each weight is bit for bit the AVX2 path's; only which float lane sums which
  * reference (i mod 16 instead of i mod 8) differs, a rounding-level difference in the modes. Rounding
@@ -373,8 +374,8 @@ PC__V16 void accumulate16(const pc__shift_refs *r, pc_kernel kernel, size_t dim,
 PC__V16 double sum_lanes(__m512d a, __m512d b) { return _mm512_reduce_add_pd(a + b); }
 
 /* The gaussian over all pairs, expanded (pc__shift_expand lays the references out). With q and y
- * taken from a centre c, -scale |q - y|^2 = scale |q|^2 + e(y), e(y) = -scale |y|^2 + 2 scale q.y, and
- * the common factor 2^(scale |q|^2) cancels from the weighted mean: a pair costs dim fused
+ * taken from a centre c, -scale |q - y|^2 = e(y) - scale |q|^2, e(y) = -scale |y|^2 + 2 scale q.y, and
+ * the common factor 2^(-scale |q|^2) cancels from the weighted mean: a pair costs dim fused
  * multiply-adds from the reference's stored -scale |y|^2 (where the direct form takes dim
  * subtractions, dim products and a scaling). 2^e = 2^f 2^floor(e) with f = e - floor(e) in [0, 1)
  * from one reduce, and scalef takes floor(e) itself: no rounding step. e can exceed 0 (by up to
@@ -479,7 +480,7 @@ PC__V16 int shift_fixed16(const pc__shift_refs *r, pc_kernel kernel, size_t dim,
 }
 #endif
 
-pc_status pc__shift_expand(pc__shift_refs *r, float **storage)
+void pc__shift_expand(pc__shift_refs *r, float **storage)
 {
     *storage = NULL;
     r->expanded = NULL;
@@ -487,9 +488,8 @@ pc_status pc__shift_expand(pc__shift_refs *r, float **storage)
     size_t dim = r->dim, n = r->stride;
     if (pc__cpu_path() != PC__CPU_AVX512 || r->kernel != PC_KERNEL_GAUSSIAN || isfinite(r->r2) ||
         pc__shift_point_major(dim) || n == 0)
-        return PC_OK;
-    /* The centre of the bounding box, and how far the references reach from it. */
-    double reach = 0;
+        return;
+    /* The centre of the references' box. */
     for (size_t k = 0; k < dim; k++) {
         const float *x = r->soa + k * n;
         float lo = x[0], hi = x[0];
@@ -498,15 +498,14 @@ pc_status pc__shift_expand(pc__shift_refs *r, float **storage)
             hi = x[i] > hi ? x[i] : hi;
         }
         r->centre[k] = (float)(0.5 * ((double)lo + hi));
-        double half = 0.5 * ((double)hi - lo) + fabs(0.5 * ((double)lo + hi) - r->centre[k]);
-        reach += half * half;
     }
-    if (r->scale * reach > EXPANDED_REACH)
-        return PC_OK;
     float *e = pc__alloc(n, (dim + 1) * sizeof *e, "mean shift expanded references");
-    if (!e)
-        return PC_OUT_OF_MEMORY;
+    if (!e) {
+        pc__clear_error(); /* the direct form needs none of it */
+        return;
+    }
     float *norm = e + dim * n;
+    double reach = 0; /* the largest scale |y - c|^2 */
     for (size_t i = 0; i < n; i++) {
         double y2 = 0;
         for (size_t k = 0; k < dim; k++) {
@@ -515,11 +514,15 @@ pc_status pc__shift_expand(pc__shift_refs *r, float **storage)
             y2 += (double)y * y;
         }
         norm[i] = (float)(-r->scale * y2);
+        reach = fmax(reach, r->scale * y2);
+    }
+    if (!(reach <= EXPANDED_REACH)) {
+        free(e);
+        return;
     }
     *storage = e;
     r->expanded = e;
 #endif
-    return PC_OK;
 }
 
 #define PC__DIM_CASES(fixed, kernel)                                                            \

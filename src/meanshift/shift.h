@@ -32,10 +32,11 @@ typedef struct {
     float centre[PC__SHIFT_LANE_DIM];
 } pc__shift_refs;
 
-/* Lays out r's expanded form in *storage (NULL when it does not apply; the caller frees it) where the
- * AVX-512 path will weigh a gaussian over all pairs, dimension-major, and the references lie within
- * reach of it (shift.c says how near). Needs r's kernel, scale, r2, dim, soa and stride. */
-pc_status pc__shift_expand(pc__shift_refs *r, float **storage);
+/* Lays out r's expanded form in *storage (NULL when it does not apply or cannot be allocated; the
+ * caller frees it) where the AVX-512 path will weigh a gaussian over all pairs, dimension-major, and
+ * the references lie within reach of it (shift.c says how near). Needs r's kernel, scale, r2, dim, soa
+ * and stride. */
+void pc__shift_expand(pc__shift_refs *r, float **storage);
 
 /* How many queries the point-major path shifts together, so that each reference row, read once from
  * memory, serves all of them while it is in cache: as many as keep their rows and sums within about
