@@ -218,14 +218,79 @@ int pc__hca_grid_vector_path(const pc_points *p, int m)
 #endif
 }
 
+/* Called by every thread of a counting pass's team after its barrier: the other threads' copies of
+ * the counts (NULL: none, they counted atomically) added into count, the cells shared out. */
+static void add_copies(int32_t *count, const int32_t *copies, uint64_t total, int threads)
+{
+    if (!copies)
+        return;
+#pragma omp for schedule(static)
+    for (long c = 0; c < (long)total; c++)
+        for (int u = 0; u < threads - 1; u++)
+            count[c] += copies[(size_t)u * total + (size_t)c];
+}
+
+#if PC__HAVE_CPU_PATHS
+/* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count: each thread counts its blocks
+ * into its own copy where the copies fit the budget (else atomically), the copies summed after. */
+static pc_status count_u8_coords(const pc_points *p, const uint8_t *coord, int m, int threads,
+                                 struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
+                                 size_t budget)
+{
+    int32_t *copies = NULL;
+    if (threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
+        copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = 0, team = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        team = omp_get_num_threads();
+#endif
+        /* Without copies every thread counts with atomics, thread 0 too. */
+        int32_t *mine = threads == 1 ? count : !copies ? NULL : t == 0 ? count : copies + (size_t)(t - 1) * total;
+        size_t blocks = (p->n + 15) / 16;
+        index_u8_avx512(p->data, p->dim, p->n, blocks * (size_t)t / (size_t)team,
+                        blocks * (size_t)(t + 1) / (size_t)team, coord, m, cell_of, mine, count, tick);
+        /* Every thread's counts are in before the copies are summed. */
+#pragma omp barrier
+        add_copies(count, copies, total, threads);
+    }
+    free(copies);
+    return PC_OK;
+}
+#endif
+
+pc_status pc__hca_count_u8_coords(const pc_points *p, const uint8_t *coord, int m, int threads,
+                                  struct pc__hca_tick *tick, int32_t *count, uint64_t total, size_t budget)
+{
+#if PC__HAVE_CPU_PATHS
+    if (pc__hca_grid_vector_path(p, m))
+        return count_u8_coords(p, coord, m, threads, tick, NULL, count, total, budget);
+#endif
+    (void)p, (void)coord, (void)m, (void)threads, (void)tick, (void)count, (void)total, (void)budget;
+    return PC_UNSUPPORTED;
+}
+
 /* Linear cell index of every point into cell_of[] and, in the same pass (the image is read once),
  * the count of every index: each thread counts into its own copy where the copies fit the budget,
  * since atomic increments on the cells all threads hit at once would serialise them. */
 static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t stride, uint32_t *cell_of,
                                  int32_t *count, uint64_t total, size_t budget)
 {
-    const unsigned char *base = p->data;
     size_t dim = g->dim;
+#if PC__HAVE_CPU_PATHS
+    if (pc__hca_grid_vector_path(p, g->m)) {
+        /* The AVX-512 path's byte tables: the cell coordinate of every value, per band (3 bands: table
+         * 0 stays 0). */
+        uint8_t coord[4 * 256] = {0};
+        for (size_t j = 0; j < dim; j++)
+            for (size_t v = 0; v < 256; v++)
+                coord[(4 - dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+        return count_u8_coords(p, coord, g->m, g->threads, g->tick, cell_of, count, total, budget);
+    }
+#endif
+    const unsigned char *base = p->data;
     uint32_t *table = NULL; /* integer bands: the offset of every value, per band */
     size_t values = pc__hca_integer_values(p);
     if (values) {
@@ -238,34 +303,18 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     int32_t *copies = NULL;
     if (threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
-    uint8_t *coord = NULL; /* the AVX-512 path's byte tables: the cell coordinate of every value, per band */
-#if PC__HAVE_CPU_PATHS
-    if (pc__hca_grid_vector_path(p, g->m) && (coord = calloc(4, 256)) != NULL) /* 3 bands: table 0 stays 0 */
-        for (size_t j = 0; j < dim; j++)
-            for (size_t v = 0; v < 256; v++)
-                coord[(4 - dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
-#endif
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        int t = 0, team = 1;
+        int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
-        team = omp_get_num_threads();
 #endif
-        (void)team;
         /* Without copies every thread counts with atomics, thread 0 too. */
         int32_t *mine = threads == 1 ? count : !copies ? NULL : t == 0 ? count : copies + (size_t)(t - 1) * total;
         /* Neighbouring pixels often share a cell: counting runs in a register avoids an increment
          * that waits on the previous one through memory. */
         uint32_t run_idx = 0;
         int32_t run = 0;
-#if PC__HAVE_CPU_PATHS
-        if (coord) {
-            size_t blocks = (g->n + 15) / 16;
-            index_u8_avx512(base, dim, g->n, blocks * (size_t)t / (size_t)team, blocks * (size_t)(t + 1) / (size_t)team,
-                              coord, g->m, cell_of, mine, count, g->tick);
-        } else
-#endif
 #pragma omp for schedule(static)
         for (long i = 0; i < (long)g->n; i++) {
             if (pc__hca_tick_at(g->tick, (size_t)i, g->n)) continue; /* cancelled (hca.c: progress) */
@@ -301,16 +350,10 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
             mine[run_idx] += run;
         /* Every thread's last run is in before the copies are summed. */
 #pragma omp barrier
-        if (copies) {
-#pragma omp for schedule(static)
-            for (long c = 0; c < (long)total; c++)
-                for (int u = 0; u < threads - 1; u++)
-                    count[c] += copies[(size_t)u * total + (size_t)c];
-        }
+        add_copies(count, copies, total, threads);
     }
     free(copies);
     free(table);
-    free(coord);
     return PC_OK;
 }
 
