@@ -1,7 +1,10 @@
 /* The sums of every cell's uint8 values: HCA-MS's cell means and HECA's prototypes, over images of
  * 100 megapixels. The general loops read each value through pc__hca_value (a switch on the type,
- * then a double); here the rows are bytes, the band count is a constant of the loop for 3 and 4
- * bands, and the sums are integers (exact, so their order does not matter). */
+ * then a double); here the rows are bytes and the sums integers (exact, so their order does not
+ * matter). Up to 4 bands, a cell's sums are 4 lanes of 32 bits added as one vector, one update a pixel
+ * where there were one a band (each waiting on the last update of the same cell, often the previous
+ * pixel's); the lanes move into the int64 sums every 2^24 pixels, before 255 x 2^24 could overflow
+ * them. */
 #include "internal_hca.h"
 
 #include "../core/simd.h"
@@ -11,6 +14,10 @@
 #include <omp.h>
 #endif
 
+typedef uint32_t lanes4 __attribute__((vector_size(16)));
+
+#define LANE_ROWS ((size_t)1 << 24)
+
 PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stride, size_t dim,
                          const int32_t *scratch, size_t begin, size_t end, int64_t *sums)
 {
@@ -19,6 +26,24 @@ PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stri
         const uint8_t *row = base + i * stride;
         for (size_t j = 0; j < dim; j++)
             s[j] += row[j];
+    }
+}
+
+/* Rows begin .. end of 3 or 4 bands into the cells' lanes, then into sums. */
+PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_t stride, size_t dim,
+                               const int32_t *scratch, size_t begin, size_t end, lanes4 *lanes, int64_t *sums)
+{
+    for (size_t from = begin; from < end; from += LANE_ROWS) {
+        size_t to = end - from > LANE_ROWS ? from + LANE_ROWS : end;
+        memset(lanes, 0, g->cells * sizeof *lanes);
+        for (size_t i = from; i < to; i++) {
+            const uint8_t *row = base + i * stride;
+            lanes4 v = {row[0], row[1], row[2], dim == 4 ? row[3] : 0};
+            lanes[pc__hca_cell_of(g, scratch, i)] += v;
+        }
+        for (size_t c = 0; c < g->cells; c++)
+            for (size_t j = 0; j < dim; j++)
+                sums[c * dim + j] += lanes[c][j];
     }
 }
 
@@ -39,15 +64,17 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
 #endif
         size_t begin = n * t / team, end = n * (t + 1) / team;
         int64_t *mine = t == 0 ? sums : calloc(cells * dim, sizeof *mine);
-        failed |= !mine;
-        if (mine) {
+        lanes4 *lanes = dim == 3 || dim == 4 ? malloc((cells ? cells : 1) * sizeof *lanes) : NULL;
+        failed |= !mine || ((dim == 3 || dim == 4) && !lanes);
+        if (mine && lanes) {
             if (dim == 3)
-                add_rows(g, base, stride, 3, scratch, begin, end, mine);
-            else if (dim == 4)
-                add_rows(g, base, stride, 4, scratch, begin, end, mine);
+                add_rows_lanes(g, base, stride, 3, scratch, begin, end, lanes, mine);
             else
-                add_rows(g, base, stride, dim, scratch, begin, end, mine);
+                add_rows_lanes(g, base, stride, 4, scratch, begin, end, lanes, mine);
+        } else if (mine && dim != 3 && dim != 4) {
+            add_rows(g, base, stride, dim, scratch, begin, end, mine);
         }
+        free(lanes);
         /* Thread 0 summed into sums itself; the others add theirs once it is done. */
 #pragma omp barrier
         if (mine && t > 0) {

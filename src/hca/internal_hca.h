@@ -162,12 +162,14 @@ int pc__hca_grid_vector_path(const pc_points *points, int m);
 pc_status pc__hca_count_u8_coords(const pc_points *points, const uint8_t *coord, int m, int threads,
                                   struct pc__hca_tick *tick, int32_t *count, uint64_t total, size_t memory_budget);
 /* HECA's members of packed 3- or 4-band uint8 pixels on the AVX-512 path (grid_refined.c): the dense
- * grids[l] (as pc__hca_grid_build_box makes them, no cells of the points) of every member but `skip`
- * counted in one pass, through the common refinement of their cells; PC_UNSUPPORTED, with no message
- * and nothing allocated, where it does not apply (build them one by one). */
+ * grids[l] (as pc__hca_grid_build_box makes them, no cells of the points) of the members but `skip`,
+ * counted several to a pass through the common refinement of their cells; counted[l] says which were
+ * (the others: build them one by one). PC_UNSUPPORTED, with no message and nothing allocated, where
+ * no two members can share a pass. tick (or NULL): the passes' progress, over its span. */
 pc_status pc__hca_grids_count_refined(pc__hca_grid *const *grids, size_t L, const pc_points *points, const int *m,
                                       const double (*lo)[PC__HCA_MAX_DIM], const double (*hi)[PC__HCA_MAX_DIM],
-                                      size_t memory_budget, int threads, size_t skip, struct pc__hca_tick *tick);
+                                      size_t memory_budget, int threads, size_t skip, struct pc__hca_tick *tick,
+                                      int *counted);
 /* HECA's members (src/heca/): L dense grids of integer rows (uint8, uint16) counted in one pass over
  * the points, grids[l] with m[l] cells a side over lo[l] .. hi[l] (PC__HCA_MAX_DIM values each), as
  * pc__hca_grid_build_box makes them; the linear index of every point in grids[with_cells] into

@@ -818,20 +818,20 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
             goto done;
         counted = st == PC_OK;
     }
-    /* Packed 3-band uint8 pixels with AVX-512: every member but the reference counted in one pass
-     * through the common refinement of their grids (grid_refined.c); its progress spans the first
-     * member's share. The reference member still makes its own pass, which gives the points' cells. */
-    int refined = 0;
+    /* Packed 3- and 4-band uint8 pixels with AVX-512: the members but the reference counted several to
+     * a pass through the common refinement of their grids (grid_refined.c); the passes' progress spans
+     * the first member's share. The reference member still makes its own pass, which gives the points'
+     * cells. */
+    int refined[PC_HECA_MAX_MEMBERS] = {0};
     if (!gpu && !values && !counted) {
         struct pc__hca_tick tick = {&p->hca, 0.02, 0.02 + 0.58 / (double)L, 0, 0};
         st = pc__hca_grids_count_refined(grids, L, points, cells_a_side, (const double(*)[PC__HCA_MAX_DIM])blos,
                                          (const double(*)[PC__HCA_MAX_DIM])bhis, p->hca.memory_budget, threads,
-                                         (size_t)ref, p->hca.progress ? &tick : NULL);
+                                         (size_t)ref, p->hca.progress ? &tick : NULL, refined);
         if (st == PC_OK && (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK)
             goto done;
         if (st != PC_OK && st != PC_UNSUPPORTED)
             goto done;
-        refined = st == PC_OK;
     }
     for (size_t l = 0; l < L; l++) {
         const double *blo = blos[l], *bhi = bhis[l];
@@ -849,7 +849,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                 goto done;
             continue;
         }
-        if (!counted && !(refined && (int)l != ref)) {
+        if (!counted && !refined[l]) {
             /* Only the reference member's cells of the points are used (for the labels): the others count. */
             int32_t *into = (int)l == ref ? r->labels : NULL;
             /* The member's counting pass reports its progress and stops when cancelled. */
