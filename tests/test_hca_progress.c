@@ -168,6 +168,12 @@ int main(int argc, char **argv)
             hp.m[2] = 20;
             snprintf(what, sizeof what, "heca uint8 %s", pc_backend_name(backends[b]));
             check_config(what, &pixels, &hp, &hp.hca, run_heca, cuda ? 8 : 9);
+            /* The reference (the finest) first: its own pass comes after the shared one. */
+            hp.m[0] = 20;
+            hp.m[2] = 12;
+            snprintf(what, sizeof what, "heca uint8, reference first, %s", pc_backend_name(backends[b]));
+            check_config(what, &pixels, &hp, &hp.hca, run_heca, cuda ? 8 : 9);
+            hp.m[0] = 12;
         }
     }
     free(u8);

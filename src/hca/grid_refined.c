@@ -148,7 +148,10 @@ pc_status pc__hca_grids_count_refined(pc__hca_grid *const *grids, size_t L, cons
         a = b;
     }
     pc_status st = groups ? PC_OK : PC_UNSUPPORTED;
-    /* Each group's pass reports its share of the tick's span. */
+    /* Each group's pass reports its share of the tick's span: the first member's share of HECA's, so
+     * none of it where member 0 keeps its own pass (its reports would come after, lower). */
+    if (tick && !(groups && eligible[first_of[0]] == 0))
+        tick->to = tick->from;
     double from = tick ? tick->from : 0, span = tick ? tick->to - tick->from : 0;
     for (size_t q = 0; st == PC_OK && q < groups; q++) {
         size_t a = first_of[q], b = end_of[q];

@@ -165,7 +165,8 @@ pc_status pc__hca_count_u8_coords(const pc_points *points, const uint8_t *coord,
  * grids[l] (as pc__hca_grid_build_box makes them, no cells of the points) of the members but `skip`,
  * counted several to a pass through the common refinement of their cells; counted[l] says which were
  * (the others: build them one by one). PC_UNSUPPORTED, with no message and nothing allocated, where
- * no two members can share a pass. tick (or NULL): the passes' progress, over its span. */
+ * no two members can share a pass. tick (or NULL): the passes' progress, over its span where member
+ * 0 is counted here, else at its start. */
 pc_status pc__hca_grids_count_refined(pc__hca_grid *const *grids, size_t L, const pc_points *points, const int *m,
                                       const double (*lo)[PC__HCA_MAX_DIM], const double (*hi)[PC__HCA_MAX_DIM],
                                       size_t memory_budget, int threads, size_t skip, struct pc__hca_tick *tick,

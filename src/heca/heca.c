@@ -820,8 +820,8 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     }
     /* Packed 3- and 4-band uint8 pixels with AVX-512: the members but the reference counted several to
      * a pass through the common refinement of their grids (grid_refined.c); the passes' progress spans
-     * the first member's share. The reference member still makes its own pass, which gives the points'
-     * cells. */
+     * the first member's share (if it is counted there). The reference member still makes its own
+     * pass, which gives the points' cells. */
     int refined[PC_HECA_MAX_MEMBERS] = {0};
     if (!gpu && !values && !counted) {
         struct pc__hca_tick tick = {&p->hca, 0.02, 0.02 + 0.58 / (double)L, 0, 0};
