@@ -1,10 +1,10 @@
-/* The sums of every cell's uint8 values: HCA-MS's cell means and HECA's prototypes, over images of
+/* The means of every cell's uint8 values: HCA-MS's cell means and HECA's prototypes, over images of
  * 100 megapixels. The general loops read each value through pc__hca_value (a switch on the type,
  * then a double); here the rows are bytes and the sums integers (exact, so their order does not
  * matter). Up to 4 bands, a cell's sums are 4 lanes of 32 bits added as one vector, one update a pixel
  * where there were one a band (each waiting on the last update of the same cell, often the previous
  * pixel's); the lanes move into the int64 sums every 2^24 pixels, before 255 x 2^24 could overflow
- * them. */
+ * them. More bands: one update a band. */
 #include "internal_hca.h"
 
 #include "../core/simd.h"
@@ -29,7 +29,7 @@ PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stri
     }
 }
 
-/* Rows begin .. end of 3 or 4 bands into the cells' lanes, then into sums. */
+/* Rows begin .. end of up to 4 bands into the cells' lanes, then into sums. */
 PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_t stride, size_t dim,
                                const int32_t *scratch, size_t begin, size_t end, lanes4 *lanes, int64_t *sums)
 {
@@ -38,7 +38,7 @@ PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_
         memset(lanes, 0, g->cells * sizeof *lanes);
         for (size_t i = from; i < to; i++) {
             const uint8_t *row = base + i * stride;
-            lanes4 v = {row[0], row[1], row[2], dim == 4 ? row[3] : 0};
+            lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
             lanes[pc__hca_cell_of(g, scratch, i)] += v;
         }
         for (size_t c = 0; c < g->cells; c++)
@@ -64,15 +64,18 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
 #endif
         size_t begin = n * t / team, end = n * (t + 1) / team;
         int64_t *mine = t == 0 ? sums : calloc(cells * dim, sizeof *mine);
-        lanes4 *lanes = dim == 3 || dim == 4 ? malloc((cells ? cells : 1) * sizeof *lanes) : NULL;
-        failed |= !mine || ((dim == 3 || dim == 4) && !lanes);
-        if (mine && lanes) {
+        lanes4 *lanes = dim <= 4 ? malloc((cells ? cells : 1) * sizeof *lanes) : NULL;
+        failed |= !mine || (dim <= 4 && !lanes);
+        if (mine && dim > 4)
+            add_rows(g, base, stride, dim, scratch, begin, end, mine);
+        else if (mine && lanes) {
+            /* The band count a constant of the loop for the common images. */
             if (dim == 3)
                 add_rows_lanes(g, base, stride, 3, scratch, begin, end, lanes, mine);
-            else
+            else if (dim == 4)
                 add_rows_lanes(g, base, stride, 4, scratch, begin, end, lanes, mine);
-        } else if (mine && dim != 3 && dim != 4) {
-            add_rows(g, base, stride, dim, scratch, begin, end, mine);
+            else
+                add_rows_lanes(g, base, stride, dim, scratch, begin, end, lanes, mine);
         }
         free(lanes);
         /* Thread 0 summed into sums itself; the others add theirs once it is done. */
@@ -85,4 +88,15 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
         }
     }
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "cannot allocate per-thread cell sums") : PC_OK;
+}
+
+pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
+                                double *mean)
+{
+    int64_t *sums = pc__alloc(g->cells * g->dim, sizeof *sums, "cell sums");
+    pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums) : PC_OUT_OF_MEMORY;
+    if (st == PC_OK)
+        pc__hca_means_from_sums(g, PC_U8, sums, mean);
+    free(sums);
+    return st;
 }

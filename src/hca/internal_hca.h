@@ -112,9 +112,11 @@ int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, in
 uint64_t pc__hca_border_cells(const pc__hca_grid *g, const int32_t *cluster_of_cell, uint8_t *is_border, int threads);
 void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_t *sums, double *mean);
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
- * grid's per-point scratch. */
+ * grid's per-point scratch; and the means from them (pc__hca_means_from_sums). */
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                                int64_t *sums);
+pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
+                                double *mean);
 typedef struct {
     pc__hca_climb climb;             /* climb.h, eps, ...; references only where h > 0 */
     const pc__hca_grid *g;

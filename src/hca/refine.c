@@ -302,17 +302,11 @@ static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, cons
     size_t dim = g->dim, cells = g->cells, stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
     int integer = points->dtype == PC_U8 || points->dtype == PC_U16, failed = 0;
+    if (points->dtype == PC_U8 && stride == dim)
+        return pc__hca_cell_means_u8(g, points, scratch, threads, mean);
     double factor[PC__HCA_MAX_DIM];
     for (size_t j = 0; j < dim; j++)
         factor[j] = pc__climb_factor(g->lo[j], g->hi[j]);
-    if (points->dtype == PC_U8 && stride == dim) {
-        int64_t *sums = pc__alloc(cells * dim, sizeof *sums, "HCA-MS cell sums");
-        pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums) : PC_OUT_OF_MEMORY;
-        if (st == PC_OK)
-            pc__hca_means_from_sums(g, points->dtype, sums, mean);
-        free(sums);
-        return st;
-    }
     int64_t *sums = pc__calloc(cells * dim, sizeof *sums, "HCA-MS cell sums");
     if (!sums)
         return PC_OUT_OF_MEMORY;

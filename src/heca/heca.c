@@ -398,14 +398,8 @@ static pc_status prototype_means(const pc__hca_grid *g, const pc_points *points,
     size_t dim = g->dim, cells = g->cells, stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
     int threads = points->dtype == PC_U8 || points->dtype == PC_U16 ? g->threads : 1, failed = 0;
-    if (points->dtype == PC_U8 && stride == dim) {
-        int64_t *sums = pc__alloc(cells * dim, sizeof *sums, "HECA prototype sums");
-        pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums) : PC_OUT_OF_MEMORY;
-        for (size_t q = 0; st == PC_OK && q < cells * dim; q++)
-            mean[q] = (double)sums[q] / (double)g->density[q / dim];
-        free(sums);
-        return st;
-    }
+    if (points->dtype == PC_U8 && stride == dim)
+        return pc__hca_cell_means_u8(g, points, scratch, threads, mean);
     (void)threads;
     memset(mean, 0, cells * dim * sizeof *mean);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
