@@ -49,14 +49,15 @@ static uint64_t power(int r, size_t dim)
 }
 
 /* Whether the members can share a pass: their refined cells within REFINED_MAX_CELLS (and the
- * threads' copies within the budget), at most 127 intervals a band (the AVX-512 pass's tables). */
+ * threads' copies within the budget), and a grid of r cells a side that the AVX-512 pass counts (its
+ * byte tables take r <= 127). */
 static int fits(const band_table *coordinate, const size_t *member, size_t count, const pc_points *p, int threads,
                 size_t memory_budget)
 {
     band_table interval, first;
     int r = refine(coordinate, member, count, p->dim, interval, first);
     uint64_t total = power(r, p->dim);
-    return r <= 127 && total <= REFINED_MAX_CELLS && total * sizeof(int32_t) * (uint64_t)threads <= memory_budget &&
+    return total <= REFINED_MAX_CELLS && total * sizeof(int32_t) * (uint64_t)threads <= memory_budget &&
            pc__hca_grid_vector_path(p, r);
 }
 
