@@ -450,6 +450,48 @@ static void test_huge_bandwidths(uint64_t seed)
     pc_result_free(r);
 }
 
+/* Scattered nodata can cut a pixel or two off their true region (a circle's tip, say). Such a piece
+ * rightly joins a neighbour as a small region, which the painted truth cannot foresee, so it is made
+ * nodata as well: each true region keeps its largest 8-connected valid piece. */
+static void keep_largest_pieces(int32_t *truth, uint8_t *valid, size_t w, size_t h)
+{
+    size_t n = w * h;
+    int32_t *piece = malloc(n * sizeof *piece);
+    size_t *stack = malloc(n * sizeof *stack);
+    size_t best_size[8] = {0}; /* truth labels are 0..5 */
+    int32_t best[8], pieces = 0;
+    for (size_t i = 0; i < n; i++)
+        piece[i] = -1;
+    for (size_t seed = 0; seed < n; seed++) {
+        if (!valid[seed] || piece[seed] >= 0)
+            continue;
+        size_t top = 0, size = 0;
+        stack[top++] = seed;
+        piece[seed] = pieces;
+        while (top) {
+            size_t i = stack[--top], r = i / w, c = i % w;
+            size++;
+            for (long dr = -1; dr <= 1; dr++)
+                for (long dc = -1; dc <= 1; dc++) {
+                    long rr = (long)r + dr, cc = (long)c + dc;
+                    if (rr < 0 || cc < 0 || rr >= (long)h || cc >= (long)w)
+                        continue;
+                    size_t j = (size_t)rr * w + (size_t)cc;
+                    if (valid[j] && piece[j] < 0 && truth[j] == truth[seed])
+                        piece[j] = pieces, stack[top++] = j;
+                }
+        }
+        if (size > best_size[truth[seed]])
+            best_size[truth[seed]] = size, best[truth[seed]] = pieces;
+        pieces++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (valid[i] && piece[i] != best[truth[i]])
+            valid[i] = 0, truth[i] = -1;
+    free(piece);
+    free(stack);
+}
+
 /* Nodata: a full-height stripe and scattered pixels are invalid. They get -1 and NaN modes, split the
  * background in two (they connect nothing), and whatever they hold (the true colours, wild bytes,
  * NaN) changes no other pixel's result. */
@@ -471,6 +513,10 @@ static void test_nodata(uint64_t seed)
             nan_image[i * 3 + b] = valid[i] ? im.v[i * 3 + b] : NAN;
         }
     }
+    keep_largest_pieces(truth, valid, im.w, im.h);
+    for (size_t i = 0; i < n * 3; i++)
+        if (!valid[i / 3])
+            nan_image[i] = NAN;
     pc_points views[3] = {pc_points_u8(im.v, n, 3), pc_points_u8(wild, n, 3), pc_points_f32(nan_image, n, 3)};
     pc_result *r[3];
     for (int t = 0; t < 3; t++)
