@@ -361,6 +361,34 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
     pc__hca_grid_free(&g);
 }
 
+/* pc_hca_plan_run_u8 on the path in force (AVX-512 with VBMI: the labels straight to bytes, each
+ * pixel's cell found again) against ref, pc_hca's result on the baseline path: the same bytes as its
+ * labels (255 for -1), sizes and centres. Bytes not written stay 0xAA and are caught. */
+static void check_hca_bytes(const pc_points *v, const pc_hca_params *p, const pc_result *ref, const char *path)
+{
+    pc_hca_plan *plan = NULL;
+    pc_result *r = NULL;
+    uint8_t *bytes = malloc(v->n);
+    memset(bytes, 0xAA, v->n);
+    CHECK(pc_hca_plan_create(p, v->n, v->dim, PC_U8, &plan) == PC_OK);
+    CHECK_MSG(plan && pc_hca_plan_run_u8(plan, v, bytes, &r) == PC_OK, "%s", pc_last_error());
+    if (r) {
+        size_t k = pc_result_cluster_count(r), wrong = 0;
+        CHECK(pc_result_labels(r) == NULL && k == pc_result_cluster_count(ref));
+        for (size_t i = 0; i < v->n; i++)
+            wrong += bytes[i] != (pc_result_labels(ref)[i] < 0 ? 255 : pc_result_labels(ref)[i]);
+        if (k == pc_result_cluster_count(ref)) {
+            wrong += memcmp(pc_result_sizes(r), pc_result_sizes(ref), k * sizeof(int64_t)) != 0;
+            wrong += memcmp(pc_result_centers(r), pc_result_centers(ref), k * v->dim * sizeof(float)) != 0;
+        }
+        CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d: %zu bytes, sizes or centres differ from "
+                  "the baseline path's labels", path, v->n, v->dim, p->m, p->threads, wrong);
+    }
+    pc_result_free(r);
+    pc_hca_plan_free(plan);
+    free(bytes);
+}
+
 /* pc_hca on this path against the baseline path's labels, its sizes and centres against its labels'
  * means; adds the labels of noise to *noise_labels. */
 static void check_hca_labels(pc__cpu_path_id path, const pc_points *v, int m, int threads, int noise,
@@ -387,6 +415,7 @@ static void check_hca_labels(pc__cpu_path_id path, const pc_points *v, int m, in
         CHECK(pc_result_cluster_count(got) < 255);
         for (size_t i = 0; i < v->n; i++)
             *noise_labels += pc_result_labels(got)[i] < 0;
+        check_hca_bytes(v, &p, ref, pc__cpu_path_name(path));
     }
     pc_result_free(ref);
     pc_result_free(got);

@@ -38,6 +38,18 @@ static int on_progress(void *user, double fraction)
 typedef pc_status (*run_fn)(const pc_points *points, const void *params, pc_result **result);
 static pc_status run_hca(const pc_points *x, const void *p, pc_result **r) { return pc_hca(x, p, r); }
 static pc_status run_heca(const pc_points *x, const void *p, pc_result **r) { return pc_heca(x, p, r); }
+/* pc_hca_plan_run_u8 into label_bytes: packed uint8 pixels on the AVX-512 path go straight to bytes
+ * (their own label stage). */
+static uint8_t *label_bytes;
+static pc_status run_hca_bytes(const pc_points *x, const void *p, pc_result **r)
+{
+    pc_hca_plan *plan = NULL;
+    pc_status st = pc_hca_plan_create(p, x->n, x->dim, x->dtype, &plan);
+    if (st == PC_OK)
+        st = pc_hca_plan_run_u8(plan, x, label_bytes, r);
+    pc_hca_plan_free(plan);
+    return st;
+}
 
 /* One configuration: the watched run against the plain one, then a stop at every call. hca: the
  * params' HCA part (pc_hca_params itself or pc_heca_params.hca), whose progress fields are set here. */
@@ -63,8 +75,14 @@ static void check_config(const char *what, const pc_points *x, void *params, pc_
         if (hca->refine_borders)
             CHECK_MSG(pc_result_border_points(plain) > 200, "%s: %lld border points", what,
                       (long long)pc_result_border_points(plain));
-        CHECK_MSG(memcmp(pc_result_labels(plain), pc_result_labels(watched), x->n * sizeof(int32_t)) == 0,
-                  "%s: a watching callback changed the labels", what);
+        size_t k = pc_result_cluster_count(plain);
+        if (pc_result_labels(plain)) /* (labels as bytes: the sizes and centres say it) */
+            CHECK_MSG(memcmp(pc_result_labels(plain), pc_result_labels(watched), x->n * sizeof(int32_t)) == 0,
+                      "%s: a watching callback changed the labels", what);
+        else if (k == pc_result_cluster_count(watched))
+            CHECK_MSG(!memcmp(pc_result_sizes(plain), pc_result_sizes(watched), k * sizeof(int64_t)) &&
+                          !memcmp(pc_result_centers(plain), pc_result_centers(watched), k * x->dim * sizeof(float)),
+                      "%s: a watching callback changed the clusters", what);
     }
     pc_result_free(plain);
     pc_result_free(watched);
@@ -125,6 +143,7 @@ int main(int argc, char **argv)
         float v = 128.0f + 4.0f * data[i % (gp.n * gp.dim)];
         u8[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
     }
+    label_bytes = malloc(pixel_count);
     pc_backend backends[2] = {PC_BACKEND_SEQUENTIAL, PC_BACKEND_OPENMP};
     int nb = 2;
     if (cuda) {
@@ -150,6 +169,13 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "hca-ms %s", pc_backend_name(backends[b]));
         /* one report at least from the climbs where the calling thread climbs first (sequential) */
         check_config(what, &every16, &p, &p, run_hca, cuda ? 4 : backends[b] == PC_BACKEND_SEQUENTIAL ? 9 : 8);
+        /* 3-band uint8 pixels with the labels as bytes. */
+        if (u8 && label_bytes) {
+            pc_points pixels = pc_points_u8(u8, pixel_count, 3);
+            p.refine_borders = 0;
+            snprintf(what, sizeof what, "hca uint8 as bytes %s", pc_backend_name(backends[b]));
+            check_config(what, &pixels, &p, &p, run_hca_bytes, cuda ? 4 : 8);
+        }
         pc_heca_params hp;
         pc_heca_params_init(&hp);
         hp.members = 2;
@@ -177,6 +203,7 @@ int main(int argc, char **argv)
         }
     }
     free(u8);
+    free(label_bytes);
     free(data);
     free(truth);
     return check_report("test_hca_progress");

@@ -128,29 +128,20 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
 }
 
 /* The AVX-512 path of the cell index for packed 4-band and 3-band uint8 pixels (the common image
- * cases), 16 pixels a step. The per-band tables become byte tables of cell coordinates (c < m <= 127),
- * looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two registers, twice for
- * the 256 values, the value's top bit picking the half); every fourth byte takes its band's table. Two
- * multiply-adds then give (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), the same index as the
- * int32 tables' sum, exactly (integers, no rounding). 3-band pixels come behind a byte of 0
- * (pixels_u8.h) whose table is all 0 (coord's first 256): (0 m + c0) m^2 + (c1 m + c2). The indices
- * go out with streaming stores when the array is aligned: it is the size of the image times four and is
- * next read by the labelling, long after any cache would have kept it, so reading its lines in first
- * would only add traffic. Counting: 16 pixels of the same cell as the current run (flat areas) add 16
- * to it in a register; otherwise each pixel adds to its cell's count, one step later (below). Pixels
- * b0 * 16 .. min(b1 * 16, n) - 1. Progress and cancellation (pc__hca_tick_at) are checked once a step,
- * as the common loop does once a pixel. */
+ * cases), 16 pixels a step, by pc__hca_u8_cell_index (pixels_u8.h). The indices go out with streaming
+ * stores when the array is aligned: it is the size of the image times four and is next read by the
+ * labelling, long after any cache would have kept it, so reading its lines in first would only add
+ * traffic. cell_of NULL: the counts alone (HECA's members but the reference, and pc_hca_plan_run_u8,
+ * whose label stage finds the cells again). Counting: 16 pixels of the same cell as the current run
+ * (flat areas) add 16 to it in a register; otherwise each pixel adds to its cell's count, one step
+ * later (below). Pixels b0 * 16 .. min(b1 * 16, n) - 1. Progress and cancellation (pc__hca_tick_at)
+ * are checked once a step, as the common loop does once a pixel. */
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
                 uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
 {
-    __m512i table[4][4];
-    for (int j = 0; j < 4; j++)
-        for (int q = 0; q < 4; q++)
-            table[j][q] = _mm512_loadu_si512(coord + j * 256 + q * 64);
-    const __mmask64 band = 0x1111111111111111ull;
-    const __m512i mul_bytes = _mm512_set1_epi32(m | 1 << 8 | m << 16 | 1 << 24);
-    const __m512i mul_words = _mm512_set1_epi32(m * m | 1 << 16);
+    __m512i table[4][4], mul_bytes, mul_words;
+    pc__hca_u8_index_factors(coord, m, table, &mul_bytes, &mul_words);
     int aligned = ((uintptr_t)cell_of & 63) == 0;
     uint32_t run_idx = 0;
     int32_t run = 0;
@@ -166,17 +157,9 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512i v = pc__hca_load_u8_pixels(data, dim, i, live);
-        __mmask64 top = _mm512_movepi8_mask(v);
-        __m512i c = _mm512_setzero_si512();
-        for (int j = 0; j < 4; j++) {
-            __m512i low = _mm512_permutex2var_epi8(table[j][0], v, table[j][1]);
-            __m512i high = _mm512_permutex2var_epi8(table[j][2], v, table[j][3]);
-            c = _mm512_mask_mov_epi8(c, (band << j) & ~top, low);
-            c = _mm512_mask_mov_epi8(c, (band << j) & top, high);
-        }
-        __m512i idx = _mm512_madd_epi16(_mm512_maddubs_epi16(c, mul_bytes), mul_words);
+        __m512i idx = pc__hca_u8_cell_index(v, table, mul_bytes, mul_words);
         if (!cell_of)
-            ; /* only the counts are wanted (HECA's members other than the reference) */
+            ; /* only the counts are wanted */
         else if (live != 0xffff)
             _mm512_mask_storeu_epi32(cell_of + i, live, idx);
         else if (aligned)
@@ -272,6 +255,14 @@ pc_status pc__hca_count_u8_coords(const pc_points *p, const uint8_t *coord, int 
     return PC_UNSUPPORTED;
 }
 
+void pc__hca_u8_coord_tables(const pc__hca_grid *g, uint8_t *coord)
+{
+    memset(coord, 0, 4 * 256);
+    for (size_t j = 0; j < g->dim; j++)
+        for (size_t v = 0; v < 256; v++)
+            coord[(4 - g->dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+}
+
 /* Linear cell index of every point into cell_of[] and, in the same pass (the image is read once),
  * the count of every index: each thread counts into its own copy where the copies fit the budget,
  * since atomic increments on the cells all threads hit at once would serialise them. */
@@ -281,12 +272,8 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     size_t dim = g->dim;
 #if PC__HAVE_CPU_PATHS
     if (pc__hca_grid_vector_path(p, g->m)) {
-        /* The AVX-512 path's byte tables: the cell coordinate of every value, per band (3 bands: table
-         * 0 stays 0). */
-        uint8_t coord[4 * 256] = {0};
-        for (size_t j = 0; j < dim; j++)
-            for (size_t v = 0; v < 256; v++)
-                coord[(4 - dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+        uint8_t coord[4 * 256];
+        pc__hca_u8_coord_tables(g, coord);
         return count_u8_coords(p, coord, g->m, g->threads, g->tick, cell_of, count, total, budget);
     }
 #endif
@@ -545,8 +532,7 @@ pc_status pc__hca_grid_begin(pc__hca_grid *g, const pc_points *p, int m, const d
     } else {
         bounding_box(g, p, pc__hca_row_bytes(p));
     }
-    /* Dense when the slot array fits the budget and linear indices fit the (signed) 32-bit scratch. */
-    g->dense = *total <= (uint64_t)INT32_MAX && *total * sizeof(int32_t) <= memory_budget;
+    g->dense = pc__hca_grid_fits_dense(*total, memory_budget);
     return PC_OK;
 }
 
@@ -564,6 +550,12 @@ pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, con
     else
         pc__hca_grid_free(g);
     return st;
+}
+
+int pc__hca_grid_fits_dense(uint64_t total, size_t memory_budget)
+{
+    /* the slot array within the budget, and linear indices within the (signed) 32-bit scratch */
+    return total <= (uint64_t)INT32_MAX && total * sizeof(int32_t) <= memory_budget;
 }
 
 pc_status pc__hca_grid_strides(pc__hca_grid *g, uint64_t *total)

@@ -120,6 +120,24 @@ static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *
     }
 }
 
+uint8_t *pc__hca_cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k)
+{
+    int threads = g->threads;
+    (void)threads; /* used only by the OpenMP pragma */
+    int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
+    long entries = g->dense ? (long)(g->stride[0] * (uint64_t)g->m) : (long)g->cells;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long c = 0; c < entries; c++)
+        map[c] = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
+    uint8_t *small = k < 255 ? malloc((size_t)entries + 3) : NULL; /* (+ 3: the vector paths read 4 bytes) */
+    if (small) {
+        for (long c = 0; c < entries; c++)
+            small[c] = map[c] < 0 ? 255 : (uint8_t)map[c];
+        memset(small + entries, 255, 3);
+    }
+    return small;
+}
+
 /* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
  * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
  * grid's cell map is turned into a cluster map in place: its last use. */
@@ -131,17 +149,8 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     int threads = g->threads;
     (void)threads; /* used only by the OpenMP pragmas */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
-    long entries = g->dense ? (long)(g->stride[0] * (uint64_t)g->m) : (long)g->cells;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (long c = 0; c < entries; c++)
-        map[c] = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
     /* With fewer than 255 clusters a byte per grid index keeps the map 4x smaller in cache. */
-    uint8_t *small = k < 255 ? malloc((size_t)entries + 3) : NULL; /* (+ 3: the vector path reads 4 bytes) */
-    if (small) {
-        for (long c = 0; c < entries; c++)
-            small[c] = map[c] < 0 ? 255 : (uint8_t)map[c];
-        memset(small + entries, 255, 3);
-    }
+    uint8_t *small = pc__hca_cluster_map(g, cluster_of_cell, k);
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
     int vector = 0; /* 16 pixels a step: packed 3- or 4-band uint8 with a byte map, on the AVX-512 path */
 #if PC__HAVE_CPU_PATHS
@@ -253,9 +262,25 @@ pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_grap
     return PC_OK;
 }
 
-/* The sequential and OpenMP backends, stage by stage. */
+/* Whether the labels can go straight into bytes (pc_hca_plan_run_u8): packed 3- or 4-band uint8 on
+ * the AVX-512 path with a dense grid, and no border refinement (which needs every point's cell). The
+ * label stage then finds each pixel's cell again from its bytes instead of reading it back from an
+ * int32 array written by the grid: 1 + 4 bytes of memory traffic a pixel in place of 4 + 4 + 4 + 4
+ * (cells written into fresh labels, read back, labels written, then narrowed). */
+static int labels_straight_to_bytes(const pc_points *points, const pc_hca_params *params)
+{
+    if (params->refine_borders || !pc__hca_grid_vector_path(points, params->m))
+        return 0;
+    uint64_t total = 1;
+    for (size_t j = 0; j < points->dim; j++)
+        total *= (uint64_t)params->m; /* m <= 127, 4 bands at most */
+    return pc__hca_grid_fits_dense(total, params->memory_budget);
+}
+
+/* The sequential and OpenMP backends, stage by stage. bytes: where pc_hca_plan_run_u8 wants the
+ * labels (else NULL); the result's labels are then left out where they go there directly. */
 static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, int threads, int64_t min_size,
-                         pc_result *r)
+                         uint8_t *bytes, pc_result *r)
 {
     size_t n = points->n, dim = points->dim;
     pc__hca_grid g;
@@ -267,8 +292,13 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     size_t k = 0;
     pc_status st;
     double t0 = pc__now();
-    r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
-    if (!r->labels) {
+#if PC__HAVE_CPU_PATHS
+    int straight = bytes && labels_straight_to_bytes(points, params);
+#else
+    int straight = 0;
+    (void)bytes;
+#endif
+    if (!straight && !(r->labels = pc__alloc_large(n, sizeof *r->labels, "labels"))) {
         st = PC_OUT_OF_MEMORY;
         goto done;
     }
@@ -280,6 +310,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     if ((st = pc__hca_progress(params, 0.05)) != PC_OK)
         goto done;
     pc__hca_grid_tick = params->progress ? &tick : NULL;
+    /* (straight to bytes: the counts alone, r->labels is NULL) */
     st = pc__hca_grid_build_box(&g, points, params->m, lo, hi, params->memory_budget, threads, r->labels);
     pc__hca_grid_tick = NULL;
     g.tick = params->progress ? &tick : NULL;
@@ -299,7 +330,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     }
     if ((st = pc__hca_cut(&g, &gr, r->dendrogram, params->clusters, params->threshold, min_size, params->noise,
                           cluster_of_cell, &k)) != PC_OK ||
-        (st = pc__hca_progress(params, 0.55)) != PC_OK)
+        (st = pc__hca_progress(params, 0.55)) != PC_OK || (straight && (st = pc__hca_bytes_fit(k)) != PC_OK))
         goto done;
     double t4 = pc__now();
     pc__hca_border border = {0, NULL, NULL};
@@ -325,7 +356,13 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         free(border.cluster);
         goto done;
     }
-    if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, r->labels, sums)) != PC_OK) {
+#if PC__HAVE_CPU_PATHS
+    if (straight)
+        st = pc__hca_label_bytes(&g, points, cluster_of_cell, k, bytes, sums);
+    else
+#endif
+        st = pc__hca_label_points(&g, points, cluster_of_cell, k, r->labels, sums);
+    if (st != PC_OK) {
         free(border.index);
         free(border.cluster);
         goto done;
@@ -468,13 +505,14 @@ static pc_status run_plan(pc_hca_plan *plan, const pc_points *points, int device
     r->grid_m = plan->params.m;
     int64_t min_size = pc__hca_min_size(&plan->params, points->n);
     /* HCA-MS runs on the plan's backend too (the CUDA backend's in src/hca/cuda_refine.cu). Labels as
-     * bytes come straight from the GPU; HCA-MS and the CPU backends narrow theirs afterwards. */
+     * bytes come straight from the GPU, and from the CPU for packed 3- and 4-band uint8 on the AVX-512
+     * path; HCA-MS and the other cases narrow theirs afterwards. */
     int gpu_bytes = host_bytes && plan->backend == PC_BACKEND_CUDA && !plan->params.refine_borders;
     st = plan->backend == PC_BACKEND_CUDA
              ? pc__hca_gpu_run(plan->gpu, points, device_input, device_labels, gpu_bytes ? host_bytes : NULL,
                                &plan->params, min_size, r)
-             : run_cpu(points, &plan->params, plan->threads, min_size, r);
-    if (st == PC_OK && host_bytes && !gpu_bytes)
+             : run_cpu(points, &plan->params, plan->threads, min_size, host_bytes, r);
+    if (st == PC_OK && host_bytes && r->labels) /* made as int32 (HCA-MS, other rows or paths) */
         st = labels_as_bytes(r, host_bytes);
     if (st == PC_OK) /* the last report: a stop asked for now still gives no result */
         st = pc__hca_progress(&plan->params, 1);

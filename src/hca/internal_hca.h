@@ -154,6 +154,11 @@ void pc__hca_value_offsets(const pc__hca_grid *g, size_t values, uint32_t *table
 /* A dense grid whose slot array holds the count of every linear index (total of them): its non-empty
  * cells in index order (key, density, cells), and slot[] each index's cell or -1. */
 pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);
+/* Whether a grid of total = m^d linear indices is dense (its int32 slot array within memory_budget). */
+int pc__hca_grid_fits_dense(uint64_t total, size_t memory_budget);
+/* The AVX-512 path's byte tables of g (packed 3- or 4-band uint8): coord[(4 - dim + j) * 256 + v] is
+ * the cell coordinate of value v in band j; 3 bands: the first 256 are 0. */
+void pc__hca_u8_coord_tables(const pc__hca_grid *g, uint8_t *coord);
 /* 1 when a grid of m cells a side counts these points with AVX-512 (packed 3- or 4-band uint8,
  * m <= 127, a processor with AVX-512 VBMI): 16 pixels a step. */
 int pc__hca_grid_vector_path(const pc_points *points, int m);
@@ -266,6 +271,18 @@ pc_status pc__hca_bytes_fit(size_t k);
  * isum. end - begin < 2^26. */
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                              size_t end, uint64_t *isum);
+/* The same where the labels go straight to bytes (pc_hca_plan_run_u8; no cells were kept): each
+ * pixel's cell found again from its bands by coord's byte tables (pc__hca_u8_coord_tables, m cells a
+ * side), bytes[begin, end) = small[cell]. */
+void pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const uint8_t *coord, int m, const uint8_t *small,
+                                   uint8_t *bytes, size_t begin, size_t end, uint64_t *isum);
+/* pc__hca_label_points for labels as bytes (k < 255, 255: no cluster) of packed 3- or 4-band uint8
+ * pixels on the AVX-512 path of a dense grid built without the points' cells (label_u8.c). */
+pc_status pc__hca_label_bytes(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                              uint8_t *bytes, double *sums);
+/* The grid's cell map turned into a cluster map in place (its last use), and the same as a byte a
+ * linear index (255: none; 3 bytes of padding after) where k < 255, else NULL (or no memory). */
+uint8_t *pc__hca_cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k);
 /* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */
 void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
 

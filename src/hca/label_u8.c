@@ -10,61 +10,148 @@
 #if PC__HAVE_CPU_PATHS
 #include "pixels_u8.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* Within each 16 bytes (4 pixels of 4 bands), band j's 4 bytes moved to bytes 4j .. 4j + 3, so that
  * summing each group of 4 bytes sums one band over 4 pixels. */
 #define BY_BAND 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15
+
+/* A cluster's sums in one call: 32-bit lane 4b + j sums byte j (band j - (4 - dim)) of pixels 4b ..
+ * 4b + 3 of every step (b = 0..3, the 128-bit lanes). A step adds at most 4 x 255 to a lane, so 2^22
+ * steps (2^26 pixels) cannot overflow it. */
+typedef struct {
+    __m512i acc[255];
+    uint32_t count[255];
+    uint64_t touched[4];
+    int current; /* the cluster of the last pixels summed: images come in regions */
+} cluster_sums;
+
+/* Adds the pixels v of the lanes in rest to their clusters' sums (cluster: one per lane, < 255). */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
+add_by_cluster(cluster_sums *s, __m512i cluster, __mmask16 rest, __m512i v)
+{
+    const __m512i by_band = _mm512_broadcast_i32x4(_mm_setr_epi8(BY_BAND));
+    const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
+    while (rest) {
+        int current = s->current;
+        __mmask16 mask = current >= 0 ? _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest : 0;
+        if (!mask) { /* the first remaining lane's cluster */
+            __m512i first = _mm512_permutexvar_epi32(_mm512_set1_epi32(__builtin_ctz(rest)), cluster);
+            current = s->current = _mm_cvtsi128_si32(_mm512_castsi512_si128(first));
+            mask = _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest;
+            if (!(s->touched[current >> 6] >> (current & 63) & 1)) {
+                s->touched[current >> 6] |= 1ull << (current & 63);
+                s->acc[current] = _mm512_setzero_si512();
+                s->count[current] = 0;
+            }
+        }
+        rest &= (__mmask16)~mask;
+        __m512i x = _mm512_shuffle_epi8(_mm512_maskz_mov_epi32(mask, v), by_band);
+        s->acc[current] = _mm512_add_epi32(s->acc[current], _mm512_madd_epi16(_mm512_maddubs_epi16(x, ones8), ones16));
+        s->count[current] += (uint32_t)__builtin_popcount(mask);
+    }
+}
+
+/* The sums into isum (dim + 1 a cluster: the bands, then the count). */
+static __attribute__((target("arch=x86-64-v4"))) void flush_sums(const cluster_sums *s, size_t dim, uint64_t *isum)
+{
+    for (int c = 0; c < 255; c++) {
+        if (!(s->touched[c >> 6] >> (c & 63) & 1))
+            continue;
+        uint32_t lane[16];
+        _mm512_storeu_si512(lane, s->acc[c]);
+        for (size_t j = 0, at = 4 - dim; j < dim; j++, at++) /* band j: byte 4 - dim + j of a pixel */
+            isum[(size_t)c * (dim + 1) + j] += (uint64_t)lane[at] + lane[4 + at] + lane[8 + at] + lane[12 + at];
+        isum[(size_t)c * (dim + 1) + dim] += s->count[c];
+    }
+}
+
+/* small[cell] for 16 cells, read as 4 bytes from there (the map has 3 bytes of padding), the first kept. */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512i
+clusters_of(const uint8_t *small, __m512i cell, __mmask16 live)
+{
+    return _mm512_and_si512(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, cell, small, 1),
+                            _mm512_set1_epi32(255));
+}
 
 __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim,
                                                                       const uint8_t *small, int32_t *labels,
                                                                       size_t begin, size_t end, uint64_t *isum)
 {
-    /* A cluster's sums in this call: 32-bit lane 4b + j sums byte j (band j - (4 - dim)) of pixels
-     * 4b .. 4b + 3 of every step (b = 0..3, the 128-bit lanes). A step adds at most 4 x 255 to a
-     * lane, so 2^22 steps (2^26 pixels) cannot overflow it. */
-    __m512i acc[255];
-    uint32_t count[255];
-    uint64_t touched[4] = {0, 0, 0, 0};
-    const __m512i by_band = _mm512_broadcast_i32x4(_mm_setr_epi8(BY_BAND));
-    const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1), byte = _mm512_set1_epi32(255);
-    int current = -1; /* the cluster of the last pixels summed: images come in regions */
+    cluster_sums s;
+    s.current = -1;
+    memset(s.touched, 0, sizeof s.touched);
+    const __m512i none_byte = _mm512_set1_epi32(255);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
-        __m512i cell = _mm512_maskz_loadu_epi32(live, labels + i);
-        /* small[cell], read as 4 bytes from there (the map has 3 bytes of padding), the first kept */
-        __m512i cluster = _mm512_and_si512(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, cell, small, 1),
-                                           byte);
-        __mmask16 none = _mm512_cmpeq_epi32_mask(cluster, byte);
+        __m512i cluster = clusters_of(small, _mm512_maskz_loadu_epi32(live, labels + i), live);
+        __mmask16 none = _mm512_cmpeq_epi32_mask(cluster, none_byte);
         _mm512_mask_storeu_epi32(labels + i, live, _mm512_mask_mov_epi32(cluster, none, _mm512_set1_epi32(-1)));
         __mmask16 rest = live & (__mmask16)~none;
-        if (!rest)
-            continue;
+        if (rest)
+            add_by_cluster(&s, cluster, rest, pc__hca_load_u8_pixels(u8, dim, i, live));
+    }
+    flush_sums(&s, dim, isum);
+}
+
+__attribute__((target("arch=x86-64-v4,avx512vbmi"))) void
+pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const uint8_t *coord, int m, const uint8_t *small,
+                              uint8_t *bytes, size_t begin, size_t end, uint64_t *isum)
+{
+    cluster_sums s;
+    s.current = -1;
+    memset(s.touched, 0, sizeof s.touched);
+    __m512i table[4][4], mul_bytes, mul_words;
+    pc__hca_u8_index_factors(coord, m, table, &mul_bytes, &mul_words);
+    const __m512i none_byte = _mm512_set1_epi32(255);
+    for (size_t i = begin; i < end; i += 16) {
+        __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         __m512i v = pc__hca_load_u8_pixels(u8, dim, i, live);
-        while (rest) {
-            __mmask16 mask = current >= 0 ? _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest : 0;
-            if (!mask) { /* the first remaining lane's cluster */
-                __m512i first = _mm512_permutexvar_epi32(_mm512_set1_epi32(__builtin_ctz(rest)), cluster);
-                current = _mm_cvtsi128_si32(_mm512_castsi512_si128(first));
-                mask = _mm512_cmpeq_epi32_mask(cluster, _mm512_set1_epi32(current)) & rest;
-                if (!(touched[current >> 6] >> (current & 63) & 1)) {
-                    touched[current >> 6] |= 1ull << (current & 63);
-                    acc[current] = _mm512_setzero_si512();
-                    count[current] = 0;
-                }
-            }
-            rest &= (__mmask16)~mask;
-            __m512i x = _mm512_shuffle_epi8(_mm512_maskz_mov_epi32(mask, v), by_band);
-            acc[current] = _mm512_add_epi32(acc[current], _mm512_madd_epi16(_mm512_maddubs_epi16(x, ones8), ones16));
-            count[current] += (uint32_t)__builtin_popcount(mask);
+        __m512i cluster = clusters_of(small, pc__hca_u8_cell_index(v, table, mul_bytes, mul_words), live);
+        _mm_mask_storeu_epi8(bytes + i, live, _mm512_cvtepi32_epi8(cluster));
+        __mmask16 rest = live & (__mmask16)~_mm512_cmpeq_epi32_mask(cluster, none_byte);
+        if (rest)
+            add_by_cluster(&s, cluster, rest, v);
+    }
+    flush_sums(&s, dim, isum);
+}
+
+pc_status pc__hca_label_bytes(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                              uint8_t *bytes, double *sums)
+{
+    size_t dim = g->dim;
+    int threads = g->threads, failed = 0;
+    (void)threads; /* used only by the OpenMP pragmas */
+    uint8_t *small = pc__hca_cluster_map(g, cluster_of_cell, k);
+    if (!small)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the cells' cluster map");
+    uint8_t coord[4 * 256];
+    pc__hca_u8_coord_tables(g, coord);
+    memset(sums, 0, k * (dim + 1) * sizeof *sums);
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    {
+        uint64_t *isum = calloc(k * (dim + 1), sizeof *isum);
+        double *mine = calloc(k * (dim + 1), sizeof *mine);
+        failed |= !isum || !mine;
+        /* Blocks of pixels, so that a cancelled run stops within one block on every thread. */
+        const size_t block = 65536;
+#pragma omp for schedule(static)
+        for (long b = 0; b < (long)((g->n + block - 1) / block); b++) {
+            size_t begin = (size_t)b * block, end = begin + block < g->n ? begin + block : g->n;
+            if (isum && mine && !pc__hca_tick_at(g->tick, begin, g->n))
+                pc__hca_label_u8_bytes_avx512(points->data, dim, coord, g->m, small, bytes, begin, end, isum);
         }
+        if (isum && mine)
+            for (size_t q = 0; q < k * (dim + 1); q++)
+                mine[q] = (double)isum[q];
+        pc__team_add_ordered(sums, mine, k * (dim + 1));
+        free(mine);
+        free(isum);
     }
-    for (int c = 0; c < 255; c++) {
-        if (!(touched[c >> 6] >> (c & 63) & 1))
-            continue;
-        uint32_t lane[16];
-        _mm512_storeu_si512(lane, acc[c]);
-        for (size_t j = 0, at = 4 - dim; j < dim; j++, at++) /* band j: byte 4 - dim + j of a pixel */
-            isum[(size_t)c * (dim + 1) + j] += (uint64_t)lane[at] + lane[4 + at] + lane[8 + at] + lane[12 + at];
-        isum[(size_t)c * (dim + 1) + dim] += count[c];
-    }
+    free(small);
+    if (failed)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums");
+    return pc__hca_tick_status(g->tick);
 }
 #endif
