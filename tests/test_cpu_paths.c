@@ -447,6 +447,54 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
         free(img);
     }
     CHECK_MSG(noise_labels > 0, "path %s: no case had labels of noise", pc__cpu_path_name(path));
+    /* Bands of two values each: the cells' tables are no affine form (test_u8_affine), the kernels
+     * look them up. */
+    size_t n = 4099;
+    uint8_t *img = image(n, seed);
+    for (size_t i = 0; i < n * 4; i++)
+        img[i] = (uint8_t)(100 + (img[i] & 1));
+    int32_t *scratch = malloc(n * sizeof *scratch);
+    pc_points v = pc_points_u8(img, n, 4);
+    for (int threads = 1; threads <= 2; threads++) {
+        check_grid_cells(path, &v, 32, threads, scratch, 0);
+        check_hca_labels(path, &v, 32, threads, 0, &noise_labels);
+    }
+    free(scratch);
+    free(img);
+}
+
+/* pc__hca_u8_affine: the cells' byte tables of boxes over several spans, and where an affine form is
+ * said to hold, its offset and factor against every value's coordinate by the definition. It holds for
+ * the spans an image's box has; not where m cells cover a span of one value. */
+static void test_u8_affine(void)
+{
+    const double spans[][2] = {{0, 255}, {30, 225}, {17, 18}, {3, 250}, {100, 101}, {0, 1}, {12, 203}, {64, 192}};
+    const int ms[] = {2, 3, 7, 16, 32, 76, 127};
+    int held = 0, refused = 0, wrong = 0;
+    for (size_t a = 0; a < sizeof spans / sizeof spans[0]; a++)
+        for (size_t b = 0; b < sizeof ms / sizeof ms[0]; b++) {
+            int m = ms[b];
+            uint8_t coord[4 * 256];
+            for (int j = 0; j < 4; j++) /* byte 0 all 0, as for 3 bands; the others over the span */
+                for (int v = 0; v < 256; v++)
+                    coord[j * 256 + v] = j == 0 ? 0 : (uint8_t)pc__hca_cell_coordinate(v, spans[a][0], spans[a][1], m);
+            uint8_t off[4];
+            uint16_t mul[4];
+            if (!pc__hca_u8_affine(coord, m, off, mul)) {
+                refused++;
+                CHECK_MSG(spans[a][1] - spans[a][0] < 2, "span %g..%g m %d: no affine form", spans[a][0],
+                          spans[a][1], m);
+                continue;
+            }
+            held++;
+            for (int j = 0; j < 4; j++)
+                for (int v = 0; v < 256; v++) {
+                    unsigned d = v > off[j] ? (unsigned)(v - off[j]) : 0, c = d * mul[j] >> 16;
+                    wrong += (c < (unsigned)m - 1 ? c : (unsigned)m - 1) != coord[j * 256 + v];
+                }
+        }
+    CHECK_MSG(wrong == 0, "%d coordinates differ from the tables", wrong);
+    CHECK(held > 0 && refused > 0);
 }
 
 /* k-means' nearest centre of every point by its definition: f_j = |c_j|^2 (as pc__km_centres holds it)
@@ -593,6 +641,7 @@ int main(void)
         test_hca_path(got, seed);
         test_kmeans_path(got, seed);
     }
+    test_u8_affine();
     if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512)
         test_meanshift_expanded(seed);
     else

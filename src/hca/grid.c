@@ -137,11 +137,11 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
  * later (below). Pixels b0 * 16 .. min(b1 * 16, n) - 1. Progress and cancellation (pc__hca_tick_at)
  * are checked once a step, as the common loop does once a pixel. */
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
-index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const uint8_t *coord, int m,
+index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const pc__hca_u8_grid *u,
                 uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
 {
-    __m512i table[4][4], mul_bytes, mul_words;
-    pc__hca_u8_index_factors(coord, m, table, &mul_bytes, &mul_words);
+    pc__hca_u8_cells cells;
+    pc__hca_u8_cells_init(&cells, u);
     int aligned = ((uintptr_t)cell_of & 63) == 0;
     uint32_t run_idx = 0;
     int32_t run = 0;
@@ -157,7 +157,7 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512i v = pc__hca_load_u8_pixels(data, dim, i, live);
-        __m512i idx = pc__hca_u8_cell_index(v, table, mul_bytes, mul_words);
+        __m512i idx = pc__hca_u8_cell_index(v, &cells);
         if (!cell_of)
             ; /* only the counts are wanted */
         else if (live != 0xffff)
@@ -216,7 +216,7 @@ static void add_copies(int32_t *count, const int32_t *copies, uint64_t total, in
 #if PC__HAVE_CPU_PATHS
 /* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count: each thread counts its blocks
  * into its own copy where the copies fit the budget (else atomically), the copies summed after. */
-static pc_status count_u8_coords(const pc_points *p, const uint8_t *coord, int m, int threads,
+static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, int threads,
                                  struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
                                  size_t budget)
 {
@@ -234,7 +234,7 @@ static pc_status count_u8_coords(const pc_points *p, const uint8_t *coord, int m
         int32_t *mine = threads == 1 ? count : !copies ? NULL : t == 0 ? count : copies + (size_t)(t - 1) * total;
         size_t blocks = (p->n + 15) / 16;
         index_u8_avx512(p->data, p->dim, p->n, blocks * (size_t)t / (size_t)team,
-                        blocks * (size_t)(t + 1) / (size_t)team, coord, m, cell_of, mine, count, tick);
+                        blocks * (size_t)(t + 1) / (size_t)team, u, cell_of, mine, count, tick);
         /* Every thread's counts are in before the copies are summed. */
 #pragma omp barrier
         add_copies(count, copies, total, threads);
@@ -248,19 +248,76 @@ pc_status pc__hca_count_u8_coords(const pc_points *p, const uint8_t *coord, int 
                                   struct pc__hca_tick *tick, int32_t *count, uint64_t total, size_t budget)
 {
 #if PC__HAVE_CPU_PATHS
-    if (pc__hca_grid_vector_path(p, m))
-        return count_u8_coords(p, coord, m, threads, tick, NULL, count, total, budget);
+    if (pc__hca_grid_vector_path(p, m)) {
+        pc__hca_u8_grid u;
+        pc__hca_u8_grid_from(coord, m, &u);
+        return count_u8_coords(p, &u, threads, tick, NULL, count, total, budget);
+    }
 #endif
     (void)p, (void)coord, (void)m, (void)threads, (void)tick, (void)count, (void)total, (void)budget;
     return PC_UNSUPPORTED;
 }
 
-void pc__hca_u8_coord_tables(const pc__hca_grid *g, uint8_t *coord)
+/* One band's table as min(floor(max(v - off, 0) * mul / 2^16), m - 1): off is tried from the first
+ * value of coordinate 1 down (a grid over the pixels' box starts at its low end: about 256 / m tries);
+ * for each, the mul that every value allows (an interval per value, intersected), then every value
+ * checked. Once a pass: at most 256 x 512 steps a band. */
+static int band_affine(const uint8_t *t, int m, uint8_t *off, uint16_t *mul)
 {
-    memset(coord, 0, 4 * 256);
+    int first = 0;
+    while (first < 256 && t[first] == 0)
+        first++;
+    if (first == 256) { /* all 0: the 3-band pixels' padding byte, or m cells over one value */
+        *off = 0;
+        *mul = 0;
+        return 1;
+    }
+    for (int o = first - 1; o >= 0; o--) {
+        int64_t lo = 0, hi = 65535;
+        for (int v = o + 1; v < 256 && lo <= hi; v++) {
+            int64_t d = v - o, c = t[v];
+            lo = (c * 65536 + d - 1) / d > lo ? (c * 65536 + d - 1) / d : lo; /* d mul >= c 2^16 */
+            if (c < m - 1 && ((c + 1) * 65536 - 1) / d < hi) /* d mul < (c + 1) 2^16 */
+                hi = ((c + 1) * 65536 - 1) / d;
+        }
+        if (lo > hi)
+            continue;
+        int exact = 1;
+        for (int v = 0; v < 256 && exact; v++) {
+            int64_t c = v > o ? (int64_t)(v - o) * lo >> 16 : 0;
+            exact = (c < m - 1 ? c : m - 1) == t[v];
+        }
+        if (exact) {
+            *off = (uint8_t)o;
+            *mul = (uint16_t)lo;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint16_t *mul)
+{
+    for (int j = 0; j < 4; j++)
+        if (!band_affine(coord + j * 256, m, off + j, mul + j))
+            return 0;
+    return 1;
+}
+
+void pc__hca_u8_grid_from(const uint8_t *coord, int m, pc__hca_u8_grid *u)
+{
+    memcpy(u->coord, coord, sizeof u->coord);
+    u->m = m;
+    u->affine = pc__hca_u8_affine(coord, m, u->off, u->mul);
+}
+
+void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u)
+{
+    uint8_t coord[4 * 256] = {0};
     for (size_t j = 0; j < g->dim; j++)
         for (size_t v = 0; v < 256; v++)
             coord[(4 - g->dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+    pc__hca_u8_grid_from(coord, g->m, u);
 }
 
 /* Linear cell index of every point into cell_of[] and, in the same pass (the image is read once),
@@ -272,9 +329,9 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     size_t dim = g->dim;
 #if PC__HAVE_CPU_PATHS
     if (pc__hca_grid_vector_path(p, g->m)) {
-        uint8_t coord[4 * 256];
-        pc__hca_u8_coord_tables(g, coord);
-        return count_u8_coords(p, coord, g->m, g->threads, g->tick, cell_of, count, total, budget);
+        pc__hca_u8_grid u;
+        pc__hca_u8_grid_of(g, &u);
+        return count_u8_coords(p, &u, g->threads, g->tick, cell_of, count, total, budget);
     }
 #endif
     const unsigned char *base = p->data;

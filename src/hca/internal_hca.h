@@ -156,9 +156,21 @@ void pc__hca_value_offsets(const pc__hca_grid *g, size_t values, uint32_t *table
 pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);
 /* Whether a grid of total = m^d linear indices is dense (its int32 slot array within memory_budget). */
 int pc__hca_grid_fits_dense(uint64_t total, size_t memory_budget);
-/* The AVX-512 path's byte tables of g (packed 3- or 4-band uint8): coord[(4 - dim + j) * 256 + v] is
- * the cell coordinate of value v in band j; 3 bands: the first 256 are 0. */
-void pc__hca_u8_coord_tables(const pc__hca_grid *g, uint8_t *coord);
+/* A grid's cells for packed 3- or 4-band uint8 pixels, as the AVX-512 kernels take them (pixels_u8.h):
+ * coord[(4 - dim + j) * 256 + v] is the cell coordinate (< m <= 127) of value v in band j (3 bands:
+ * the first 256 are 0); affine: 1 where every table is also min(floor(max(v - off[j], 0) * mul[j] /
+ * 2^16), m - 1) for every value v (pc__hca_u8_affine). */
+typedef struct {
+    uint8_t coord[4 * 256];
+    int m, affine;
+    uint8_t off[4];
+    uint16_t mul[4];
+} pc__hca_u8_grid;
+/* From g's box, or from given tables. */
+void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u);
+void pc__hca_u8_grid_from(const uint8_t *coord, int m, pc__hca_u8_grid *u);
+/* 1 with off and mul set where each of the 4 tables of coord is such an affine form, else 0. */
+int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint16_t *mul);
 /* 1 when a grid of m cells a side counts these points with AVX-512 (packed 3- or 4-band uint8,
  * m <= 127, a processor with AVX-512 VBMI): 16 pixels a step. */
 int pc__hca_grid_vector_path(const pc_points *points, int m);
@@ -272,9 +284,8 @@ pc_status pc__hca_bytes_fit(size_t k);
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                              size_t end, uint64_t *isum);
 /* The same where the labels go straight to bytes (pc_hca_plan_run_u8; no cells were kept): each
- * pixel's cell found again from its bands by coord's byte tables (pc__hca_u8_coord_tables, m cells a
- * side), bytes[begin, end) = small[cell]. */
-void pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const uint8_t *coord, int m, const uint8_t *small,
+ * pixel's cell found again from its bands in grid u, bytes[begin, end) = small[cell]. */
+void pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
                                    uint8_t *bytes, size_t begin, size_t end, uint64_t *isum);
 /* pc__hca_label_points for labels as bytes (k < 255, 255: no cluster) of packed 3- or 4-band uint8
  * pixels on the AVX-512 path of a dense grid built without the points' cells (label_u8.c). */

@@ -96,19 +96,19 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uin
 }
 
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) void
-pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const uint8_t *coord, int m, const uint8_t *small,
+pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
                               uint8_t *bytes, size_t begin, size_t end, uint64_t *isum)
 {
     cluster_sums s;
     s.current = -1;
     memset(s.touched, 0, sizeof s.touched);
-    __m512i table[4][4], mul_bytes, mul_words;
-    pc__hca_u8_index_factors(coord, m, table, &mul_bytes, &mul_words);
+    pc__hca_u8_cells cells;
+    pc__hca_u8_cells_init(&cells, u);
     const __m512i none_byte = _mm512_set1_epi32(255);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         __m512i v = pc__hca_load_u8_pixels(u8, dim, i, live);
-        __m512i cluster = clusters_of(small, pc__hca_u8_cell_index(v, table, mul_bytes, mul_words), live);
+        __m512i cluster = clusters_of(small, pc__hca_u8_cell_index(v, &cells), live);
         _mm_mask_storeu_epi8(bytes + i, live, _mm512_cvtepi32_epi8(cluster));
         __mmask16 rest = live & (__mmask16)~_mm512_cmpeq_epi32_mask(cluster, none_byte);
         if (rest)
@@ -126,8 +126,8 @@ pc_status pc__hca_label_bytes(pc__hca_grid *g, const pc_points *points, const in
     uint8_t *small = pc__hca_cluster_map(g, cluster_of_cell, k);
     if (!small)
         return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the cells' cluster map");
-    uint8_t coord[4 * 256];
-    pc__hca_u8_coord_tables(g, coord);
+    pc__hca_u8_grid u;
+    pc__hca_u8_grid_of(g, &u);
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
@@ -140,7 +140,7 @@ pc_status pc__hca_label_bytes(pc__hca_grid *g, const pc_points *points, const in
         for (long b = 0; b < (long)((g->n + block - 1) / block); b++) {
             size_t begin = (size_t)b * block, end = begin + block < g->n ? begin + block : g->n;
             if (isum && mine && !pc__hca_tick_at(g->tick, begin, g->n))
-                pc__hca_label_u8_bytes_avx512(points->data, dim, coord, g->m, small, bytes, begin, end, isum);
+                pc__hca_label_u8_bytes_avx512(points->data, dim, &u, small, bytes, begin, end, isum);
         }
         if (isum && mine)
             for (size_t q = 0; q < k * (dim + 1); q++)

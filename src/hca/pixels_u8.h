@@ -6,6 +6,8 @@
 #ifndef PC_HCA_PIXELS_U8_H
 #define PC_HCA_PIXELS_U8_H
 
+#include "internal_hca.h"
+
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,38 +25,60 @@ pc__hca_load_u8_pixels(const uint8_t *u8, size_t dim, size_t i, __mmask16 live)
     return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, packed), spread);
 }
 
-/* The linear cell index of 16 pixels as pc__hca_load_u8_pixels gives them, from per-band byte tables
- * of cell coordinates (c < m <= 127: table[j][q] holds values 64q .. 64q + 63 of the band in byte j of
- * a lane), looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two registers,
- * twice for the 256 values, the value's top bit picking the half). Two multiply-adds then give
- * (c0 m + c1) m^2 + (c2 m + c3) = sum c_j m^(3-j), exactly (integers, no rounding). 3-band pixels come
- * behind a byte of 0 whose table is all 0: (0 m + c0) m^2 + (c1 m + c2). mul_bytes, mul_words: from
- * pc__hca_u8_index_factors. */
-static inline __attribute__((target("arch=x86-64-v4,avx512vbmi"), always_inline)) __m512i
-pc__hca_u8_cell_index(__m512i v, const __m512i table[4][4], __m512i mul_bytes, __m512i mul_words)
-{
-    const __mmask64 band = 0x1111111111111111ull;
-    __mmask64 top = _mm512_movepi8_mask(v);
-    __m512i c = _mm512_setzero_si512();
-    for (int j = 0; j < 4; j++) {
-        __m512i low = _mm512_permutex2var_epi8(table[j][0], v, table[j][1]);
-        __m512i high = _mm512_permutex2var_epi8(table[j][2], v, table[j][3]);
-        c = _mm512_mask_mov_epi8(c, (band << j) & ~top, low);
-        c = _mm512_mask_mov_epi8(c, (band << j) & top, high);
-    }
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(c, mul_bytes), mul_words);
-}
+/* The linear cell index sum_j c_j m^(3-j) of packed uint8 pixels in a pc__hca_u8_grid (internal_hca.h),
+ * two ways, both exact (integers, no rounding):
+ * - affine (min(floor(max(v - off, 0) * mul / 2^16), m - 1) a band, which holds for a grid over the
+ *   pixels' own box unless a band spans very few values): 10 instructions for 16 pixels;
+ * - the tables, looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two
+ *   registers, twice for the 256 values, the value's top bit picking the half): 25 instructions. */
+typedef struct {
+    int affine;
+    __m512i off, mul_even, mul_odd, top, m_words; /* affine: bytes 0 and 2 in the even words, 1 and 3 odd */
+    __m512i table[4][4];                          /* else: table[j][q] holds values 64q .. 64q + 63 of byte j */
+    __m512i mul_bytes, mul_words;                 /* (c0 m + c1) m^2 + (c2 m + c3) */
+} pc__hca_u8_cells;
 
-/* pc__hca_u8_cell_index's tables from coord (4 x 256 bytes: band byte j's coordinate of every value)
- * and its factors for m cells a side. */
 static inline __attribute__((target("arch=x86-64-v4,avx512vbmi"), always_inline)) void
-pc__hca_u8_index_factors(const uint8_t *coord, int m, __m512i table[4][4], __m512i *mul_bytes, __m512i *mul_words)
+pc__hca_u8_cells_init(pc__hca_u8_cells *c, const pc__hca_u8_grid *u)
 {
+    int m = u->m;
+    c->affine = u->affine;
+    c->off = _mm512_set1_epi32((int)(u->off[0] | u->off[1] << 8 | u->off[2] << 16 | (uint32_t)u->off[3] << 24));
+    c->mul_even = _mm512_set1_epi32((int)(u->mul[0] | (uint32_t)u->mul[2] << 16));
+    c->mul_odd = _mm512_set1_epi32((int)(u->mul[1] | (uint32_t)u->mul[3] << 16));
+    c->top = _mm512_set1_epi16((short)(m - 1));
+    c->m_words = _mm512_set1_epi16((short)m);
     for (int j = 0; j < 4; j++)
         for (int q = 0; q < 4; q++)
-            table[j][q] = _mm512_loadu_si512(coord + j * 256 + q * 64);
-    *mul_bytes = _mm512_set1_epi32(m | 1 << 8 | m << 16 | 1 << 24);
-    *mul_words = _mm512_set1_epi32(m * m | 1 << 16);
+            c->table[j][q] = _mm512_loadu_si512(u->coord + j * 256 + q * 64);
+    c->mul_bytes = _mm512_set1_epi32(m | 1 << 8 | m << 16 | 1 << 24);
+    c->mul_words = _mm512_set1_epi32(m * m | 1 << 16);
+}
+
+/* The cell index of 16 pixels as pc__hca_load_u8_pixels gives them. */
+static inline __attribute__((target("arch=x86-64-v4,avx512vbmi"), always_inline)) __m512i
+pc__hca_u8_cell_index(__m512i v, const pc__hca_u8_cells *c)
+{
+    __m512i pair; /* word 0: c0 m + c1, word 1: c2 m + c3 */
+    if (c->affine) {
+        __m512i d = _mm512_subs_epu8(v, c->off);
+        __m512i even = _mm512_min_epu16(_mm512_mulhi_epu16(_mm512_and_si512(d, _mm512_set1_epi16(0xff)), c->mul_even),
+                                        c->top);
+        __m512i odd = _mm512_min_epu16(_mm512_mulhi_epu16(_mm512_srli_epi16(d, 8), c->mul_odd), c->top);
+        pair = _mm512_add_epi16(_mm512_mullo_epi16(even, c->m_words), odd);
+    } else {
+        const __mmask64 band = 0x1111111111111111ull;
+        __mmask64 top = _mm512_movepi8_mask(v);
+        __m512i coords = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            __m512i low = _mm512_permutex2var_epi8(c->table[j][0], v, c->table[j][1]);
+            __m512i high = _mm512_permutex2var_epi8(c->table[j][2], v, c->table[j][3]);
+            coords = _mm512_mask_mov_epi8(coords, (band << j) & ~top, low);
+            coords = _mm512_mask_mov_epi8(coords, (band << j) & top, high);
+        }
+        pair = _mm512_maddubs_epi16(coords, c->mul_bytes);
+    }
+    return _mm512_madd_epi16(pair, c->mul_words);
 }
 
 #endif
