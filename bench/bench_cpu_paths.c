@@ -212,7 +212,7 @@ static void bench_hca(double mpix, int repeats)
             }
             t[k] = 1e3 * (now() - t0);
             grid[k] = stage_ms(r, "box") + stage_ms(r, "grid");
-            label[k] = stage_ms(r, "label");
+            label[k] = stage_ms(r, "label to bytes");
             for (size_t i = 0; i < n; i++)
                 same &= out[i] == (ref[i] < 0 ? 255 : ref[i]);
             if (fresh_buffer)

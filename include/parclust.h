@@ -526,9 +526,10 @@ pc_status pc_hca_plan_run(pc_hca_plan *plan, const pc_points *points, pc_result 
 /* The same, with the labels written to `labels` (n bytes of host memory; 255: no cluster) instead of
  * into the result, which then has none (pc_result_labels gives NULL). On the GPU a quarter of the
  * int32 labels' bytes cross the bus and none are widened, the labels' form a uint8 raster or .npy
- * takes anyway. On the CPU, packed 3- or 4-band uint8 pixels (AVX-512 with VBMI, m <= 127, no border
- * refinement) go straight to bytes, without int32 labels in between. 255 clusters or more do not fit:
- * PC_UNSUPPORTED, and no result. */
+ * takes anyway. On the CPU, packed 3- or 4-band uint8 pixels (AVX-512 with VBMI, m <= 127, m^bands
+ * int32 within memory_budget, no border refinement) go straight to bytes, without int32 labels in
+ * between (the result's stage "label to bytes"). 255 clusters or more do not fit: PC_UNSUPPORTED, and
+ * no result. Whatever fails or is cancelled leaves the buffer's contents unspecified. */
 pc_status pc_hca_plan_run_u8(pc_hca_plan *plan, const pc_points *points, uint8_t *labels, pc_result **result);
 /* CUDA plans only: points->data is device memory (cudaMalloc'd or managed), aligned to its element
  * size, filled before the call (on the legacy default stream, or synchronised). device_labels: n int32

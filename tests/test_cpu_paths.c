@@ -383,6 +383,15 @@ static void check_hca_bytes(const pc_points *v, const pc_hca_params *p, const pc
         }
         CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d: %zu bytes, sizes or centres differ from "
                   "the baseline path's labels", path, v->n, v->dim, p->m, p->threads, wrong);
+        /* the labels went straight to bytes where the kernels apply (the grids here are dense) */
+        int straight = 0;
+        for (size_t i = 0; i < pc_result_stage_count(r); i++) {
+            const char *name = NULL;
+            pc_result_stage(r, i, &name, NULL);
+            straight |= !strcmp(name, "label to bytes");
+        }
+        CHECK_MSG(straight == pc__hca_grid_vector_path(v, p->m), "path %s m %d: labels to bytes %s", path, p->m,
+                  straight ? "directly where the kernels do not apply" : "through int32 labels");
     }
     pc_result_free(r);
     pc_hca_plan_free(plan);
@@ -447,14 +456,32 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
         free(img);
     }
     CHECK_MSG(noise_labels > 0, "path %s: no case had labels of noise", pc__cpu_path_name(path));
-    /* Bands of two values each: the cells' tables are no affine form (test_u8_affine), the kernels
-     * look them up. */
-    size_t n = 4099;
-    uint8_t *img = image(n, seed);
+    /* RGB pixels over 101..255 at m = 77, whose cells no affine form gives (test_u8_affine): the
+     * kernels look them up in the tables; and m = 127, the kernels' largest (3 bands: 127^3 cells). A
+     * band of 2 values may come out with an affine form's shift of 0; 4 such bands with 2 values
+     * each at m = 32 take a shift of 8 (test_u8_affine). */
+    size_t n = 40001;
+    uint8_t *img = image(n * 4 / 3 + 1, seed);
+    for (size_t i = 0; i < n * 3; i++)
+        img[i] = (uint8_t)(101 + img[i] % 155);
+    img[0] = img[1] = img[2] = 101;
+    img[3] = img[4] = img[5] = 255;
+    int32_t *scratch = malloc(n * sizeof *scratch);
+    pc_points v = pc_points_u8(img, n, 3);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int m = 77; m <= 127; m += 50) {
+            check_grid_cells(path, &v, m, threads, scratch, 0);
+            check_hca_labels(path, &v, m, threads, 0, &noise_labels);
+        }
+    free(scratch);
+    free(img);
+    /* Bands of two values each at m = 32: cells narrower than a value, the affine form's shift of 8. */
+    n = 4099;
+    img = image(n, seed);
     for (size_t i = 0; i < n * 4; i++)
         img[i] = (uint8_t)(100 + (img[i] & 1));
-    int32_t *scratch = malloc(n * sizeof *scratch);
-    pc_points v = pc_points_u8(img, n, 4);
+    scratch = malloc(n * sizeof *scratch);
+    v = pc_points_u8(img, n, 4);
     for (int threads = 1; threads <= 2; threads++) {
         check_grid_cells(path, &v, 32, threads, scratch, 0);
         check_hca_labels(path, &v, 32, threads, 0, &noise_labels);
@@ -463,38 +490,56 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     free(img);
 }
 
-/* pc__hca_u8_affine: the cells' byte tables of boxes over several spans, and where an affine form is
- * said to hold, its offset and factor against every value's coordinate by the definition. It holds for
- * the spans an image's box has; not where m cells cover a span of one value. */
-static void test_u8_affine(void)
+/* Whether pc__hca_u8_affine finds an affine form for the byte tables of a box lo..hi of m cells (byte
+ * 0 all 0, as for 3 bands; the others over the box); where it does, the form against every value's
+ * coordinate by the definition, the differences added to *wrong. */
+static int affine_of_box(double lo, double hi, int m, int *wrong)
 {
-    const double spans[][2] = {{0, 255}, {30, 225}, {17, 18}, {3, 250}, {100, 101}, {0, 1}, {12, 203}, {64, 192}};
-    const int ms[] = {2, 3, 7, 16, 32, 76, 127};
-    int held = 0, refused = 0, wrong = 0;
-    for (size_t a = 0; a < sizeof spans / sizeof spans[0]; a++)
-        for (size_t b = 0; b < sizeof ms / sizeof ms[0]; b++) {
-            int m = ms[b];
-            uint8_t coord[4 * 256];
-            for (int j = 0; j < 4; j++) /* byte 0 all 0, as for 3 bands; the others over the span */
-                for (int v = 0; v < 256; v++)
-                    coord[j * 256 + v] = j == 0 ? 0 : (uint8_t)pc__hca_cell_coordinate(v, spans[a][0], spans[a][1], m);
-            uint8_t off[4];
-            uint16_t mul[4];
-            if (!pc__hca_u8_affine(coord, m, off, mul)) {
-                refused++;
-                CHECK_MSG(spans[a][1] - spans[a][0] < 2, "span %g..%g m %d: no affine form", spans[a][0],
-                          spans[a][1], m);
-                continue;
-            }
-            held++;
-            for (int j = 0; j < 4; j++)
-                for (int v = 0; v < 256; v++) {
-                    unsigned d = v > off[j] ? (unsigned)(v - off[j]) : 0, c = d * mul[j] >> 16;
-                    wrong += (c < (unsigned)m - 1 ? c : (unsigned)m - 1) != coord[j * 256 + v];
-                }
+    uint8_t coord[4 * 256];
+    for (int j = 0; j < 4; j++)
+        for (int v = 0; v < 256; v++)
+            coord[j * 256 + v] = j == 0 ? 0 : (uint8_t)pc__hca_cell_coordinate(v, lo, hi, m);
+    uint8_t off[4], shift[4];
+    uint16_t mul[4];
+    if (!pc__hca_u8_affine(coord, m, off, shift, mul))
+        return 0;
+    for (int j = 0; j < 4; j++)
+        for (int v = 0; v < 256; v++) {
+            uint32_t d = v > off[j] ? (uint32_t)(v - off[j]) : 0, c = (d << shift[j]) * mul[j] >> 16;
+            *wrong += (c < (uint32_t)m - 1 ? c : (uint32_t)m - 1) != coord[j * 256 + v];
         }
+    return 1;
+}
+
+/* pc__hca_u8_affine: where it finds a form, the form is right, on boxes named and on random ones (whole
+ * and fractional ends, spans wider and narrower than m). It holds for the images' common boxes, cells
+ * wider or narrower than a value; it is refused where the doubles' rounding puts a value on a boundary
+ * into the cell below in a way no factor reproduces (box 101..255, m = 77: value 111 gives
+ * 4.9999999999999991), whose pixels then go through the tables (test_hca_path). */
+static void test_u8_affine(uint64_t seed)
+{
+    int wrong = 0, held = 0, whole = 0;
+    CHECK(affine_of_box(0, 255, 32, &wrong) && affine_of_box(30, 225, 32, &wrong) &&
+          affine_of_box(3, 250, 127, &wrong) && affine_of_box(0, 255, 2, &wrong));
+    CHECK_MSG(affine_of_box(17, 30, 32, &wrong) && affine_of_box(100, 101, 32, &wrong),
+              "cells narrower than a value: no affine form");
+    CHECK(!affine_of_box(101, 255, 77, &wrong));
+    uint64_t s = seed | 1;
+    for (int t = 0; t < 400; t++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        double lo = (double)(s % 255), hi = lo + 1 + (double)((s >> 8) % (uint64_t)(255 - lo));
+        int m = 2 + (int)((s >> 16) % 126), fractional = t % 2;
+        if (fractional)
+            lo += 0.5 * (double)((s >> 24) % 2), hi -= 0.25 * (double)((s >> 25) % 2);
+        int h = affine_of_box(lo, hi, m, &wrong);
+        held += h;
+        whole += h && !fractional;
+    }
     CHECK_MSG(wrong == 0, "%d coordinates differ from the tables", wrong);
-    CHECK(held > 0 && refused > 0);
+    CHECK_MSG(whole > 100, "an affine form for %d of 200 random whole boxes", whole);
+    (void)held;
 }
 
 /* k-means' nearest centre of every point by its definition: f_j = |c_j|^2 (as pc__km_centres holds it)
@@ -641,7 +686,7 @@ int main(void)
         test_hca_path(got, seed);
         test_kmeans_path(got, seed);
     }
-    test_u8_affine();
+    test_u8_affine(seed);
     if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512)
         test_meanshift_expanded(seed);
     else

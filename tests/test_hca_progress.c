@@ -60,6 +60,10 @@ static void check_config(const char *what, const pc_points *x, void *params, pc_
     hca->progress = NULL;
     pc_result *plain = NULL, *watched = NULL;
     CHECK_STATUS(run(x, params, &plain), PC_OK);
+    /* labels as bytes (run_hca_bytes): the plain run's, to compare with the watched run's */
+    uint8_t *plain_bytes = plain && !pc_result_labels(plain) ? malloc(x->n) : NULL;
+    if (plain_bytes)
+        memcpy(plain_bytes, label_bytes, x->n);
     static watch w;
     memset(&w, 0, sizeof w);
     hca->progress = on_progress;
@@ -76,14 +80,16 @@ static void check_config(const char *what, const pc_points *x, void *params, pc_
             CHECK_MSG(pc_result_border_points(plain) > 200, "%s: %lld border points", what,
                       (long long)pc_result_border_points(plain));
         size_t k = pc_result_cluster_count(plain);
-        if (pc_result_labels(plain)) /* (labels as bytes: the sizes and centres say it) */
+        if (pc_result_labels(plain))
             CHECK_MSG(memcmp(pc_result_labels(plain), pc_result_labels(watched), x->n * sizeof(int32_t)) == 0,
                       "%s: a watching callback changed the labels", what);
         else if (k == pc_result_cluster_count(watched))
-            CHECK_MSG(!memcmp(pc_result_sizes(plain), pc_result_sizes(watched), k * sizeof(int64_t)) &&
+            CHECK_MSG(plain_bytes && !memcmp(plain_bytes, label_bytes, x->n) &&
+                          !memcmp(pc_result_sizes(plain), pc_result_sizes(watched), k * sizeof(int64_t)) &&
                           !memcmp(pc_result_centers(plain), pc_result_centers(watched), k * x->dim * sizeof(float)),
                       "%s: a watching callback changed the clusters", what);
     }
+    free(plain_bytes);
     pc_result_free(plain);
     pc_result_free(watched);
     /* A stop at call j, for every call the watched run made (the passes' reports depend on the clock:

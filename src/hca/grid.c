@@ -258,48 +258,53 @@ pc_status pc__hca_count_u8_coords(const pc_points *p, const uint8_t *coord, int 
     return PC_UNSUPPORTED;
 }
 
-/* One band's table as min(floor(max(v - off, 0) * mul / 2^16), m - 1): off is tried from the first
- * value of coordinate 1 down (a grid over the pixels' box starts at its low end: about 256 / m tries);
+/* One band's table as min(floor(max(v - off, 0) 2^shift mul / 2^16), m - 1): off is tried from the
+ * first value of coordinate 1 down (a grid over the pixels' box starts at its low end: about 256 / m
+ * tries), shift 0 (cells wider than a value) then 8 (narrower: a band spanning fewer values than m);
  * for each, the mul that every value allows (an interval per value, intersected), then every value
- * checked. Once a pass: at most 256 x 512 steps a band. */
-static int band_affine(const uint8_t *t, int m, uint8_t *off, uint16_t *mul)
+ * checked. The coordinates come from doubles (pc__hca_cell_coordinate), whose rounding can put a
+ * value that falls on a boundary in the cell below: where no mul reproduces that, the tables stay.
+ * Once a pass: at most 2 x 256 x 512 steps a band. */
+static int band_affine(const uint8_t *t, int m, uint8_t *off, uint8_t *shift, uint16_t *mul)
 {
     int first = 0;
     while (first < 256 && t[first] == 0)
         first++;
     if (first == 256) { /* all 0: the 3-band pixels' padding byte, or m cells over one value */
-        *off = 0;
+        *off = *shift = 0;
         *mul = 0;
         return 1;
     }
-    for (int o = first - 1; o >= 0; o--) {
-        int64_t lo = 0, hi = 65535;
-        for (int v = o + 1; v < 256 && lo <= hi; v++) {
-            int64_t d = v - o, c = t[v];
-            lo = (c * 65536 + d - 1) / d > lo ? (c * 65536 + d - 1) / d : lo; /* d mul >= c 2^16 */
-            if (c < m - 1 && ((c + 1) * 65536 - 1) / d < hi) /* d mul < (c + 1) 2^16 */
-                hi = ((c + 1) * 65536 - 1) / d;
+    for (int o = first - 1; o >= 0; o--)
+        for (int sh = 0; sh <= 8; sh += 8) {
+            int64_t unit = (int64_t)65536 >> sh, lo = 0, hi = 65535; /* d mul / unit is the coordinate */
+            for (int v = o + 1; v < 256 && lo <= hi; v++) {
+                int64_t d = v - o, c = t[v];
+                lo = (c * unit + d - 1) / d > lo ? (c * unit + d - 1) / d : lo; /* d mul >= c unit */
+                if (c < m - 1 && ((c + 1) * unit - 1) / d < hi)                 /* d mul < (c + 1) unit */
+                    hi = ((c + 1) * unit - 1) / d;
+            }
+            if (lo > hi)
+                continue;
+            int exact = 1;
+            for (int v = 0; v < 256 && exact; v++) {
+                int64_t c = v > o ? ((int64_t)(v - o) << sh) * lo >> 16 : 0;
+                exact = (c < m - 1 ? c : m - 1) == t[v];
+            }
+            if (exact) {
+                *off = (uint8_t)o;
+                *shift = (uint8_t)sh;
+                *mul = (uint16_t)lo;
+                return 1;
+            }
         }
-        if (lo > hi)
-            continue;
-        int exact = 1;
-        for (int v = 0; v < 256 && exact; v++) {
-            int64_t c = v > o ? (int64_t)(v - o) * lo >> 16 : 0;
-            exact = (c < m - 1 ? c : m - 1) == t[v];
-        }
-        if (exact) {
-            *off = (uint8_t)o;
-            *mul = (uint16_t)lo;
-            return 1;
-        }
-    }
     return 0;
 }
 
-int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint16_t *mul)
+int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint8_t *shift, uint16_t *mul)
 {
     for (int j = 0; j < 4; j++)
-        if (!band_affine(coord + j * 256, m, off + j, mul + j))
+        if (!band_affine(coord + j * 256, m, off + j, shift + j, mul + j))
             return 0;
     return 1;
 }
@@ -308,7 +313,7 @@ void pc__hca_u8_grid_from(const uint8_t *coord, int m, pc__hca_u8_grid *u)
 {
     memcpy(u->coord, coord, sizeof u->coord);
     u->m = m;
-    u->affine = pc__hca_u8_affine(coord, m, u->off, u->mul);
+    u->affine = pc__hca_u8_affine(coord, m, u->off, u->shift, u->mul);
 }
 
 void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u)

@@ -378,7 +378,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     pc__result_add_stage(r, "cut", t4 - t3);
     if (params->refine_borders)
         pc__result_add_stage(r, "refine", t4r - t4);
-    pc__result_add_stage(r, "label", t5 - t4r);
+    pc__result_add_stage(r, straight ? "label to bytes" : "label", t5 - t4r);
 done:
     free(cluster_of_cell);
     free(sums);

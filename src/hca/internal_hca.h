@@ -158,19 +158,19 @@ pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total);
 int pc__hca_grid_fits_dense(uint64_t total, size_t memory_budget);
 /* A grid's cells for packed 3- or 4-band uint8 pixels, as the AVX-512 kernels take them (pixels_u8.h):
  * coord[(4 - dim + j) * 256 + v] is the cell coordinate (< m <= 127) of value v in band j (3 bands:
- * the first 256 are 0); affine: 1 where every table is also min(floor(max(v - off[j], 0) * mul[j] /
- * 2^16), m - 1) for every value v (pc__hca_u8_affine). */
+ * the first 256 are 0); affine: 1 where every table is also min(floor(max(v - off[j], 0) 2^shift[j]
+ * mul[j] / 2^16), m - 1) for every value v (pc__hca_u8_affine). */
 typedef struct {
     uint8_t coord[4 * 256];
     int m, affine;
-    uint8_t off[4];
+    uint8_t off[4], shift[4]; /* shift: 0 or 8 */
     uint16_t mul[4];
 } pc__hca_u8_grid;
 /* From g's box, or from given tables. */
 void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u);
 void pc__hca_u8_grid_from(const uint8_t *coord, int m, pc__hca_u8_grid *u);
-/* 1 with off and mul set where each of the 4 tables of coord is such an affine form, else 0. */
-int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint16_t *mul);
+/* 1 with off, shift and mul set where each of the 4 tables of coord is such an affine form, else 0. */
+int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint8_t *shift, uint16_t *mul);
 /* 1 when a grid of m cells a side counts these points with AVX-512 (packed 3- or 4-band uint8,
  * m <= 127, a processor with AVX-512 VBMI): 16 pixels a step. */
 int pc__hca_grid_vector_path(const pc_points *points, int m);

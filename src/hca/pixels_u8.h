@@ -27,13 +27,15 @@ pc__hca_load_u8_pixels(const uint8_t *u8, size_t dim, size_t i, __mmask16 live)
 
 /* The linear cell index sum_j c_j m^(3-j) of packed uint8 pixels in a pc__hca_u8_grid (internal_hca.h),
  * two ways, both exact (integers, no rounding):
- * - affine (min(floor(max(v - off, 0) * mul / 2^16), m - 1) a band, which holds for a grid over the
- *   pixels' own box unless a band spans very few values): 10 instructions for 16 pixels;
+ * - affine (min(floor(max(v - off, 0) 2^shift mul / 2^16), m - 1) a band, which holds for most grids
+ *   over the pixels' own box: not where the doubles' rounding puts a value on a boundary in the cell
+ *   below in a way no mul reproduces): 12 instructions for 16 pixels;
  * - the tables, looked up 64 bytes at once with byte permutes (vpermt2b: 128 entries from two
  *   registers, twice for the 256 values, the value's top bit picking the half): 25 instructions. */
 typedef struct {
     int affine;
-    __m512i off, mul_even, mul_odd, top, m_words; /* affine: bytes 0 and 2 in the even words, 1 and 3 odd */
+    __m512i off, shift_even, shift_odd, mul_even, mul_odd, top, m_words; /* affine: bytes 0 and 2 in the
+                                                                          * even words, 1 and 3 odd */
     __m512i table[4][4];                          /* else: table[j][q] holds values 64q .. 64q + 63 of byte j */
     __m512i mul_bytes, mul_words;                 /* (c0 m + c1) m^2 + (c2 m + c3) */
 } pc__hca_u8_cells;
@@ -44,6 +46,8 @@ pc__hca_u8_cells_init(pc__hca_u8_cells *c, const pc__hca_u8_grid *u)
     int m = u->m;
     c->affine = u->affine;
     c->off = _mm512_set1_epi32((int)(u->off[0] | u->off[1] << 8 | u->off[2] << 16 | (uint32_t)u->off[3] << 24));
+    c->shift_even = _mm512_set1_epi32((int)(u->shift[0] | (uint32_t)u->shift[2] << 16));
+    c->shift_odd = _mm512_set1_epi32((int)(u->shift[1] | (uint32_t)u->shift[3] << 16));
     c->mul_even = _mm512_set1_epi32((int)(u->mul[0] | (uint32_t)u->mul[2] << 16));
     c->mul_odd = _mm512_set1_epi32((int)(u->mul[1] | (uint32_t)u->mul[3] << 16));
     c->top = _mm512_set1_epi16((short)(m - 1));
@@ -62,9 +66,10 @@ pc__hca_u8_cell_index(__m512i v, const pc__hca_u8_cells *c)
     __m512i pair; /* word 0: c0 m + c1, word 1: c2 m + c3 */
     if (c->affine) {
         __m512i d = _mm512_subs_epu8(v, c->off);
-        __m512i even = _mm512_min_epu16(_mm512_mulhi_epu16(_mm512_and_si512(d, _mm512_set1_epi16(0xff)), c->mul_even),
-                                        c->top);
-        __m512i odd = _mm512_min_epu16(_mm512_mulhi_epu16(_mm512_srli_epi16(d, 8), c->mul_odd), c->top);
+        __m512i even = _mm512_sllv_epi16(_mm512_and_si512(d, _mm512_set1_epi16(0xff)), c->shift_even);
+        __m512i odd = _mm512_sllv_epi16(_mm512_srli_epi16(d, 8), c->shift_odd);
+        even = _mm512_min_epu16(_mm512_mulhi_epu16(even, c->mul_even), c->top);
+        odd = _mm512_min_epu16(_mm512_mulhi_epu16(odd, c->mul_odd), c->top);
         pair = _mm512_add_epi16(_mm512_mullo_epi16(even, c->m_words), odd);
     } else {
         const __mmask64 band = 0x1111111111111111ull;

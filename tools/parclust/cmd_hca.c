@@ -210,8 +210,8 @@ int cmd_hca(int argc, char **argv)
                         "clusters of at least the minimum size\n", p.clusters, k, p.clusters);
     cli_print_clusters(r);
     if (c.verbose && pc_result_backend(r) != PC_BACKEND_CUDA)
-        printf("CPU path: %s (its own cell index: packed 4-band uint8 pixels, m <= 127, with AVX-512 VBMI)\n",
-               pc_cpu_path());
+        printf("CPU path: %s (its own cell index and labels: packed 3- or 4-band uint8 pixels, m <= 127, "
+               "with AVX-512 VBMI)\n", pc_cpu_path());
     if (c.verbose)
         cli_print_stages(r);
     double t_write = cli_seconds();
