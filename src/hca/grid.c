@@ -316,12 +316,17 @@ void pc__hca_u8_grid_from(const uint8_t *coord, int m, pc__hca_u8_grid *u)
     u->affine = pc__hca_u8_affine(coord, m, u->off, u->shift, u->mul);
 }
 
+void pc__hca_band_coordinates(const pc__hca_grid *g, size_t j, uint8_t *coordinate)
+{
+    for (size_t v = 0; v < 256; v++)
+        coordinate[v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+}
+
 void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u)
 {
     uint8_t coord[4 * 256] = {0};
     for (size_t j = 0; j < g->dim; j++)
-        for (size_t v = 0; v < 256; v++)
-            coord[(4 - g->dim + j) * 256 + v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+        pc__hca_band_coordinates(g, j, coord + (4 - g->dim + j) * 256);
     pc__hca_u8_grid_from(coord, g->m, u);
 }
 

@@ -131,8 +131,7 @@ pc_status pc__hca_grids_count_refined(pc__hca_grid *const *grids, size_t L, cons
         if (!g->dense)
             continue;
         for (size_t j = 0; j < dim; j++)
-            for (size_t v = 0; v < 256; v++)
-                coordinate[l][j][v] = (uint8_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+            pc__hca_band_coordinates(g, j, coordinate[l][j]);
         eligible[E++] = l;
     }
     /* Groups in list order, each as large as its refined cells allow; a member left alone keeps its own

@@ -120,7 +120,9 @@ static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *
     }
 }
 
-uint8_t *pc__hca_cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k)
+/* The grid's cell map turned into a cluster map in place, and the same as a byte a linear index (255:
+ * none; 3 bytes of padding after for the vector paths) where k < 255, else NULL (or no memory). */
+static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k)
 {
     int threads = g->threads;
     (void)threads; /* used only by the OpenMP pragma */
@@ -138,11 +140,12 @@ uint8_t *pc__hca_cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, si
     return small;
 }
 
-/* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), and the
- * clusters' exact means are summed on the way: integer sums for uint8 pixels, doubles otherwise. The
- * grid's cell map is turned into a cluster map in place: its last use. */
+/* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), or, with
+ * bytes, is written there as a byte from its cell found again (label_u8.c); the clusters' exact means
+ * are summed on the way: integer sums for uint8 pixels, doubles otherwise. The grid's cell map is
+ * turned into a cluster map in place: its last use. */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                               int32_t *labels, double *sums)
+                               int32_t *labels, uint8_t *bytes, double *sums)
 {
     int failed = 0;
     size_t dim = g->dim, stride = pc__hca_row_bytes(points);
@@ -150,11 +153,16 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     (void)threads; /* used only by the OpenMP pragmas */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
     /* With fewer than 255 clusters a byte per grid index keeps the map 4x smaller in cache. */
-    uint8_t *small = pc__hca_cluster_map(g, cluster_of_cell, k);
+    uint8_t *small = cluster_map(g, cluster_of_cell, k);
+    if (bytes && !small)
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the cells' cluster map");
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
     int vector = 0; /* 16 pixels a step: packed 3- or 4-band uint8 with a byte map, on the AVX-512 path */
 #if PC__HAVE_CPU_PATHS
     vector = packed_u8 && (dim == 3 || dim == 4) && small && pc__cpu_path() == PC__CPU_AVX512;
+    pc__hca_u8_grid cells; /* bytes: the cells found again */
+    if (bytes)
+        pc__hca_u8_grid_of(g, &cells);
 #endif
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
@@ -176,6 +184,10 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
 #if PC__HAVE_CPU_PATHS
+            if (bytes && isum) {
+                pc__hca_label_u8_bytes_avx512(u8, dim, &cells, small, bytes, (size_t)b * block, end, isum);
+                continue;
+            }
             if (vector && isum) {
                 pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum);
                 continue;
@@ -356,13 +368,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         free(border.cluster);
         goto done;
     }
-#if PC__HAVE_CPU_PATHS
-    if (straight)
-        st = pc__hca_label_bytes(&g, points, cluster_of_cell, k, bytes, sums);
-    else
-#endif
-        st = pc__hca_label_points(&g, points, cluster_of_cell, k, r->labels, sums);
-    if (st != PC_OK) {
+    if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, r->labels, straight ? bytes : NULL, sums)) !=
+        PC_OK) {
         free(border.index);
         free(border.cluster);
         goto done;

@@ -91,9 +91,11 @@ static inline int32_t pc__hca_cell_of(const pc__hca_grid *g, const int32_t *scra
     return g->dense ? g->slot[(uint32_t)scratch[i]] : g->first_seen_to_cell[scratch[i]];
 }
 /* Every point's cluster from its cell's, the clusters' sums (k x (dim + 1)); turns the grid's cell map
- * into a cluster map: its last use. */
+ * into a cluster map: its last use. bytes (else NULL): the labels as bytes there instead (labels NULL;
+ * k < 255; packed 3- or 4-band uint8 on the AVX-512 path of a dense grid built without the points'
+ * cells, whose cells the label stage finds again). */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                               int32_t *labels, double *sums);
+                               int32_t *labels, uint8_t *bytes, double *sums);
 /* HCA-MS (ALGORITHMS.md 3b): the border points of the cut and the clusters their climbs reach, found
  * before the labelling (scratch: the grid's per-point cells); applied after it, sums kept right. */
 typedef struct {
@@ -168,6 +170,8 @@ typedef struct {
 } pc__hca_u8_grid;
 /* From g's box, or from given tables. */
 void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u);
+/* The cell coordinate in g of each of the 256 uint8 values of band j (m <= 256). */
+void pc__hca_band_coordinates(const pc__hca_grid *g, size_t j, uint8_t *coordinate);
 void pc__hca_u8_grid_from(const uint8_t *coord, int m, pc__hca_u8_grid *u);
 /* 1 with off, shift and mul set where each of the 4 tables of coord is such an affine form, else 0. */
 int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint8_t *shift, uint16_t *mul);
@@ -287,13 +291,6 @@ void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small
  * pixel's cell found again from its bands in grid u, bytes[begin, end) = small[cell]. */
 void pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
                                    uint8_t *bytes, size_t begin, size_t end, uint64_t *isum);
-/* pc__hca_label_points for labels as bytes (k < 255, 255: no cluster) of packed 3- or 4-band uint8
- * pixels on the AVX-512 path of a dense grid built without the points' cells (label_u8.c). */
-pc_status pc__hca_label_bytes(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                              uint8_t *bytes, double *sums);
-/* The grid's cell map turned into a cluster map in place (its last use), and the same as a byte a
- * linear index (255: none; 3 bytes of padding after) where k < 255, else NULL (or no memory). */
-uint8_t *pc__hca_cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k);
 /* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */
 void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
 

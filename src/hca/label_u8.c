@@ -10,7 +10,6 @@
 #if PC__HAVE_CPU_PATHS
 #include "pixels_u8.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* Within each 16 bytes (4 pixels of 4 bands), band j's 4 bytes moved to bytes 4j .. 4j + 3, so that
@@ -115,43 +114,5 @@ pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_gr
             add_by_cluster(&s, cluster, rest, v);
     }
     flush_sums(&s, dim, isum);
-}
-
-pc_status pc__hca_label_bytes(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                              uint8_t *bytes, double *sums)
-{
-    size_t dim = g->dim;
-    int threads = g->threads, failed = 0;
-    (void)threads; /* used only by the OpenMP pragmas */
-    uint8_t *small = pc__hca_cluster_map(g, cluster_of_cell, k);
-    if (!small)
-        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the cells' cluster map");
-    pc__hca_u8_grid u;
-    pc__hca_u8_grid_of(g, &u);
-    memset(sums, 0, k * (dim + 1) * sizeof *sums);
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
-    {
-        uint64_t *isum = calloc(k * (dim + 1), sizeof *isum);
-        double *mine = calloc(k * (dim + 1), sizeof *mine);
-        failed |= !isum || !mine;
-        /* Blocks of pixels, so that a cancelled run stops within one block on every thread. */
-        const size_t block = 65536;
-#pragma omp for schedule(static)
-        for (long b = 0; b < (long)((g->n + block - 1) / block); b++) {
-            size_t begin = (size_t)b * block, end = begin + block < g->n ? begin + block : g->n;
-            if (isum && mine && !pc__hca_tick_at(g->tick, begin, g->n))
-                pc__hca_label_u8_bytes_avx512(points->data, dim, &u, small, bytes, begin, end, isum);
-        }
-        if (isum && mine)
-            for (size_t q = 0; q < k * (dim + 1); q++)
-                mine[q] = (double)isum[q];
-        pc__team_add_ordered(sums, mine, k * (dim + 1));
-        free(mine);
-        free(isum);
-    }
-    free(small);
-    if (failed)
-        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums");
-    return pc__hca_tick_status(g->tick);
 }
 #endif
