@@ -188,54 +188,51 @@ static void add_pair(void *ctx, size_t cell, size_t nb)
     t->list[t->count++] = p;
 }
 
-static int by_cells(const void *x, const void *y)
-{
-    const pair *p = x, *q = y;
-    if (p->a != q->a)
-        return p->a < q->a ? -1 : 1;
-    return (p->b > q->b) - (p->b < q->b);
-}
-
-/* The adjacent prototype pairs of the reference grid, each once (a < b), in a fixed order. */
+/* The adjacent prototype pairs of the reference grid, each once (a < b): each thread's share of the
+ * cells in turn, so the order is fixed for a given team. No order is needed beyond that: every pair's
+ * averaged distance is its own, and group_graph's groups and edges do not depend on the pairs' order
+ * (it sorts the edges it keeps). Sorting the 550,000 pairs of a 4-band image took 30 ms on 2 cores. */
 static pc_status prototype_pairs(const pc__hca_grid *g, pair **out, size_t *count)
 {
-    pair_ctx all = {NULL, 0, 0, 0};
-    int threads = g->threads, failed = 0;
-    (void)threads;
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
+    int threads = g->threads;
+    pair_ctx *part = pc__calloc((size_t)threads, sizeof *part, "HECA adjacent prototypes");
+    if (!part)
+        return PC_OUT_OF_MEMORY;
+#pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        pair_ctx mine = {NULL, 0, 0, 0};
-#pragma omp for schedule(dynamic, 256)
-        for (long c = 0; c < (long)g->cells; c++)
-            pc__hca_neighbours(g, (size_t)c, 1, add_pair, &mine);
-        failed |= mine.failed;
-#pragma omp critical(pc__heca_pairs)
-        if (!mine.failed && mine.count) {
-            pair *grown = realloc(all.list, (all.count + mine.count) * sizeof *grown);
-            if (grown) {
-                all.list = grown;
-                memcpy(all.list + all.count, mine.list, mine.count * sizeof *grown);
-                all.count += mine.count;
-            } else {
-                all.failed = 1;
-            }
-        }
-        free(mine.list);
+        size_t t = 0, team = 1;
+#ifdef _OPENMP
+        t = (size_t)omp_get_thread_num();
+        team = (size_t)omp_get_num_threads();
+#endif
+        for (size_t c = g->cells * t / team; c < g->cells * (t + 1) / team; c++)
+            pc__hca_neighbours(g, c, 1, add_pair, &part[t]);
     }
-    if (failed || all.failed) {
-        free(all.list);
+    size_t total = 0;
+    int failed = 0;
+    for (int t = 0; t < threads; t++) {
+        total += part[t].count;
+        failed |= part[t].failed;
+    }
+    pair *all = failed ? NULL : pc__alloc(total ? total : 1, sizeof *all, "HECA adjacent prototypes");
+    size_t at = 0;
+    for (int t = 0; t < threads; t++) {
+        if (all && part[t].count)
+            memcpy(all + at, part[t].list, part[t].count * sizeof *all);
+        at += part[t].count;
+        free(part[t].list);
+    }
+    free(part);
+    if (!all)
         return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot hold the adjacent prototypes");
-    }
-    for (size_t i = 0; i < all.count; i++)
-        if (all.list[i].a > all.list[i].b) {
-            int32_t t = all.list[i].a;
-            all.list[i].a = all.list[i].b;
-            all.list[i].b = t;
+    for (size_t i = 0; i < total; i++)
+        if (all[i].a > all[i].b) {
+            int32_t t = all[i].a;
+            all[i].a = all[i].b;
+            all[i].b = t;
         }
-    if (all.count)
-        qsort(all.list, all.count, sizeof *all.list, by_cells);
-    *out = all.list;
-    *count = all.count;
+    *out = all;
+    *count = total;
     return PC_OK;
 }
 
