@@ -355,6 +355,14 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
     /* The cells' sums of values (HCA-MS's cell means, HECA's prototypes) from the same cells. */
     CHECK(pc__hca_cell_sums_u8(&g, v, scratch, threads, got) == PC_OK &&
           memcmp(got, sum, g.cells * bands * sizeof *got) == 0);
+    /* The same with the cells found again from the pixels (HECA's reference member), where they can be. */
+    if (pc__hca_cells_found_again(v, m, (size_t)1 << 30)) {
+        memset(got, 0xAA, g.cells * bands * sizeof *got);
+        CHECK_MSG(pc__hca_cell_sums_u8(&g, v, NULL, threads, got) == PC_OK &&
+                      memcmp(got, sum, g.cells * bands * sizeof *got) == 0,
+                  "path %s n %zu bands %zu m %d threads %d: the cells' sums from the pixels differ",
+                  pc__cpu_path_name(path), v->n, bands, m, threads);
+    }
     free(count);
     free(sum);
     free(got);

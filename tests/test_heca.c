@@ -26,8 +26,9 @@ static pc_result *hca(const pc_points *v, int m, size_t clusters, double thresho
     return r;
 }
 
-static pc_result *heca(const pc_points *v, const int *ms, size_t members, int shifts, size_t clusters,
-                       double threshold, pc_backend backend)
+/* min_size >= 0: the points of smaller clusters become noise (-1). */
+static pc_result *heca_min(const pc_points *v, const int *ms, size_t members, int shifts, size_t clusters,
+                           double threshold, int64_t min_size, pc_backend backend)
 {
     pc_heca_params p;
     pc_heca_params_init(&p);
@@ -36,11 +37,19 @@ static pc_result *heca(const pc_points *v, const int *ms, size_t members, int sh
     p.shifts = shifts;
     p.hca.clusters = clusters;
     p.hca.threshold = threshold;
+    p.hca.min_cluster_size = min_size;
+    p.hca.noise = min_size >= 0;
     p.hca.backend = backend;
     pc_result *r = NULL;
     pc_status st = pc_heca(v, &p, &r);
     CHECK_MSG(st == PC_OK, "pc_heca: %s", pc_last_error());
     return r;
+}
+
+static pc_result *heca(const pc_points *v, const int *ms, size_t members, int shifts, size_t clusters,
+                       double threshold, pc_backend backend)
+{
+    return heca_min(v, ms, members, shifts, clusters, threshold, -1, backend);
 }
 
 static int same_labels(const pc_result *a, const pc_result *b)
@@ -227,27 +236,28 @@ static void test_refine(uint64_t seed)
 
 /* Packed uint8 rows of 1 or 2 bands take the distinct values' path (members, prototypes and sums from
  * the values' counts), 3 and 4 bands (and uint16 rows) the members counted together in one pass
- * (grid_many.c), or one member at a time with AVX-512 where the processor has it (grid.c: 3 and 4
- * bands, m <= 127); the same values as float32 take the points' path as floats, one member at a time:
- * the same result, on one thread and several (per-thread counts). */
-static void compare_paths(const pc_points *vi, const pc_points *vf, size_t dim, const char *what)
+ * (grid_many.c), or with AVX-512 where the processor has it (grid.c, grid_refined.c: 3 and 4 bands,
+ * m <= 127) several to a pass through their common refinement or one at a time, the reference
+ * member's cells found again from the pixels; the same values as float32 take the points' path as
+ * floats, one member at a time: the same result, on one thread and several (per-thread counts). */
+static void compare_members(const pc_points *vi, const pc_points *vf, size_t dim, const char *what, const int *ms,
+                            size_t L, size_t clusters, int64_t min_size)
 {
     for (int shifts = 0; shifts <= 1; shifts++)
         for (int b = 0; b < 2; b++) {
-            int ms[] = {12, 16, 21};
             pc_backend be = b == 0 ? PC_BACKEND_SEQUENTIAL : PC_BACKEND_OPENMP;
             if (!pc_backend_available(be))
                 continue;
-            pc_result *a = heca(vi, ms, 3, shifts, 5, 0, be);
-            pc_result *c = heca(vf, ms, 3, shifts, 5, 0, be);
+            pc_result *a = heca_min(vi, ms, L, shifts, clusters, 0, min_size, be);
+            pc_result *c = heca_min(vf, ms, L, shifts, clusters, 0, min_size, be);
             CHECK(a && c);
             if (a && c) {
-                CHECK_MSG(same_labels(a, c), "%s, dim %zu, shifts %d, %s: labels differ from float32's", what, dim,
-                          shifts, pc_backend_name(be));
+                CHECK_MSG(same_labels(a, c), "%s, dim %zu, m %d.., shifts %d, %s: labels differ from float32's", what,
+                          dim, ms[0], shifts, pc_backend_name(be));
                 size_t ra, rb;
                 const double *za = pc_result_dendrogram(a, &ra), *zb = pc_result_dendrogram(c, &rb);
                 CHECK(ra == rb && memcmp(za, zb, ra * 4 * sizeof *za) == 0);
-                for (size_t l = 0; l < 3; l++)
+                for (size_t l = 0; l < L; l++)
                     CHECK(pc_result_member_components(a, l) == pc_result_member_components(c, l));
                 size_t k = pc_result_cluster_count(a);
                 CHECK(k == pc_result_cluster_count(c) && memcmp(pc_result_sizes(a), pc_result_sizes(c), k * 8) == 0);
@@ -257,6 +267,43 @@ static void compare_paths(const pc_points *vi, const pc_points *vf, size_t dim, 
             pc_result_free(a);
             pc_result_free(c);
         }
+}
+
+static void compare_paths(const pc_points *vi, const pc_points *vf, size_t dim, const char *what)
+{
+    const int ms[] = {12, 16, 21};
+    compare_members(vi, vf, dim, what, ms, 3, 5, -1);
+    /* bench_heca's five members (16 and 32 share cells' boundaries), the small clusters' points noise. */
+    const int five[] = {16, 19, 23, 27, 32};
+    compare_members(vi, vf, dim, what, five, 5, 8, 1000);
+    /* No two of these share a pass (their refinements pass 127 cells a side): the reference counted
+     * alone, without the points' cells (3 bands: 121^3 cells are dense). */
+    const int apart[] = {70, 100, 121};
+    if (dim == 3)
+        compare_members(vi, vf, dim, what, apart, 3, 5, -1);
+}
+
+/* 300 clusters (more than a byte holds) of uniform 3-band noise: the labels of the reference member's
+ * cells found again go through the int32 cluster map. */
+static void test_many_clusters(uint64_t seed)
+{
+    size_t n = 30000, dim = 3;
+    uint8_t *u = malloc(n * dim);
+    float *f = malloc(n * dim * sizeof *f);
+    uint64_t s = seed | 1;
+    for (size_t q = 0; q < n * dim; q++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        u[q] = (uint8_t)(s >> 56);
+        f[q] = u[q];
+    }
+    pc_points vu = pc_points_u8(u, n, dim), vf = pc_points_f32(f, n, dim);
+    const int ms[] = {70, 100, 121};
+    compare_members(&vu, &vf, dim, "uint8 noise", ms, 3, 300, 1);
+    pc_result *r = heca_min(&vu, ms, 3, 0, 300, 0, 1, PC_BACKEND_AUTO);
+    CHECK(r && pc_result_cluster_count(r) == 300);
+    pc_result_free(r);
+    free(u);
+    free(f);
 }
 
 static void test_values_path(uint64_t seed)
@@ -339,6 +386,7 @@ int main(void)
     test_members_backends(seed);
     test_refine(seed);
     test_values_path(seed);
+    test_many_clusters(seed);
     test_auto_m();
     test_errors();
     return check_report("heca");

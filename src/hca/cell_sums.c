@@ -29,17 +29,31 @@ PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stri
     }
 }
 
-/* Rows begin .. end of up to 4 bands into the cells' lanes, then into sums. */
+/* The cells of rows found again a chunk at a time (scratch NULL): 4 KiB on the stack. */
+#define FOUND_ROWS 1024
+
+/* Rows begin .. end of up to 4 bands into the cells' lanes, then into sums. The cells from scratch, or
+ * where there is none (3 or 4 bands on the AVX-512 path), found again from the pixels in u. */
 PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_t stride, size_t dim,
-                               const int32_t *scratch, size_t begin, size_t end, lanes4 *lanes, int64_t *sums)
+                               const int32_t *scratch, const pc__hca_u8_grid *u, size_t begin, size_t end,
+                               lanes4 *lanes, int64_t *sums)
 {
+    int32_t found[FOUND_ROWS];
+    (void)u;
     for (size_t from = begin; from < end; from += LANE_ROWS) {
         size_t to = end - from > LANE_ROWS ? from + LANE_ROWS : end;
         memset(lanes, 0, g->cells * sizeof *lanes);
-        for (size_t i = from; i < to; i++) {
-            const uint8_t *row = base + i * stride;
-            lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
-            lanes[pc__hca_cell_of(g, scratch, i)] += v;
+        for (size_t at = from; at < to; at += FOUND_ROWS) {
+            size_t stop = to - at > FOUND_ROWS ? at + FOUND_ROWS : to;
+#if PC__HAVE_CPU_PATHS
+            if (!scratch)
+                pc__hca_u8_cells_of(base, dim, u, g->slot, at, stop, found);
+#endif
+            for (size_t i = at; i < stop; i++) {
+                const uint8_t *row = base + i * stride;
+                lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
+                lanes[scratch ? pc__hca_cell_of(g, scratch, i) : found[i - at]] += v;
+            }
         }
         for (size_t c = 0; c < g->cells; c++)
             for (size_t j = 0; j < dim; j++)
@@ -53,6 +67,11 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
     size_t dim = g->dim, cells = g->cells, n = g->n, stride = pc__hca_row_bytes(points);
     const uint8_t *base = points->data;
     int failed = 0;
+    pc__hca_u8_grid u; /* no scratch: the cells found again */
+#if PC__HAVE_CPU_PATHS
+    if (!scratch)
+        pc__hca_u8_grid_of(g, &u);
+#endif
     memset(sums, 0, cells * dim * sizeof *sums);
     (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
@@ -71,11 +90,11 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
         else if (mine && lanes) {
             /* The band count a constant of the loop for the common images. */
             if (dim == 3)
-                add_rows_lanes(g, base, stride, 3, scratch, begin, end, lanes, mine);
+                add_rows_lanes(g, base, stride, 3, scratch, &u, begin, end, lanes, mine);
             else if (dim == 4)
-                add_rows_lanes(g, base, stride, 4, scratch, begin, end, lanes, mine);
+                add_rows_lanes(g, base, stride, 4, scratch, &u, begin, end, lanes, mine);
             else
-                add_rows_lanes(g, base, stride, dim, scratch, begin, end, lanes, mine);
+                add_rows_lanes(g, base, stride, dim, scratch, &u, begin, end, lanes, mine);
         }
         free(lanes);
         /* Thread 0 summed into sums itself; the others add theirs once it is done. */

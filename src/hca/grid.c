@@ -186,6 +186,22 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         mine[run_idx] += run;
     _mm_sfence(); /* the streamed indices are visible before the threads' barrier */
 }
+
+/* Where a pass needs the cells that no counting pass kept (internal_hca.h). */
+__attribute__((target("arch=x86-64-v4,avx512vbmi"))) void
+pc__hca_u8_cells_of(const uint8_t *data, size_t dim, const pc__hca_u8_grid *u, const int32_t *slot, size_t begin,
+                    size_t end, int32_t *cell)
+{
+    pc__hca_u8_cells cells;
+    pc__hca_u8_cells_init(&cells, u);
+    for (size_t i = begin; i < end; i += 16) {
+        __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
+        __m512i idx = pc__hca_u8_cell_index(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
+        if (slot)
+            idx = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, slot, 4);
+        _mm512_mask_storeu_epi32(cell + (i - begin), live, idx);
+    }
+}
 #endif
 
 int pc__hca_grid_vector_path(const pc_points *p, int m)
@@ -199,6 +215,16 @@ int pc__hca_grid_vector_path(const pc_points *p, int m)
     (void)m;
     return 0;
 #endif
+}
+
+int pc__hca_cells_found_again(const pc_points *p, int m, size_t memory_budget)
+{
+    if (!pc__hca_grid_vector_path(p, m))
+        return 0;
+    uint64_t total = 1;
+    for (size_t j = 0; j < p->dim; j++)
+        total *= (uint64_t)m; /* m <= 127, 4 bands at most */
+    return pc__hca_grid_fits_dense(total, memory_budget);
 }
 
 /* Called by every thread of a counting pass's team after its barrier: the other threads' copies of

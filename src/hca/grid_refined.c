@@ -4,10 +4,10 @@
  * fall into r_j intervals (at most the members' cells a side summed), and a pixel's interval in each
  * band gives its cell in every member. One AVX-512 pass counts the pixels per refined cell (the same
  * kernel as HCA's cell index, with the intervals for tables); each member's counts are then sums over
- * the refined cells, exact. Members share a pass while the refined cells stay within
- * REFINED_MAX_CELLS: on bench_hca's images the four members besides the reference (m 16, 19, 23, 27)
- * take one pass for 3 bands (76^3 refined cells) where they took four, and two for 4 bands (16, 19
- * and 23 in 56^4 cells; 27 alone, by the caller). */
+ * the refined cells, exact. Which members share a pass is chosen by a model of its cost: on
+ * bench_hca's images, the default members 16, 19, 23, 27 and 32 take one pass for 3 bands where they
+ * took five, and three for 4 bands: 16 with 32 (whose boundaries hold 16's: 32^4 cells), 19 with 23
+ * (41^4), and 27 alone. */
 #include "internal_hca.h"
 
 #include <stdlib.h>
@@ -48,17 +48,27 @@ static uint64_t power(int r, size_t dim)
     return total;
 }
 
-/* Whether the members can share a pass: their refined cells within REFINED_MAX_CELLS (and the
+/* The refined cells of members that can share a pass, else 0: within REFINED_MAX_CELLS (and the
  * threads' copies within the budget), and a grid of r cells a side that the AVX-512 pass counts (its
  * byte tables take r <= 127). */
-static int fits(const band_table *coordinate, const size_t *member, size_t count, const pc_points *p, int threads,
-                size_t memory_budget)
+static uint64_t shared_cells(const band_table *coordinate, const size_t *member, size_t count, const pc_points *p,
+                             int threads, size_t memory_budget)
 {
     band_table interval, first;
     int r = refine(coordinate, member, count, p->dim, interval, first);
     uint64_t total = power(r, p->dim);
-    return total <= REFINED_MAX_CELLS && total * sizeof(int32_t) * (uint64_t)threads <= memory_budget &&
-           pc__hca_grid_vector_path(p, r);
+    int fits = total <= REFINED_MAX_CELLS && total * sizeof(int32_t) * (uint64_t)threads <= memory_budget &&
+               pc__hca_grid_vector_path(p, r);
+    return fits ? total : 0;
+}
+
+/* A pass's cost in passes over the pixels: one, plus its counts' table (zeroed, counted into at random,
+ * the threads' copies added) and each member's scan of it to sum its own counts. Measured on 100 Mpix
+ * x 4 bands, 2 cores: a pass ~63 ms, ~9 ms more a million entries, ~0.85 ms a million entries for
+ * each member summed from them. A member alone counts its own m^dim cells, with no scan. */
+static double pass_cost(uint64_t entries, size_t members)
+{
+    return 1 + (double)entries * (1 + (members > 1 ? 0.1 * (double)members : 0)) / 7e6;
 }
 
 /* One pass for the members of a group: their dense grids from the refined cells' counts. */
@@ -134,35 +144,78 @@ pc_status pc__hca_grids_count_refined(pc__hca_grid *const *grids, size_t L, cons
             pc__hca_band_coordinates(g, j, coordinate[l][j]);
         eligible[E++] = l;
     }
-    /* Groups in list order, each as large as its refined cells allow; a member left alone keeps its own
-     * pass (the caller's). */
-    size_t first_of[PC_HECA_MAX_MEMBERS], end_of[PC_HECA_MAX_MEMBERS], groups = 0;
-    for (size_t a = 0; a < E;) {
-        size_t b = a + 1;
-        while (b < E && fits(coordinate, eligible + a, b + 1 - a, p, threads, memory_budget))
-            b++;
-        if (b - a >= 2) {
-            first_of[groups] = a;
-            end_of[groups++] = b;
-        }
-        a = b;
+    /* Groups: members merged two groups at a time, the merge that saves the most modelled time first,
+     * while one saves any (pass_cost). Shared passes do not pay for every grouping: 4-band refinements
+     * of three members (50^4 cells and more) took as long as the members' own passes, while members
+     * whose boundaries nearly coincide (m and 2m) share one at almost no cost. A member left alone keeps
+     * its own pass (the caller's). */
+    size_t member[PC_HECA_MAX_MEMBERS][PC_HECA_MAX_MEMBERS], size[PC_HECA_MAX_MEMBERS], groups = E;
+    double cost[PC_HECA_MAX_MEMBERS];
+    for (size_t a = 0; a < E; a++) {
+        member[a][0] = eligible[a];
+        size[a] = 1;
+        cost[a] = pass_cost(totals[eligible[a]], 1);
     }
-    pc_status st = groups ? PC_OK : PC_UNSUPPORTED;
-    /* Each group's pass reports its share of the tick's span: the first member's share of HECA's, so
-     * none of it where member 0 keeps its own pass (its reports would come after, lower). */
-    if (tick && !(groups && eligible[first_of[0]] == 0))
+    for (;;) {
+        size_t best_a = 0, best_b = 0, both[PC_HECA_MAX_MEMBERS];
+        double saving = 0, merged = 0;
+        for (size_t a = 0; a < groups; a++)
+            for (size_t b = a + 1; b < groups; b++) {
+                memcpy(both, member[a], size[a] * sizeof *both);
+                memcpy(both + size[a], member[b], size[b] * sizeof *both);
+                uint64_t total = shared_cells(coordinate, both, size[a] + size[b], p, threads, memory_budget);
+                double c = total ? pass_cost(total, size[a] + size[b]) : 0;
+                if (total && cost[a] + cost[b] - c > saving) {
+                    saving = cost[a] + cost[b] - c;
+                    merged = c;
+                    best_a = a;
+                    best_b = b;
+                }
+            }
+        if (saving <= 0)
+            break;
+        memcpy(member[best_a] + size[best_a], member[best_b], size[best_b] * sizeof **member);
+        size[best_a] += size[best_b];
+        cost[best_a] = merged;
+        groups--;
+        memmove(member[best_b], member[best_b + 1], (groups - best_b) * sizeof *member);
+        memmove(size + best_b, size + best_b + 1, (groups - best_b) * sizeof *size);
+        memmove(cost + best_b, cost + best_b + 1, (groups - best_b) * sizeof *cost);
+    }
+    /* The shared passes, in the order of their first members (a group's members in list order). */
+    size_t pass[PC_HECA_MAX_MEMBERS], passes = 0;
+    for (size_t a = 0; a < groups; a++)
+        if (size[a] >= 2) {
+            for (size_t i = 1; i < size[a]; i++) /* insertion sort of the group's members */
+                for (size_t j = i; j > 0 && member[a][j - 1] > member[a][j]; j--) {
+                    size_t t = member[a][j];
+                    member[a][j] = member[a][j - 1];
+                    member[a][j - 1] = t;
+                }
+            pass[passes++] = a;
+        }
+    for (size_t i = 1; i < passes; i++)
+        for (size_t j = i; j > 0 && member[pass[j - 1]][0] > member[pass[j]][0]; j--) {
+            size_t t = pass[j];
+            pass[j] = pass[j - 1];
+            pass[j - 1] = t;
+        }
+    pc_status st = passes ? PC_OK : PC_UNSUPPORTED;
+    /* Each pass reports its share of the tick's span: the first member's share of HECA's, so none of
+     * it where member 0 keeps its own pass (its reports would come after, lower). */
+    if (tick && !(passes && member[pass[0]][0] == 0))
         tick->to = tick->from;
     double from = tick ? tick->from : 0, span = tick ? tick->to - tick->from : 0;
-    for (size_t q = 0; st == PC_OK && q < groups; q++) {
-        size_t a = first_of[q], b = end_of[q];
+    for (size_t q = 0; st == PC_OK && q < passes; q++) {
+        size_t a = pass[q];
         if (tick) {
-            tick->from = from + span * (double)q / (double)groups;
-            tick->to = from + span * (double)(q + 1) / (double)groups;
+            tick->from = from + span * (double)q / (double)passes;
+            tick->to = from + span * (double)(q + 1) / (double)passes;
         }
-        st = count_group(grids, p, (const band_table *)coordinate, eligible + a, b - a, totals, memory_budget,
-                         threads, tick);
-        for (size_t i = a; st == PC_OK && i < b; i++)
-            counted[eligible[i]] = 1;
+        st = count_group(grids, p, (const band_table *)coordinate, member[a], size[a], totals, memory_budget, threads,
+                         tick);
+        for (size_t i = 0; st == PC_OK && i < size[a]; i++)
+            counted[member[a][i]] = 1;
     }
     if (st != PC_OK && st != PC_UNSUPPORTED)
         for (size_t l = 0; l < L; l++) {

@@ -145,7 +145,7 @@ static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, siz
  * are summed on the way: integer sums for uint8 pixels, doubles otherwise. The grid's cell map is
  * turned into a cluster map in place: its last use. */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                               int32_t *labels, uint8_t *bytes, double *sums)
+                               int refind, int32_t *labels, uint8_t *bytes, double *sums)
 {
     int failed = 0;
     size_t dim = g->dim, stride = pc__hca_row_bytes(points);
@@ -160,9 +160,11 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     int vector = 0; /* 16 pixels a step: packed 3- or 4-band uint8 with a byte map, on the AVX-512 path */
 #if PC__HAVE_CPU_PATHS
     vector = packed_u8 && (dim == 3 || dim == 4) && small && pc__cpu_path() == PC__CPU_AVX512;
-    pc__hca_u8_grid cells; /* bytes: the cells found again */
-    if (bytes)
+    pc__hca_u8_grid cells; /* refind: the cells found again */
+    if (refind)
         pc__hca_u8_grid_of(g, &cells);
+#else
+    (void)refind; /* only on the AVX-512 path */
 #endif
     memset(sums, 0, k * (dim + 1) * sizeof *sums);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
@@ -184,10 +186,12 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
 #if PC__HAVE_CPU_PATHS
-            if (bytes && isum) {
-                pc__hca_label_u8_bytes_avx512(u8, dim, &cells, small, bytes, (size_t)b * block, end, isum);
+            if (refind && small && isum) {
+                pc__hca_label_u8_cells_avx512(u8, dim, &cells, small, bytes, labels, (size_t)b * block, end, isum);
                 continue;
             }
+            if (refind) /* k >= 255: the block's cells first, then the int32 map below */
+                pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
                 pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum);
                 continue;
@@ -281,12 +285,7 @@ pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_grap
  * (cells written into fresh labels, read back, labels written, then narrowed). */
 static int labels_straight_to_bytes(const pc_points *points, const pc_hca_params *params)
 {
-    if (params->refine_borders || !pc__hca_grid_vector_path(points, params->m))
-        return 0;
-    uint64_t total = 1;
-    for (size_t j = 0; j < points->dim; j++)
-        total *= (uint64_t)params->m; /* m <= 127, 4 bands at most */
-    return pc__hca_grid_fits_dense(total, params->memory_budget);
+    return !params->refine_borders && pc__hca_cells_found_again(points, params->m, params->memory_budget);
 }
 
 /* The sequential and OpenMP backends, stage by stage. bytes: where pc_hca_plan_run_u8 wants the
@@ -304,12 +303,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     size_t k = 0;
     pc_status st;
     double t0 = pc__now();
-#if PC__HAVE_CPU_PATHS
     int straight = bytes && labels_straight_to_bytes(points, params);
-#else
-    int straight = 0;
-    (void)bytes;
-#endif
     if (!straight && !(r->labels = pc__alloc_large(n, sizeof *r->labels, "labels"))) {
         st = PC_OUT_OF_MEMORY;
         goto done;
@@ -368,7 +362,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         free(border.cluster);
         goto done;
     }
-    if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, r->labels, straight ? bytes : NULL, sums)) !=
+    if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, straight, r->labels, straight ? bytes : NULL,
+                                   sums)) !=
         PC_OK) {
         free(border.index);
         free(border.cluster);

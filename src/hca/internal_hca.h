@@ -91,11 +91,12 @@ static inline int32_t pc__hca_cell_of(const pc__hca_grid *g, const int32_t *scra
     return g->dense ? g->slot[(uint32_t)scratch[i]] : g->first_seen_to_cell[scratch[i]];
 }
 /* Every point's cluster from its cell's, the clusters' sums (k x (dim + 1)); turns the grid's cell map
- * into a cluster map: its last use. bytes (else NULL): the labels as bytes there instead (labels NULL;
- * k < 255; packed 3- or 4-band uint8 on the AVX-512 path of a dense grid built without the points'
- * cells, whose cells the label stage finds again). */
+ * into a cluster map: its last use. labels hold the points' cells as the grid build left them, unless
+ * refind: a dense grid built without them, of packed 3- or 4-band uint8 on the AVX-512 path, whose
+ * cells the label stage finds again from the pixels. bytes (else NULL; refind, k < 255): the labels as
+ * bytes there instead of in labels. */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                               int32_t *labels, uint8_t *bytes, double *sums);
+                               int refind, int32_t *labels, uint8_t *bytes, double *sums);
 /* HCA-MS (ALGORITHMS.md 3b): the border points of the cut and the clusters their climbs reach, found
  * before the labelling (scratch: the grid's per-point cells); applied after it, sums kept right. */
 typedef struct {
@@ -114,7 +115,9 @@ int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, in
 uint64_t pc__hca_border_cells(const pc__hca_grid *g, const int32_t *cluster_of_cell, uint8_t *is_border, int threads);
 void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_t *sums, double *mean);
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
- * grid's per-point scratch; and the means from them (pc__hca_means_from_sums). */
+ * grid's per-point scratch, or (scratch NULL: a dense grid of packed 3- or 4-band pixels on the AVX-512
+ * path, built without them) found again from the pixels; and the means from them
+ * (pc__hca_means_from_sums). */
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                                int64_t *sums);
 pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
@@ -178,6 +181,9 @@ int pc__hca_u8_affine(const uint8_t *coord, int m, uint8_t *off, uint8_t *shift,
 /* 1 when a grid of m cells a side counts these points with AVX-512 (packed 3- or 4-band uint8,
  * m <= 127, a processor with AVX-512 VBMI): 16 pixels a step. */
 int pc__hca_grid_vector_path(const pc_points *points, int m);
+/* 1 where such a grid is also dense within memory_budget: it can be counted without the points' cells,
+ * which the passes that need them find again from the pixels (pc__hca_u8_cells_of). */
+int pc__hca_cells_found_again(const pc_points *points, int m, size_t memory_budget);
 /* Counts of packed 3- or 4-band uint8 pixels by cells given as byte tables, with the AVX-512 pass of
  * the grid (pc__hca_grid_vector_path(points, m), else PC_UNSUPPORTED): coord[(4 - dim + j) * 256 + v]
  * is the coordinate (< m <= 127) of value v in band j, the linear index sum_j coordinate_j m^(dim-1-j),
@@ -287,10 +293,16 @@ pc_status pc__hca_bytes_fit(size_t k);
  * isum. end - begin < 2^26. */
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                              size_t end, uint64_t *isum);
-/* The same where the labels go straight to bytes (pc_hca_plan_run_u8; no cells were kept): each
- * pixel's cell found again from its bands in grid u, bytes[begin, end) = small[cell]. */
-void pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
-                                   uint8_t *bytes, size_t begin, size_t end, uint64_t *isum);
+/* The same where no cells were kept (pc_hca_plan_run_u8's labels straight to bytes, HECA's reference
+ * member): each pixel's cell found again from its bands in grid u, and small[cell] written into
+ * bytes[begin, end) if bytes, else into labels[begin, end) (255: -1). */
+void pc__hca_label_u8_cells_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
+                                   uint8_t *bytes, int32_t *labels, size_t begin, size_t end, uint64_t *isum);
+/* The cells (slot[] of the linear index; slot NULL: the linear index) of packed 3- or 4-band uint8
+ * pixels begin .. end - 1 in the dense grid u, slot, into cell[0 .. end - begin) (grid.c; the AVX-512
+ * path with VBMI). */
+void pc__hca_u8_cells_of(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const int32_t *slot, size_t begin,
+                         size_t end, int32_t *cell);
 /* memcpy on all cores (between pageable memory and the GPU backend's pinned staging buffers). */
 void pc__hca_copy_parallel(void *dst, const void *src, size_t bytes);
 

@@ -95,8 +95,8 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uin
 }
 
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) void
-pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
-                              uint8_t *bytes, size_t begin, size_t end, uint64_t *isum)
+pc__hca_label_u8_cells_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_grid *u, const uint8_t *small,
+                              uint8_t *bytes, int32_t *labels, size_t begin, size_t end, uint64_t *isum)
 {
     cluster_sums s;
     s.current = -1;
@@ -108,8 +108,12 @@ pc__hca_label_u8_bytes_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_gr
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         __m512i v = pc__hca_load_u8_pixels(u8, dim, i, live);
         __m512i cluster = clusters_of(small, pc__hca_u8_cell_index(v, &cells), live);
-        _mm_mask_storeu_epi8(bytes + i, live, _mm512_cvtepi32_epi8(cluster));
-        __mmask16 rest = live & (__mmask16)~_mm512_cmpeq_epi32_mask(cluster, none_byte);
+        __mmask16 none = _mm512_cmpeq_epi32_mask(cluster, none_byte);
+        if (bytes)
+            _mm_mask_storeu_epi8(bytes + i, live, _mm512_cvtepi32_epi8(cluster));
+        else
+            _mm512_mask_storeu_epi32(labels + i, live, _mm512_mask_mov_epi32(cluster, none, _mm512_set1_epi32(-1)));
+        __mmask16 rest = live & (__mmask16)~none;
         if (rest)
             add_by_cluster(&s, cluster, rest, v);
     }

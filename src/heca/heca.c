@@ -775,8 +775,9 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     }
     if ((st = pc__hca_progress(&p->hca, 0.02)) != PC_OK)
         goto done;
-    /* Members: HCA's stages 1-5 each; the reference member's cells of the points go to the labels.
-     * Their boxes: the points' box, widened by half a cell each side for shifted members. */
+    /* Members: HCA's stages 1-5 each; the reference member's cells of the points go to the labels (but
+     * see refind below). Their boxes: the points' box, widened by half a cell each side for shifted
+     * members. */
     double blos[PC_HECA_MAX_MEMBERS][PC__HCA_MAX_DIM], bhis[PC_HECA_MAX_MEMBERS][PC__HCA_MAX_DIM];
     int cells_a_side[PC_HECA_MAX_MEMBERS];
     pc__hca_grid *grids[PC_HECA_MAX_MEMBERS];
@@ -791,6 +792,10 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
             bhis[l][j] = hi[j] + half;
         }
     }
+    /* Packed 3- and 4-band uint8 pixels on the AVX-512 path: the reference member's cells of the points
+     * are found again from the pixels where they are needed (the prototypes' sums, the labels) instead
+     * of written by its counting pass and read back twice, and it is counted with the others. */
+    int refind = !gpu && !values && pc__hca_cells_found_again(points, cells_a_side[ref], p->hca.memory_budget);
     /* Integer rows on the CPU: every member's cells counted in one pass over the points (not where
      * AVX-512 counts packed 3- and 4-band pixels one member at a time: grid_many.c says no). */
     int counted = 0;
@@ -809,16 +814,16 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
             goto done;
         counted = st == PC_OK;
     }
-    /* Packed 3- and 4-band uint8 pixels with AVX-512: the members but the reference counted several to
-     * a pass through the common refinement of their grids (grid_refined.c); the passes' progress spans
-     * the first member's share (if it is counted there). The reference member still makes its own
-     * pass, which gives the points' cells. */
+    /* Packed 3- and 4-band uint8 pixels with AVX-512: the members counted several to a pass through the
+     * common refinement of their grids (grid_refined.c); the passes' progress spans the first member's
+     * share (if it is counted there). Without refind the reference member makes its own pass, which
+     * gives the points' cells. */
     int refined[PC_HECA_MAX_MEMBERS] = {0};
     if (!gpu && !values && !counted) {
         struct pc__hca_tick tick = {&p->hca, 0.02, 0.02 + 0.58 / (double)L, 0, 0};
         st = pc__hca_grids_count_refined(grids, L, points, cells_a_side, (const double(*)[PC__HCA_MAX_DIM])blos,
                                          (const double(*)[PC__HCA_MAX_DIM])bhis, p->hca.memory_budget, threads,
-                                         (size_t)ref, p->hca.progress ? &tick : NULL, refined);
+                                         refind ? L : (size_t)ref, p->hca.progress ? &tick : NULL, refined);
         if (st == PC_OK && (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK)
             goto done;
         if (st != PC_OK && st != PC_UNSUPPORTED)
@@ -842,7 +847,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         }
         if (!counted && !refined[l]) {
             /* Only the reference member's cells of the points are used (for the labels): the others count. */
-            int32_t *into = (int)l == ref ? r->labels : NULL;
+            int32_t *into = (int)l == ref && !refind ? r->labels : NULL;
             /* The member's counting pass reports its progress and stops when cancelled. */
             struct pc__hca_tick tick = {&p->hca, 0.02 + 0.58 * (double)l / (double)L,
                                         0.02 + 0.58 * (double)(l + 1) / (double)L, 0, 0};
@@ -898,7 +903,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         for (size_t c = 0; c < P; c++)
             for (size_t j = 0; j < dim; j++)
                 mean[c * dim + j] /= (double)g->density[c];
-    } else if ((st = prototype_means(g, points, r->labels, mean)) != PC_OK)
+    } else if ((st = prototype_means(g, points, refind ? NULL : r->labels, mean)) != PC_OK)
         goto done;
     st = PC_OUT_OF_MEMORY;
     for (size_t l = 0; l < L; l++) {
@@ -1016,7 +1021,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         /* The labelling pass reports its progress and stops when cancelled. */
         struct pc__hca_tick tick = {&p->hca, 0.8, 1, 0, 0};
         mb[ref].g.tick = p->hca.progress ? &tick : NULL;
-        st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, r->labels, NULL, sums);
+        st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, refind, r->labels, NULL, sums);
         mb[ref].g.tick = NULL;
         if (st != PC_OK)
             goto done;
