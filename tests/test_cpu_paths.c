@@ -498,6 +498,74 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     free(img);
 }
 
+/* HCA-MS's climbs (refine_climb.h): on this path and with the lanes one after another (the baseline's
+ * way, and the GPU's order), the same end positions bit for bit from every start, over an image's
+ * cell means in 3 and 4 bands; and pc_hca with border refinement the same labels and counts as on the
+ * baseline path. */
+static void test_climb_path(pc__cpu_path_id path, uint64_t seed)
+{
+    size_t n = 20011;
+    uint8_t *img = image(n, seed ^ 0x5eed);
+    int64_t moved = 0;
+    for (size_t bands = 3; bands <= 4; bands++) {
+        pc_points v = pc_points_u8(img, n * 4 / bands, bands);
+        pc__cpu_path_force(path);
+        pc__hca_grid g;
+        int32_t *scratch = malloc(v.n * sizeof *scratch), *cluster = NULL;
+        double *mean = NULL;
+        CHECK(pc__hca_grid_build(&g, &v, 12, (size_t)1 << 30, 1, scratch) == PC_OK);
+        mean = malloc(g.cells * bands * sizeof *mean);
+        cluster = calloc(g.cells, sizeof *cluster);
+        CHECK(pc__hca_cell_means_u8(&g, &v, scratch, 1, mean) == PC_OK);
+        pc_hca_params p;
+        pc_hca_params_init(&p);
+        p.m = 12;
+        p.refine_borders = 1;
+        pc__hca_reach r;
+        CHECK(pc__hca_reach_setup(&r, &g, mean, cluster, &p) == PC_OK);
+        CHECK(path != PC__CPU_AVX512 || r.climb.ref_dim); /* the AVX-512 lanes in force */
+        const double *by_dim = r.climb.ref_dim;
+        size_t differ = 0, steps = 0;
+        for (size_t i = 0; i < v.n; i += 97) {
+            double a[PC__HCA_MAX_DIM], b[PC__HCA_MAX_DIM], next[PC__HCA_MAX_DIM];
+            for (size_t j = 0; j < bands; j++)
+                a[j] = b[j] = img[i * bands + j] + 0.25 * (double)(i % 3);
+            r.climb.ref_dim = by_dim;
+            pc__climb_run(&r.climb, a);
+            steps += (size_t)pc__climb_shift(&r.climb, b, next);
+            r.climb.ref_dim = NULL;
+            pc__climb_run(&r.climb, b);
+            differ += memcmp(a, b, bands * sizeof *a) != 0;
+        }
+        r.climb.ref_dim = by_dim;
+        CHECK(steps > 0);
+        CHECK_MSG(differ == 0, "path %s, %zu bands: %zu climbs end elsewhere than the lanes one by one's",
+                  pc__cpu_path_name(path), bands, differ);
+        pc__hca_reach_free(&r);
+        pc__hca_grid_free(&g);
+        free(scratch);
+        free(mean);
+        free(cluster);
+        /* The whole of HCA-MS against the baseline path. */
+        pc_result *ref = NULL, *got = NULL;
+        p.clusters = 5;
+        pc__cpu_path_force(PC__CPU_BASELINE);
+        CHECK(pc_hca(&v, &p, &ref) == PC_OK);
+        pc__cpu_path_force(path);
+        CHECK(pc_hca(&v, &p, &got) == PC_OK);
+        if (ref && got) {
+            CHECK(memcmp(pc_result_labels(ref), pc_result_labels(got), v.n * sizeof(int32_t)) == 0);
+            CHECK(pc_result_border_points(ref) == pc_result_border_points(got) &&
+                  pc_result_changed_points(ref) == pc_result_changed_points(got));
+            moved += pc_result_changed_points(got);
+        }
+        pc_result_free(ref);
+        pc_result_free(got);
+    }
+    CHECK_MSG(moved > 0, "path %s: HCA-MS moved no point", pc__cpu_path_name(path));
+    free(img);
+}
+
 /* Whether pc__hca_u8_affine finds an affine form for the byte tables of a box lo..hi of m cells (byte
  * 0 all 0, as for 3 bands; the others over the box); where it does, the form against every value's
  * coordinate by the definition, the differences added to *wrong. */
@@ -692,6 +760,7 @@ int main(void)
         printf("cpu_paths: %s\n", pc__cpu_path_name(got));
         test_meanshift_path(got, seed);
         test_hca_path(got, seed);
+        test_climb_path(got, seed);
         test_kmeans_path(got, seed);
     }
     test_u8_affine(seed);

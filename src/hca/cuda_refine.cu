@@ -1,7 +1,7 @@
 // HCA-MS on the GPU (ALGORITHMS.md section 3b), after the CUDA backend's labelling: one pass over the
 // points sums every cell in fixed point (the CPU's integers, so the means are the CPU's bit for bit) and
 // gathers the border points with their rows; the host makes the means and the references by block
-// (refine.c, as the CPU does); every distinct start climbs in a thread of its own by refine_climb.h's
+// (refine.c, as the CPU does); every distinct start climbs in a group of 8 threads by refine_climb.h's
 // arithmetic (the CPU's operations in the CPU's order, each rounded once); the points that change
 // cluster move their labels and the clusters' sums. Integer rows of at most 8 bytes climb once per
 // distinct value (sorted on the device); other rows climb each. A climb that ends in an empty cell
@@ -124,17 +124,23 @@ __global__ void scatter_heads(const uint64_t *keys, const int32_t *run, size_t c
             unique[run[i] - 1] = keys[i];
 }
 
-// One climb a thread: the cluster reached, or -2 with the start's number listed for the host.
+// One climb a group of PC__CLIMB_LANES threads of a warp, a lane each (refine_climb.h's step): the
+// cluster reached, or -2 with the start's number listed for the host. The group's threads take the
+// same steps (their sums are the same after the shuffles), so they stay together.
 __global__ void climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c,
                       pc__hca_dgrid grid, const int32_t *cluster_of_cell, int32_t *reached,
                       unsigned long long *unresolved, int32_t *unresolved_list)
 {
-    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < count; r += gridDim.x * (size_t)blockDim.x) {
+    size_t first = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / PC__CLIMB_LANES;
+    size_t groups = gridDim.x * (size_t)blockDim.x / PC__CLIMB_LANES;
+    for (size_t r = first; r < count; r += groups) {
         const unsigned char *row = starts + r * record;
         double x[PC__CLIMB_MAX_DIM];
         for (int j = 0; j < c.dim; j++)
             x[j] = row_value(row, t, j);
         pc__climb_run(&c, x);
+        if (threadIdx.x % PC__CLIMB_LANES)
+            continue;
         int32_t cell = pc__hca_find_cell(grid, pc__climb_key(&c, x));
         if (cell >= 0) {
             reached[r] = cluster_of_cell[cell];
@@ -302,6 +308,7 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     dc.block_start = dc.block_start ? d_block_start.ptr : nullptr;
     dc.block_key = d_block_key.ptr;
     dc.ref = d_ref.ptr;
+    dc.ref_dim = nullptr; /* the CPU's */
     dc.weight = d_weight.ptr;
     // The starts: distinct keys (sorted, runs numbered from 1), or the gathered rows.
     const unsigned char *starts = rows.ptr;
@@ -340,7 +347,7 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     if ((st = reached.alloc(climbs, "HCA-MS climbs")) != PC_OK ||
         (st = unresolved_list.alloc(climbs, "HCA-MS climbs")) != PC_OK)
         return st;
-    climb<<<blocks_for(climbs, s.sms), THREADS, 0, stream>>>(starts, climbs, record, t, dc, grid, d_cluster.ptr, reached.ptr,
+    climb<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms), THREADS, 0, stream>>>(starts, climbs, record, t, dc, grid, d_cluster.ptr, reached.ptr,
                                                            scalars.ptr + 1, unresolved_list.ptr);
     PC_CUDA_LAUNCHED("HCA-MS climbs");
     unsigned long long unresolved = 0;

@@ -48,9 +48,10 @@ void pc__hca_reach_free(pc__hca_reach *r)
     free((void *)r->climb.ref);
     free((void *)r->climb.weight);
     free((void *)r->climb.block_start);
+    free((void *)r->climb.ref_dim);
     r->climb.block_start = NULL;
     r->climb.block_key = NULL;
-    r->climb.ref = r->climb.weight = NULL;
+    r->climb.ref = r->climb.weight = r->climb.ref_dim = NULL;
 }
 
 pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const double *mean,
@@ -137,6 +138,7 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
             c->block_count = total;
         }
     }
+    pc__climb_dimensions(c);
     return PC_OK;
 }
 

@@ -1,9 +1,10 @@
-/* HCA-MS's climb (ALGORITHMS.md section 3b), one text for the CPU (refine.c) and the GPU (cuda_refine.cu):
- * both backends run these very operations in this very order, each rounded once (no fused multiply-add:
- * refine.c is ISO C, where gcc does not contract, and the device spells every operation with its _rn
- * intrinsic), and exp is this file's own polynomial rather than the two libraries' exp, which may differ
- * in the last bit. A climb from the same start therefore ends at the same position on both, and the
- * labels are identical, not merely close. */
+/* HCA-MS's climb (ALGORITHMS.md section 3b), one text for the CPU (refine.c, climb_cpu.c) and the GPU
+ * (cuda_refine.cu): both backends run these very operations in this very order, each rounded once (no
+ * fused multiply-add: the C files are ISO C, where gcc does not contract, climb_cpu.c's AVX-512 lanes
+ * spell every operation, and the device spells every operation with its _rn intrinsic), and exp is this
+ * file's own polynomial rather than the two libraries' exp, which may differ in the last bit. A climb
+ * from the same start therefore ends at the same position on both, and the labels are identical, not
+ * merely close. */
 #ifndef PC_HCA_REFINE_CLIMB_H
 #define PC_HCA_REFINE_CLIMB_H
 
@@ -54,7 +55,17 @@ typedef struct {
     double width[PC__CLIMB_MAX_DIM]; /* a cell's sides */
     const double *ref;         /* refs x dim: the cells' means */
     const double *weight;      /* refs: the cells' point counts */
+    const double *ref_dim;     /* the CPU's AVX-512 step (refine.c), else NULL: the means dimension by
+                                * dimension (dim x refs) */
 } pc__hca_climb;
+
+/* A step's sums (ALGORITHMS.md section 3b's mean shift over the references within the cut-off) come in
+ * PC__CLIMB_LANES lanes: the references of each block are taken in groups of 8, position s of a group
+ * adding into lane s, and the lanes are summed at the end of the step as ((0 + 1) + (2 + 3)) + ((4 +
+ * 5) + (6 + 7)). That order is the definition, the same on every path: the CPU's AVX-512 step (a lane a
+ * vector lane), the CPU's other processors (the lanes one after another) and the GPU (a lane a thread,
+ * summed by shuffles); a climb from the same start ends at the same position on all of them. */
+#define PC__CLIMB_LANES 8
 
 /* ALGORITHMS.md section 3 step 1 (grid.c's pc__hca_cell_coordinate, the GPU's pc__hca_coordinate). */
 PC__CLIMB_FN int pc__climb_coordinate(double x, double lo, double hi, int m)
@@ -108,50 +119,88 @@ PC__CLIMB_FN double pc__climb_exp(double x)
     return PC__CL_MUL(p, two_k);
 }
 
-/* One mean shift step from x over the references within the cut-off; 0 when none is that close. */
-PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, const double *x, double *next)
+/* The blocks around x's own (pc__climb_blocks_begin), one after another (pc__climb_block_next): each
+ * block's references are [*lo, *end) where its keys equal *key (a block beyond the cut-off comes back
+ * empty); 0 when there are no more. */
+typedef struct {
+    int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
+    int done;
+} pc__climb_blocks;
+
+PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, const double *x, pc__climb_blocks *b)
+{
+    for (int j = 0; j < c->dim; j++) {
+        int k = pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) / c->span[j];
+        b->from[j] = k > 0 ? k - 1 : 0;
+        b->to[j] = k + 1 < c->blocks[j] ? k + 1 : c->blocks[j] - 1;
+        b->at[j] = b->from[j];
+    }
+    b->done = 0;
+}
+
+PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, const double *x, pc__climb_blocks *b, size_t *lo,
+                                      size_t *end, uint64_t *key)
+{
+    if (b->done)
+        return 0;
+    int dim = c->dim;
+    uint64_t k = 0;
+    for (int j = 0; j < dim; j++)
+        k += (uint64_t)b->at[j] * c->block_stride[j];
+    /* A block wholly beyond the cut-off adds nothing: skipped (the gaps a hair narrower than the
+     * block's, so that rounding never skips a reference the cut-off would keep; skipping changes no
+     * sum, so the CPU and the GPU stay equal whatever each skips). */
+    double gap2 = 0;
+    for (int j = 0; j < dim; j++) {
+        double w = c->width[j] * c->span[j], left = c->lo[j] + b->at[j] * w, right = left + w;
+        double gap = x[j] < left ? left - x[j] : x[j] > right ? x[j] - right : 0;
+        gap = gap - 1e-6 * c->width[j];
+        gap2 += gap > 0 ? gap * gap : 0;
+    }
+    size_t from = 0, hi = c->refs, to = c->refs;
+    if (gap2 > c->cutoff2) {
+        from = to = 0;
+    } else if (c->block_start) {
+        from = c->block_start[k];
+        to = c->block_start[k + 1];
+    } else {
+        while (from < hi) {
+            size_t mid = (from + hi) / 2;
+            if (c->block_key[mid] < k)
+                from = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    *lo = from;
+    *end = to;
+    *key = k;
+    int j = dim - 1;
+    for (; j >= 0; j--) {
+        if (b->at[j] < b->to[j]) {
+            b->at[j]++;
+            break;
+        }
+        b->at[j] = b->from[j];
+    }
+    b->done = j < 0;
+    return 1;
+}
+
+/* Lane s of a step from x: the sums of weight x mean (num, dim of them) and of weight (den) over the
+ * references at positions s, s + 8, ... of each block, those within the cut-off. */
+PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, const double *x, int s, double *num, double *den)
 {
     int dim = c->dim;
-    int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
-    double num[PC__CLIMB_MAX_DIM];
-    for (int j = 0; j < dim; j++) {
-        int b = pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) / c->span[j];
-        from[j] = b > 0 ? b - 1 : 0;
-        to[j] = b + 1 < c->blocks[j] ? b + 1 : c->blocks[j] - 1;
-        at[j] = from[j];
+    for (int j = 0; j < dim; j++)
         num[j] = 0;
-    }
-    double den = 0;
-    for (;;) {
-        uint64_t key = 0;
-        for (int j = 0; j < dim; j++)
-            key += (uint64_t)at[j] * c->block_stride[j];
-        /* A block wholly beyond the cut-off adds nothing: skipped (the gaps a hair narrower than the
-         * block's, so that rounding never skips a reference the cut-off would keep; skipping changes no
-         * sum, so the CPU and the GPU stay equal whatever each skips). */
-        double gap2 = 0;
-        for (int j = 0; j < dim; j++) {
-            double w = c->width[j] * c->span[j], left = c->lo[j] + at[j] * w, right = left + w;
-            double gap = x[j] < left ? left - x[j] : x[j] > right ? x[j] - right : 0;
-            gap = gap - 1e-6 * c->width[j];
-            gap2 += gap > 0 ? gap * gap : 0;
-        }
-        size_t lo = 0, hi = c->refs, end = c->refs;
-        if (gap2 > c->cutoff2) {
-            lo = end = 0;
-        } else if (c->block_start) {
-            lo = c->block_start[key];
-            end = c->block_start[key + 1];
-        } else {
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (c->block_key[mid] < key)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-        }
-        for (size_t q = lo; q < end && c->block_key[q] == key; q++) {
+    *den = 0;
+    pc__climb_blocks b;
+    pc__climb_blocks_begin(c, x, &b);
+    size_t lo, end;
+    uint64_t key;
+    while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
+        for (size_t q = lo + (size_t)s; q < end && c->block_key[q] == key; q += PC__CLIMB_LANES) {
             const double *mu = c->ref + q * (size_t)dim;
             double d2 = 0;
             for (int j = 0; j < dim; j++) {
@@ -162,20 +211,43 @@ PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, const double *x, double
                 double w = PC__CL_MUL(c->weight[q], pc__climb_exp(PC__CL_MUL(d2, c->inv)));
                 for (int j = 0; j < dim; j++)
                     num[j] = PC__CL_ADD(num[j], PC__CL_MUL(w, mu[j]));
-                den = PC__CL_ADD(den, w);
+                *den = PC__CL_ADD(*den, w);
             }
         }
-        int j = dim - 1;
-        for (; j >= 0; j--) {
-            if (at[j] < to[j]) {
-                at[j]++;
-                break;
-            }
-            at[j] = from[j];
-        }
-        if (j < 0)
-            break;
+}
+
+/* The lanes' values v[0 .. 7] summed in the step's order. */
+PC__CLIMB_FN double pc__climb_lanes_total(const double *v)
+{
+    return PC__CL_ADD(PC__CL_ADD(PC__CL_ADD(v[0], v[1]), PC__CL_ADD(v[2], v[3])),
+                      PC__CL_ADD(PC__CL_ADD(v[4], v[5]), PC__CL_ADD(v[6], v[7])));
+}
+
+#if !defined(__CUDA_ARCH__)
+/* The CPU's step sums (refine.c): the AVX-512 lanes where c->ref_dim is set, else the lanes one after
+ * another; num (dim) and den the lanes' totals. */
+void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, double *den);
+#endif
+
+/* One mean shift step from x over the references within the cut-off; 0 when none is that close. On
+ * the GPU every climb is a group of 8 threads of a warp (threadIdx.x % 8 its lane, cuda_refine.cu). */
+PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, const double *x, double *next)
+{
+    int dim = c->dim;
+    double num[PC__CLIMB_MAX_DIM], den;
+#if defined(__CUDA_ARCH__)
+    unsigned group = 0xffu << (threadIdx.x & 24);
+    pc__climb_lane(c, x, (int)(threadIdx.x & 7), num, &den);
+    /* lane s + its partner (s ^ 1), then pairs (s ^ 2), then quads (s ^ 4): the order of
+     * pc__climb_lanes_total on every lane (an addition's operands commute exactly). */
+    for (int step = 1; step < PC__CLIMB_LANES; step *= 2) {
+        for (int j = 0; j < dim; j++)
+            num[j] = __dadd_rn(num[j], __shfl_xor_sync(group, num[j], step));
+        den = __dadd_rn(den, __shfl_xor_sync(group, den, step));
     }
+#else
+    pc__climb_sums_cpu(c, x, num, &den);
+#endif
     if (!(den > 0))
         return 0;
     for (int j = 0; j < dim; j++)

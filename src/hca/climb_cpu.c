@@ -1,0 +1,122 @@
+/* HCA-MS's climbs on the CPU: a step's sums (refine_climb.h) in 8 lanes. On the AVX-512 path the lanes
+ * are the 8 doubles of a vector: 8 references at once, each lane doing the scalar path's operations on
+ * its own references in its order (the same exp polynomial, no fused multiply-add), so that the sums
+ * are the same numbers bit for bit. A reference beyond the cut-off leaves its lane as it was (a masked
+ * add), as the scalar path skips it. The climbs were 60% of HCA-MS on an RGB image's 27,000 distinct
+ * border values on 2 cores, one reference at a time. */
+#include "internal_hca.h"
+
+#include "../core/cpu_path.h"
+#include "../core/simd.h"
+
+#include <stdlib.h>
+
+#if PC__HAVE_CPU_PATHS
+#include <immintrin.h>
+
+/* pc__climb_exp on 8 lanes: the same operations in the same order. */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512d exp_lanes(__m512d x)
+{
+    const __m512d one = _mm512_set1_pd(1.0);
+    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512d r = _mm512_sub_pd(x, _mm512_mul_pd(k, _mm512_set1_pd(6.93147180369123816490e-01)));
+    r = _mm512_sub_pd(r, _mm512_mul_pd(k, _mm512_set1_pd(1.90821492927058770002e-10)));
+    __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2), r8 = _mm512_mul_pd(r4, r4);
+    __m512d p01 = _mm512_add_pd(one, r);
+    __m512d p23 = _mm512_add_pd(_mm512_set1_pd(1.0 / 2), _mm512_mul_pd(_mm512_set1_pd(1.0 / 6), r));
+    __m512d p45 = _mm512_add_pd(_mm512_set1_pd(1.0 / 24), _mm512_mul_pd(_mm512_set1_pd(1.0 / 120), r));
+    __m512d p67 = _mm512_add_pd(_mm512_set1_pd(1.0 / 720), _mm512_mul_pd(_mm512_set1_pd(1.0 / 5040), r));
+    __m512d p89 = _mm512_add_pd(_mm512_set1_pd(1.0 / 40320), _mm512_mul_pd(_mm512_set1_pd(1.0 / 362880), r));
+    __m512d pab = _mm512_add_pd(_mm512_set1_pd(1.0 / 3628800), _mm512_mul_pd(_mm512_set1_pd(1.0 / 39916800), r));
+    __m512d q0 = _mm512_add_pd(p01, _mm512_mul_pd(p23, r2));
+    __m512d q1 = _mm512_add_pd(p45, _mm512_mul_pd(p67, r2));
+    __m512d q2 = _mm512_add_pd(p89, _mm512_mul_pd(pab, r2));
+    __m512d p = _mm512_add_pd(_mm512_add_pd(q0, _mm512_mul_pd(q1, r4)), _mm512_mul_pd(q2, r8));
+    __m512i e = _mm512_max_epi64(_mm512_cvttpd_epi64(k), _mm512_set1_epi64(-1000));
+    __m512d two_k = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52));
+    return _mm512_mul_pd(p, two_k);
+}
+
+__attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_climb *c, const double *x,
+                                                                 double *num, double *den)
+{
+    int dim = c->dim;
+    __m512d acc[PC__CLIMB_MAX_DIM], accw = _mm512_setzero_pd(), xs[PC__CLIMB_MAX_DIM];
+    for (int j = 0; j < dim; j++) {
+        acc[j] = _mm512_setzero_pd();
+        xs[j] = _mm512_set1_pd(x[j]);
+    }
+    const __m512d cutoff2 = _mm512_set1_pd(c->cutoff2), inv = _mm512_set1_pd(c->inv);
+    pc__climb_blocks b;
+    pc__climb_blocks_begin(c, x, &b);
+    size_t lo, end;
+    uint64_t key;
+    while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
+        for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
+            __mmask8 live = end - q >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (end - q)) - 1);
+            /* the block's own references (its end is the table's where it was searched for) */
+            live &= _mm512_cmpeq_epu64_mask(_mm512_maskz_loadu_epi64(live, c->block_key + q), _mm512_set1_epi64((long long)key));
+            if (!live)
+                break;
+            __m512d mu[PC__CLIMB_MAX_DIM], d2 = _mm512_setzero_pd();
+            for (int j = 0; j < dim; j++) {
+                mu[j] = _mm512_maskz_loadu_pd(live, c->ref_dim + (size_t)j * c->refs + q);
+                __m512d e = _mm512_sub_pd(mu[j], xs[j]);
+                d2 = _mm512_add_pd(d2, _mm512_mul_pd(e, e));
+            }
+            __mmask8 in = live & _mm512_cmp_pd_mask(d2, cutoff2, _CMP_LE_OQ);
+            if (!in)
+                continue;
+            __m512d w = _mm512_mul_pd(_mm512_maskz_loadu_pd(in, c->weight + q), exp_lanes(_mm512_mul_pd(d2, inv)));
+            for (int j = 0; j < dim; j++)
+                acc[j] = _mm512_mask_add_pd(acc[j], in, acc[j], _mm512_mul_pd(w, mu[j]));
+            accw = _mm512_mask_add_pd(accw, in, accw, w);
+        }
+    double lanes[PC__CLIMB_LANES];
+    for (int j = 0; j < dim; j++) {
+        _mm512_storeu_pd(lanes, acc[j]);
+        num[j] = pc__climb_lanes_total(lanes);
+    }
+    _mm512_storeu_pd(lanes, accw);
+    *den = pc__climb_lanes_total(lanes);
+}
+#endif
+
+void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, double *den)
+{
+#if PC__HAVE_CPU_PATHS
+    if (c->ref_dim && pc__cpu_path() == PC__CPU_AVX512) {
+        sums_avx512(c, x, num, den);
+        return;
+    }
+#endif
+    int dim = c->dim;
+    double lane_num[PC__CLIMB_MAX_DIM][PC__CLIMB_LANES], lane_den[PC__CLIMB_LANES], one[PC__CLIMB_MAX_DIM];
+    for (int s = 0; s < PC__CLIMB_LANES; s++) {
+        pc__climb_lane(c, x, s, one, &lane_den[s]);
+        for (int j = 0; j < dim; j++)
+            lane_num[j][s] = one[j];
+    }
+    for (int j = 0; j < dim; j++)
+        num[j] = pc__climb_lanes_total(lane_num[j]);
+    *den = pc__climb_lanes_total(lane_den);
+}
+
+void pc__climb_dimensions(pc__hca_climb *c)
+{
+#if PC__HAVE_CPU_PATHS
+    if (pc__cpu_path() != PC__CPU_AVX512)
+        return;
+    size_t refs = c->refs, dim = (size_t)c->dim;
+    double *by_dim = malloc((refs ? refs : 1) * dim * sizeof *by_dim);
+    if (!by_dim) /* the lanes one after another: the same sums */
+        return;
+    for (size_t q = 0; q < refs; q++)
+        for (size_t j = 0; j < dim; j++)
+            by_dim[j * refs + q] = c->ref[q * dim + j];
+    c->ref_dim = by_dim;
+#else
+    (void)c;
+#endif
+}
