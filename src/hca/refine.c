@@ -208,8 +208,6 @@ int32_t pc__hca_reach_climb(const pc__hca_reach *r, double *x)
     return pc__hca_reach_end(r, x);
 }
 
-/* Integer pixels of at most 8 bytes: the border points' distinct values (a 3-band uint8 image of 10^8
- * pixels has ~10^5) each climb once, in parallel; equal values reach equal clusters. */
 /* The distinct values of the border points, numbered as they first come: an open-addressing table
  * that grows with them (2 x 2^k slots for up to 2^k values), so that it stays in cache. Sized for every
  * border point at once (a 96 MB table for the 2.7 M border pixels of bench_hca's RGB image, which hold
@@ -251,7 +249,10 @@ static int value_table_grow(value_table *t)
     return 1;
 }
 
-static pc_status climb_distinct(const pc__hca_reach *cl, const pc_points *points, size_t value_bytes, int threads,
+/* Integer pixels of at most 8 bytes: the border points' distinct values (keys: each point's, from
+ * border_points; a 3-band uint8 image of 10^8 pixels has ~10^5) each climb once, in parallel; equal
+ * values reach equal clusters. */
+static pc_status climb_distinct(const pc__hca_reach *cl, const pc_points *points, const uint64_t *keys, int threads,
                                 pc__hca_border *out)
 {
     size_t count = out->count, stride = pc__hca_row_bytes(points), dim = points->dim;
@@ -264,8 +265,7 @@ static pc_status climb_distinct(const pc__hca_reach *cl, const pc_points *points
         goto done;
     memset(t.ids, 0xff, t.cap * sizeof *t.ids);
     for (size_t q = 0; q < count; q++) {
-        uint64_t key = 0;
-        memcpy(&key, base + (size_t)out->index[q] * stride, value_bytes);
+        uint64_t key = keys[q];
         size_t s = value_slot(&t, key);
         if (t.ids[s] < 0) {
             if (2 * (t.count + 1) > t.cap) {
@@ -387,14 +387,18 @@ static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, cons
 }
 
 /* The points of border cells in index order, on all cores: each thread lists those of its share of
- * the points, and the lists are joined in thread order (one thread took 150 ms over 115 Mpix). */
+ * the points, and the lists are joined in thread order (one thread took 150 ms over 115 Mpix). With
+ * keys, each one's value too (value_bytes of its row, as climb_distinct takes them), read here in
+ * the points' order rather than later at random (2.7 M misses, 70 ms on 2 cores). */
 static pc_status border_points(const pc__hca_grid *g, const int32_t *scratch, const uint8_t *is_border, int threads,
-                               int32_t *index)
+                               const pc_points *points, size_t value_bytes, int32_t *index, uint64_t *keys)
 {
-    size_t n = g->n;
+    size_t n = g->n, stride = pc__hca_row_bytes(points);
+    const unsigned char *base = points->data;
     int32_t **list = calloc((size_t)threads, sizeof *list);
+    uint64_t **key_list = calloc((size_t)threads, sizeof *key_list);
     size_t *count = calloc((size_t)threads, sizeof *count);
-    int failed = !list || !count;
+    int failed = !list || !key_list || !count;
 #pragma omp parallel num_threads(threads) if (threads > 1 && !failed) reduction(| : failed)
     {
         size_t t = 0, team = 1;
@@ -404,33 +408,51 @@ static pc_status border_points(const pc__hca_grid *g, const int32_t *scratch, co
 #endif
         size_t begin = n * t / team, end = n * (t + 1) / team, cap = 0, b = 0;
         int32_t *mine = NULL;
-        for (size_t i = begin; i < end && list; i++) {
+        uint64_t *my_keys = NULL;
+        for (size_t i = begin; i < end && !failed; i++) {
             if (!is_border[pc__hca_cell_of(g, scratch, i)])
                 continue;
             if (b == cap) {
-                int32_t *grown = realloc(mine, (cap = cap ? 2 * cap : 4096) * sizeof *mine);
-                if (!grown) {
+                cap = cap ? 2 * cap : 4096;
+                int32_t *grown = realloc(mine, cap * sizeof *mine);
+                mine = grown ? grown : mine;
+                uint64_t *grown_keys = keys ? realloc(my_keys, cap * sizeof *my_keys) : NULL;
+                my_keys = grown_keys ? grown_keys : my_keys;
+                if (!grown || (keys && !grown_keys)) {
                     failed = 1;
                     break;
                 }
-                mine = grown;
             }
-            mine[b++] = (int32_t)i;
+            mine[b] = (int32_t)i;
+            if (keys) {
+                uint64_t key = 0;
+                memcpy(&key, base + i * stride, value_bytes);
+                my_keys[b] = key;
+            }
+            b++;
         }
-        if (list) {
+        if (!failed) {
             list[t] = mine;
+            key_list[t] = my_keys;
             count[t] = b;
-        } else
+        } else {
             free(mine);
+            free(my_keys);
+        }
     }
     size_t at = 0;
-    for (int t = 0; list && t < threads; t++) {
-        if (!failed && count[t])
+    for (int t = 0; list && key_list && count && t < threads; t++) {
+        if (!failed && count[t]) {
             memcpy(index + at, list[t], count[t] * sizeof *index);
+            if (keys)
+                memcpy(keys + at, key_list[t], count[t] * sizeof *keys);
+        }
         at += count[t];
         free(list[t]);
+        free(key_list[t]);
     }
     free(list);
+    free(key_list);
     free(count);
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot list the border points") : PC_OK;
 }
@@ -443,6 +465,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     pc__hca_reach cl;
     memset(&cl, 0, sizeof cl);
     uint8_t *is_border = pc__calloc(cells, 1, "HCA-MS border cells");
+    uint64_t *keys = NULL; /* the border points' values, for climb_distinct */
     double *mean = pc__calloc(cells * dim, sizeof *mean, "HCA-MS cell means");
     pc_status st = PC_OUT_OF_MEMORY;
     if (!is_border || !mean)
@@ -460,17 +483,21 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     out->cluster = pc__alloc(out->count, sizeof *out->cluster, "HCA-MS border points");
     if (!out->index || !out->cluster)
         goto done;
-    if ((st = border_points(g, scratch, is_border, threads, out->index)) != PC_OK)
-        goto done;
-    st = PC_OUT_OF_MEMORY;
-    if (pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params) != PC_OK)
-        goto done;
     size_t stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
     size_t value_bytes = points->dtype == PC_F64 ? 8 * dim : points->dtype == PC_F32 ? 4 * dim
                        : points->dtype == PC_U16 ? 2 * dim : dim;
-    if (cl.climb.h > 0 && (points->dtype == PC_U8 || points->dtype == PC_U16) && value_bytes <= 8) {
-        st = climb_distinct(&cl, points, value_bytes, threads, out);
+    /* Integer pixels of at most 8 bytes climb once a distinct value (climb_distinct). */
+    int distinct = (points->dtype == PC_U8 || points->dtype == PC_U16) && value_bytes <= 8;
+    if (distinct && !(keys = pc__alloc(out->count, sizeof *keys, "HCA-MS border values")))
+        goto done;
+    if ((st = border_points(g, scratch, is_border, threads, points, value_bytes, out->index, keys)) != PC_OK)
+        goto done;
+    st = PC_OUT_OF_MEMORY;
+    if (pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params) != PC_OK)
+        goto done;
+    if (cl.climb.h > 0 && distinct) {
+        st = climb_distinct(&cl, points, keys, threads, out);
         goto done;
     }
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -501,6 +528,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     st = PC_OK;
 done:
     pc__hca_reach_free(&cl);
+    free(keys);
     free(is_border);
     free(mean);
     if (st != PC_OK) {
