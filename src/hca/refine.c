@@ -398,8 +398,10 @@ static pc_status border_points(const pc__hca_grid *g, const int32_t *scratch, co
     int32_t **list = calloc((size_t)threads, sizeof *list);
     uint64_t **key_list = calloc((size_t)threads, sizeof *key_list);
     size_t *count = calloc((size_t)threads, sizeof *count);
-    int failed = !list || !key_list || !count;
-#pragma omp parallel num_threads(threads) if (threads > 1 && !failed) reduction(| : failed)
+    /* (ok, not failed, inside: a reduction's private copy starts at 0 whatever failed was) */
+    const int ok = list && key_list && count;
+    int failed = !ok;
+#pragma omp parallel num_threads(threads) if (threads > 1 && ok) reduction(| : failed)
     {
         size_t t = 0, team = 1;
 #ifdef _OPENMP
@@ -409,7 +411,7 @@ static pc_status border_points(const pc__hca_grid *g, const int32_t *scratch, co
         size_t begin = n * t / team, end = n * (t + 1) / team, cap = 0, b = 0;
         int32_t *mine = NULL;
         uint64_t *my_keys = NULL;
-        for (size_t i = begin; i < end && !failed; i++) {
+        for (size_t i = begin; i < end && ok && !failed; i++) {
             if (!is_border[pc__hca_cell_of(g, scratch, i)])
                 continue;
             if (b == cap) {
@@ -431,7 +433,7 @@ static pc_status border_points(const pc__hca_grid *g, const int32_t *scratch, co
             }
             b++;
         }
-        if (!failed) {
+        if (ok && !failed) {
             list[t] = mine;
             key_list[t] = my_keys;
             count[t] = b;
