@@ -498,57 +498,95 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     free(img);
 }
 
-/* HCA-MS's climbs (refine_climb.h): on this path and with the lanes one after another (the baseline's
- * way, and the GPU's order), the same end positions bit for bit from every start, over an image's
- * cell means in 3 and 4 bands; and pc_hca with border refinement the same labels and counts as on the
- * baseline path. */
+/* HCA-MS's climbs (refine_climb.h) from starts (count x dim) over a grid's cell means, on this path
+ * and with the lanes one after another (the baseline's way, and the GPU's order): the same end
+ * positions bit for bit. search: without the table of block starts (the binary search's way). */
+static void compare_climbs(const pc__hca_grid *g, const double *mean, const double *starts, size_t count, int search,
+                           pc__cpu_path_id path, const char *what)
+{
+    size_t dim = g->dim;
+    int32_t *cluster = calloc(g->cells, sizeof *cluster);
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = g->m;
+    p.refine_borders = 1;
+    pc__hca_reach r;
+    CHECK(pc__hca_reach_setup(&r, g, mean, cluster, &p) == PC_OK);
+    pc__climb_dimensions(&r.climb);
+    CHECK(path != PC__CPU_AVX512 || r.climb.ref_dim); /* the AVX-512 lanes in force */
+    if (search) {
+        free((void *)r.climb.block_start);
+        r.climb.block_start = NULL;
+    }
+    const double *by_dim = r.climb.ref_dim;
+    size_t differ = 0, steps = 0;
+    for (size_t i = 0; i < count; i++) {
+        double a[PC__HCA_MAX_DIM], b[PC__HCA_MAX_DIM], next[PC__HCA_MAX_DIM];
+        memcpy(a, starts + i * dim, dim * sizeof *a);
+        memcpy(b, a, dim * sizeof *b);
+        r.climb.ref_dim = by_dim;
+        pc__climb_run(&r.climb, a);
+        steps += (size_t)pc__climb_shift(&r.climb, b, next);
+        r.climb.ref_dim = NULL;
+        pc__climb_run(&r.climb, b);
+        differ += memcmp(a, b, dim * sizeof *a) != 0;
+    }
+    r.climb.ref_dim = by_dim;
+    CHECK(steps > 0);
+    CHECK_MSG(differ == 0, "path %s, %s, search %d: %zu climbs end elsewhere than the lanes one by one's",
+              pc__cpu_path_name(path), what, search, differ);
+    pc__hca_reach_free(&r);
+    free(cluster);
+}
+
+/* The climbs over uint8 images of 3 and 4 bands and float points of 2 and 5 dimensions, with and
+ * without the table of block starts; and pc_hca with border refinement the same labels and counts as
+ * on the baseline path. */
 static void test_climb_path(pc__cpu_path_id path, uint64_t seed)
 {
     size_t n = 20011;
     uint8_t *img = image(n, seed ^ 0x5eed);
     int64_t moved = 0;
-    for (size_t bands = 3; bands <= 4; bands++) {
-        pc_points v = pc_points_u8(img, n * 4 / bands, bands);
-        pc__cpu_path_force(path);
+    pc__cpu_path_force(path);
+    for (size_t bands = 2; bands <= 5; bands++) {
+        int integer = bands == 3 || bands == 4;
+        size_t count = n * 4 / (bands + 1);
+        float *f = malloc(count * bands * sizeof *f);
+        for (size_t q = 0; q < count * bands; q++)
+            f[q] = img[q % (n * 4)] / 7.0f;
+        pc_points v = integer ? pc_points_u8(img, n * 4 / bands, bands) : pc_points_f32(f, count, bands);
         pc__hca_grid g;
-        int32_t *scratch = malloc(v.n * sizeof *scratch), *cluster = NULL;
-        double *mean = NULL;
+        int32_t *scratch = malloc(v.n * sizeof *scratch);
         CHECK(pc__hca_grid_build(&g, &v, 12, (size_t)1 << 30, 1, scratch) == PC_OK);
-        mean = malloc(g.cells * bands * sizeof *mean);
-        cluster = calloc(g.cells, sizeof *cluster);
-        CHECK(pc__hca_cell_means_u8(&g, &v, scratch, 1, mean) == PC_OK);
+        double *mean = calloc(g.cells * bands, sizeof *mean), *weight = calloc(g.cells, sizeof *weight);
+        for (size_t i = 0; i < v.n; i++) {
+            int32_t c = pc__hca_cell_of(&g, scratch, i);
+            weight[c]++;
+            for (size_t j = 0; j < bands; j++)
+                mean[(size_t)c * bands + j] += integer ? img[i * bands + j] : f[i * bands + j];
+        }
+        for (size_t c = 0; c < g.cells; c++)
+            for (size_t j = 0; j < bands; j++)
+                mean[c * bands + j] /= weight[c];
+        size_t starts = 0;
+        double *start = malloc((v.n / 97 + 1) * bands * sizeof *start);
+        for (size_t i = 0; i < v.n; i += 97, starts++)
+            for (size_t j = 0; j < bands; j++)
+                start[starts * bands + j] = (integer ? img[i * bands + j] : f[i * bands + j]) + 0.25 * (double)(i % 3);
+        for (int search = 0; search <= 1; search++)
+            compare_climbs(&g, mean, start, starts, search, path, integer ? "uint8" : "float32");
+        pc__hca_grid_free(&g);
+        free(scratch);
+        free(mean);
+        free(weight);
+        free(start);
+        /* The whole of HCA-MS against the baseline path. */
         pc_hca_params p;
         pc_hca_params_init(&p);
         p.m = 12;
         p.refine_borders = 1;
-        pc__hca_reach r;
-        CHECK(pc__hca_reach_setup(&r, &g, mean, cluster, &p) == PC_OK);
-        CHECK(path != PC__CPU_AVX512 || r.climb.ref_dim); /* the AVX-512 lanes in force */
-        const double *by_dim = r.climb.ref_dim;
-        size_t differ = 0, steps = 0;
-        for (size_t i = 0; i < v.n; i += 97) {
-            double a[PC__HCA_MAX_DIM], b[PC__HCA_MAX_DIM], next[PC__HCA_MAX_DIM];
-            for (size_t j = 0; j < bands; j++)
-                a[j] = b[j] = img[i * bands + j] + 0.25 * (double)(i % 3);
-            r.climb.ref_dim = by_dim;
-            pc__climb_run(&r.climb, a);
-            steps += (size_t)pc__climb_shift(&r.climb, b, next);
-            r.climb.ref_dim = NULL;
-            pc__climb_run(&r.climb, b);
-            differ += memcmp(a, b, bands * sizeof *a) != 0;
-        }
-        r.climb.ref_dim = by_dim;
-        CHECK(steps > 0);
-        CHECK_MSG(differ == 0, "path %s, %zu bands: %zu climbs end elsewhere than the lanes one by one's",
-                  pc__cpu_path_name(path), bands, differ);
-        pc__hca_reach_free(&r);
-        pc__hca_grid_free(&g);
-        free(scratch);
-        free(mean);
-        free(cluster);
-        /* The whole of HCA-MS against the baseline path. */
-        pc_result *ref = NULL, *got = NULL;
         p.clusters = 5;
+        pc_result *ref = NULL, *got = NULL;
         pc__cpu_path_force(PC__CPU_BASELINE);
         CHECK(pc_hca(&v, &p, &ref) == PC_OK);
         pc__cpu_path_force(path);
@@ -561,6 +599,7 @@ static void test_climb_path(pc__cpu_path_id path, uint64_t seed)
         }
         pc_result_free(ref);
         pc_result_free(got);
+        free(f);
     }
     CHECK_MSG(moved > 0, "path %s: HCA-MS moved no point", pc__cpu_path_name(path));
     free(img);

@@ -140,10 +140,10 @@ static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, siz
     return small;
 }
 
-/* Every point takes its cell's cluster (the cell is in labels[] since the grid was built), or, with
- * bytes, is written there as a byte from its cell found again (label_u8.c); the clusters' exact means
- * are summed on the way: integer sums for uint8 pixels, doubles otherwise. The grid's cell map is
- * turned into a cluster map in place: its last use. */
+/* Every point takes its cell's cluster: the cell is in labels[] since the grid was built, or (refind)
+ * is found again from the pixel's bands (label_u8.c), the cluster going into labels[] or, with bytes,
+ * into bytes[]; the clusters' exact means are summed on the way: integer sums for uint8 pixels,
+ * doubles otherwise. The grid's cell map is turned into a cluster map in place: its last use. */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
                                int refind, int32_t *labels, uint8_t *bytes, double *sums)
 {
@@ -182,7 +182,8 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         const size_t block = 65536;
 #pragma omp for schedule(static)
         for (long b = 0; b < (long)((g->n + block - 1) / block); b++) {
-            if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n))
+            /* cancelled, or this thread's sums missing (the run fails): nothing more to do */
+            if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n) || !mine || (packed_u8 && !isum))
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
 #if PC__HAVE_CPU_PATHS

@@ -132,8 +132,9 @@ typedef struct {
 pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const double *mean,
                               const int32_t *cluster_of_cell, const pc_hca_params *params);
 void pc__hca_reach_free(pc__hca_reach *r);
-/* The references dimension by dimension (climb->ref_dim) for the CPU's AVX-512 step (climb_cpu.c), where
- * that path is in force; left NULL otherwise or without the memory (the other path gives the same sums). */
+/* The references dimension by dimension (climb->ref_dim, freed by pc__hca_reach_free) for the CPU's
+ * AVX-512 step (climb_cpu.c), where that path is in force; left NULL otherwise or without the memory
+ * (the other path gives the same sums). */
 void pc__climb_dimensions(pc__hca_climb *climb);
 int32_t pc__hca_reach_climb(const pc__hca_reach *r, double *x); /* climbs x in place, then its end */
 int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);

@@ -138,7 +138,6 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
             c->block_count = total;
         }
     }
-    pc__climb_dimensions(c);
     return PC_OK;
 }
 
@@ -498,6 +497,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     st = PC_OUT_OF_MEMORY;
     if (pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params) != PC_OK)
         goto done;
+    pc__climb_dimensions(&cl.climb); /* the CPU's climbs (not the GPU's, cuda_refine.cu) */
     if (cl.climb.h > 0 && distinct) {
         st = climb_distinct(&cl, points, keys, threads, out);
         goto done;

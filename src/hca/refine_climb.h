@@ -55,8 +55,8 @@ typedef struct {
     double width[PC__CLIMB_MAX_DIM]; /* a cell's sides */
     const double *ref;         /* refs x dim: the cells' means */
     const double *weight;      /* refs: the cells' point counts */
-    const double *ref_dim;     /* the CPU's AVX-512 step (refine.c), else NULL: the means dimension by
-                                * dimension (dim x refs) */
+    const double *ref_dim;     /* the CPU's AVX-512 step (climb_cpu.c), else NULL: the means dimension
+                                * by dimension (dim x refs) */
 } pc__hca_climb;
 
 /* A step's sums (ALGORITHMS.md section 3b's mean shift over the references within the cut-off) come in
@@ -224,8 +224,8 @@ PC__CLIMB_FN double pc__climb_lanes_total(const double *v)
 }
 
 #if !defined(__CUDA_ARCH__)
-/* The CPU's step sums (refine.c): the AVX-512 lanes where c->ref_dim is set, else the lanes one after
- * another; num (dim) and den the lanes' totals. */
+/* The CPU's step sums (climb_cpu.c): the AVX-512 lanes where c->ref_dim is set, else the lanes one
+ * after another; num (dim) and den the lanes' totals. */
 void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, double *den);
 #endif
 
