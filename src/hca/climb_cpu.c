@@ -109,7 +109,7 @@ void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, do
                 d2 = d2 + e * e;
             }
             if (d2 <= c->cutoff2) {
-                size_t s = (q - lo) % 4;
+                size_t s = (q - lo) % PC__CLIMB_LANES;
                 double w = c->weight[q] * pc__climb_exp(d2 * c->inv);
                 for (int j = 0; j < dim; j++)
                     lane_num[j][s] = lane_num[j][s] + w * mu[j];
