@@ -95,29 +95,20 @@ void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, do
     /* The lanes one after another, the blocks walked once: reference q of a block [lo, end) goes to
      * lane (q - lo) % 8, each lane adding its references in pc__climb_lane's order. */
     int dim = c->dim;
-    double lane_num[PC__CLIMB_MAX_DIM][PC__CLIMB_LANES] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
+    double lane_num[PC__CLIMB_LANES][PC__CLIMB_MAX_DIM] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
     pc__climb_blocks b;
     pc__climb_blocks_begin(c, x, &b);
     size_t lo, end;
     uint64_t key;
     while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
-        for (size_t q = lo; q < end && c->block_key[q] == key; q++) {
-            const double *mu = c->ref + q * (size_t)dim;
-            double d2 = 0;
-            for (int j = 0; j < dim; j++) {
-                double e = mu[j] - x[j];
-                d2 = d2 + e * e;
-            }
-            if (d2 <= c->cutoff2) {
-                size_t s = (q - lo) % PC__CLIMB_LANES;
-                double w = c->weight[q] * pc__climb_exp(d2 * c->inv);
-                for (int j = 0; j < dim; j++)
-                    lane_num[j][s] = lane_num[j][s] + w * mu[j];
-                lane_den[s] = lane_den[s] + w;
-            }
-        }
-    for (int j = 0; j < dim; j++)
-        num[j] = pc__climb_lanes_total(lane_num[j]);
+        for (size_t q = lo; q < end && c->block_key[q] == key; q++)
+            pc__climb_add(c, x, q, lane_num[(q - lo) % PC__CLIMB_LANES], &lane_den[(q - lo) % PC__CLIMB_LANES]);
+    for (int j = 0; j < dim; j++) {
+        double lanes[PC__CLIMB_LANES];
+        for (int s = 0; s < PC__CLIMB_LANES; s++)
+            lanes[s] = lane_num[s][j];
+        num[j] = pc__climb_lanes_total(lanes);
+    }
     *den = pc__climb_lanes_total(lane_den);
 }
 

@@ -279,16 +279,6 @@ pc_status pc__hca_finish(pc_result *r, const pc__hca_grid *g, const pc__hca_grap
     return PC_OK;
 }
 
-/* Whether the labels can go straight into bytes (pc_hca_plan_run_u8): packed 3- or 4-band uint8 on
- * the AVX-512 path with a dense grid, and no border refinement (which needs every point's cell). The
- * label stage then finds each pixel's cell again from its bytes instead of reading it back from an
- * int32 array written by the grid: 1 + 4 bytes of memory traffic a pixel in place of 4 + 4 + 4 + 4
- * (cells written into fresh labels, read back, labels written, then narrowed). */
-static int labels_straight_to_bytes(const pc_points *points, const pc_hca_params *params)
-{
-    return !params->refine_borders && pc__hca_cells_found_again(points, params->m, params->memory_budget);
-}
-
 /* The sequential and OpenMP backends, stage by stage. bytes: where pc_hca_plan_run_u8 wants the
  * labels (else NULL); the result's labels are then left out where they go there directly. */
 static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, int threads, int64_t min_size,
@@ -304,7 +294,12 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     size_t k = 0;
     pc_status st;
     double t0 = pc__now();
-    int straight = bytes && labels_straight_to_bytes(points, params);
+    /* The labels straight into bytes (pc_hca_plan_run_u8): where the label stage can find each pixel's
+     * cell again from its bands (pc__hca_cells_found_again; not with border refinement, which needs
+     * every point's cell): 1 + 4 bytes of memory traffic a pixel in place of 4 + 4 + 4 + 4 (cells
+     * written into fresh labels, read back, labels written, then narrowed). */
+    int straight = bytes && !params->refine_borders &&
+                   pc__hca_cells_found_again(points, params->m, params->memory_budget);
     if (!straight && !(r->labels = pc__alloc_large(n, sizeof *r->labels, "labels"))) {
         st = PC_OUT_OF_MEMORY;
         goto done;

@@ -187,12 +187,30 @@ PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, const double *x, p
     return 1;
 }
 
-/* Lane s of a step from x: the sums of weight x mean (num, dim of them) and of weight (den) over the
- * references at positions s, s + 8, ... of each block, those within the cut-off. */
-PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, const double *x, int s, double *num, double *den)
+/* Reference q's part of a step from x, added into a lane's sums (num, dim of them, and den) where it is
+ * within the cut-off. */
+PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, const double *x, size_t q, double *num, double *den)
 {
     int dim = c->dim;
-    for (int j = 0; j < dim; j++)
+    const double *mu = c->ref + q * (size_t)dim;
+    double d2 = 0;
+    for (int j = 0; j < dim; j++) {
+        double e = PC__CL_SUB(mu[j], x[j]);
+        d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
+    }
+    if (d2 <= c->cutoff2) {
+        double w = PC__CL_MUL(c->weight[q], pc__climb_exp(PC__CL_MUL(d2, c->inv)));
+        for (int j = 0; j < dim; j++)
+            num[j] = PC__CL_ADD(num[j], PC__CL_MUL(w, mu[j]));
+        *den = PC__CL_ADD(*den, w);
+    }
+}
+
+/* Lane s of a step from x (the GPU's thread): the sums over the references at positions s, s + 8, ...
+ * of each block. */
+PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, const double *x, int s, double *num, double *den)
+{
+    for (int j = 0; j < c->dim; j++)
         num[j] = 0;
     *den = 0;
     pc__climb_blocks b;
@@ -200,20 +218,8 @@ PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, const double *x, int s,
     size_t lo, end;
     uint64_t key;
     while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
-        for (size_t q = lo + (size_t)s; q < end && c->block_key[q] == key; q += PC__CLIMB_LANES) {
-            const double *mu = c->ref + q * (size_t)dim;
-            double d2 = 0;
-            for (int j = 0; j < dim; j++) {
-                double e = PC__CL_SUB(mu[j], x[j]);
-                d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
-            }
-            if (d2 <= c->cutoff2) {
-                double w = PC__CL_MUL(c->weight[q], pc__climb_exp(PC__CL_MUL(d2, c->inv)));
-                for (int j = 0; j < dim; j++)
-                    num[j] = PC__CL_ADD(num[j], PC__CL_MUL(w, mu[j]));
-                *den = PC__CL_ADD(*den, w);
-            }
-        }
+        for (size_t q = lo + (size_t)s; q < end && c->block_key[q] == key; q += PC__CLIMB_LANES)
+            pc__climb_add(c, x, q, num, den);
 }
 
 /* The lanes' values v[0 .. 7] summed in the step's order. */
