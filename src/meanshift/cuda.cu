@@ -336,12 +336,6 @@ __global__ void __launch_bounds__(FAST_BLOCK)
 constexpr int MMA_WARP_TILES = 4;
 constexpr int MMA_QUERIES = 4 * MMA_WARP_TILES * 16;   // a block's queries
 constexpr int MMA_GROUP_U4 = 48;                        // 16 references packed: 768 bytes
-constexpr int MMA_TF32_GROUP_U4 = 64;                   // the same with S's operands in tf32: 1024 bytes
-// How S = W R is formed: half hi + lo (MMA_SUMS_HALF), or tf32 m16n8k8 products taking the weights'
-// float bits as they are (the tensor cores read a tf32 operand's top 19 bits: W_hi = w, W_lo = w -
-// w's top 19 bits; MMA_SUMS_TF32), or the same with both pieces cut to 19 bits by hand
-// (MMA_SUMS_TF32_MASKED: the check that the first reads the bits as said).
-enum { MMA_SUMS_HALF = 0, MMA_SUMS_TF32 = 1, MMA_SUMS_TF32_MASKED = 2 };
 constexpr float MMA_BIAS = 8.0f;                        // weights are 2^8 exp2(-|q - r|^2)
 constexpr float MMA_MIN_WEIGHT = 1.0f;                  // below: redone by the exact kernel
 
@@ -352,26 +346,6 @@ __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint3
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-// The same with C = 0 (no registers to clear first).
-__device__ __forceinline__ void mma_16816_zero(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%10,%10,%10,%10};"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
-}
-
-__device__ __forceinline__ void mma_1688_tf32(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                              uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-constexpr uint32_t TF32_MASK = 0xffffe000u; // sign, exponent and the 10 mantissa bits tf32 keeps
 
 __device__ __forceinline__ uint32_t half2_bits(float lo, float hi)
 {
@@ -409,7 +383,7 @@ __device__ __forceinline__ void split3(float v, float *hi, float *lo, float *lo2
 // w3 w7 so that lane (g, t) loads its two registers {w_t, w_t+4} as one 8-byte word), then the B
 // operand of S (column c's 16 references at 512 + c * 32, pairs in the same order). Padding (beyond n)
 // is zeros: weight exp2(8 - |q|^2), finite, times a zero row.
-__global__ void pack_mma_refs(const float *ref, int n, int n_pad, int dim, __half *packed, bool tf32)
+__global__ void pack_mma_refs(const float *ref, int n, int n_pad, int dim, __half *packed)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n_pad)
@@ -437,7 +411,7 @@ __global__ void pack_mma_refs(const float *ref, int n, int n_pad, int dim, __hal
         split3(-(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]), &e[12], &e[13], &e[14]);
         c[3] = 1.0f;
     }
-    __half *group = packed + (size_t)(j / 16) * ((tf32 ? MMA_TF32_GROUP_U4 : MMA_GROUP_U4) * 8);
+    __half *group = packed + (size_t)(j / 16) * (MMA_GROUP_U4 * 8);
     int r = j % 16;
     __half *b1 = group + (r / 8) * 128 + (r % 8) * 16;
     for (int w = 0; w < 8; w++) { // word w = halves 2w, 2w + 1 at position (w % 4) * 2 + w / 4
@@ -445,28 +419,9 @@ __global__ void pack_mma_refs(const float *ref, int n, int n_pad, int dim, __hal
         b1[2 * at] = __float2half_rn(e[2 * w]);
         b1[2 * at + 1] = __float2half_rn(e[2 * w + 1]);
     }
-    if (!tf32) {
-        int pair = r / 2, at = (pair % 4) * 2 + pair / 4;
-        for (int col = 0; col < 8; col++)
-            group[256 + col * 16 + 2 * at + (r % 2)] = __float2half_rn(c[col]);
-        return;
-    }
-    // S's B operand for tf32 m16n8k8, lane (g, t) one 16-byte word at 512 + (4g + t) * 16: rows 2t,
-    // 2t + 1 of references 0-7, then of 8-15 (the A operand is the weights as E's product left them
-    // in the lane: columns 2t, 2t + 1 are A's columns t, t + 4). Coordinates as tf32 hi + lo.
-    float h[3], l[3];
-    for (int k = 0; k < 3; k++) {
-        h[k] = __uint_as_float(__float_as_uint(v[k]) & TF32_MASK);
-        l[k] = __uint_as_float((__float_as_uint(v[k] - h[k]) + 0x1000u) & TF32_MASK);
-    }
-    float col[8] = {h[0], h[1], h[2], 1.0f, l[0], l[1], l[2], 0.0f};
-    if (j >= n)
-        for (int k = 0; k < 8; k++)
-            col[k] = 0.0f;
-    float *words = reinterpret_cast<float *>(group + 256);
-    int t = (r % 8) / 2, slot = (r / 8) * 2 + (r % 2);
-    for (int gg = 0; gg < 8; gg++)
-        words[(4 * gg + t) * 4 + slot] = col[gg];
+    int pair = r / 2, at = (pair % 4) * 2 + pair / 4;
+    for (int col = 0; col < 8; col++)
+        group[256 + col * 16 + 2 * at + (r % 2)] = __float2half_rn(c[col]);
 }
 
 template <int D, int P>
@@ -557,148 +512,6 @@ __global__ void __launch_bounds__(FAST_BLOCK)
 #pragma unroll
         for (int k = 0; k < 4; k++)
             s[k] = tot[mt][k] + __shfl_down_sync(0xffffffffu, tot[mt][k], 2);
-#pragma unroll
-        for (int half_row = 0; half_row < 2; half_row++) {
-            int q = qbase + mt * 16 + g + 8 * half_row;
-            if (t >= 2 || q >= count)
-                continue;
-            float *out = partial + ((size_t)blockIdx.y * count + q) * (D + 1);
-            float c0 = s[2 * half_row], c1 = s[2 * half_row + 1];
-            if (t == 0) {
-                out[0] = c0;
-                if (D >= 2)
-                    out[1] = c1;
-            } else {
-                if (D >= 3)
-                    out[2] = c0;
-                out[D] = c1;
-            }
-        }
-    }
-}
-
-template <int D, int PM, int SUMS, bool TOT_SHARED>
-__global__ void __launch_bounds__(FAST_BLOCK, TOT_SHARED ? 8 : 1)
-    mma_tf32_kernel(const void *__restrict__ refs, int n, int chunk, const float *__restrict__ pos,
-                   const int *__restrict__ active, int count, float r2, float *__restrict__ partial)
-{
-    (void)r2;
-    constexpr int GROUP_U4 = MMA_TF32_GROUP_U4;
-    const uint4 *__restrict__ packed = static_cast<const uint4 *>(refs);
-    __shared__ uint4 tile[FAST_BLOCK / 16 * GROUP_U4];
-    // qrec: a query's 8 words (+1: fewer bank conflicts), read once into qa; then, with TOT_SHARED, the
-    // same bytes hold the lanes' totals (16 registers fewer: 8 blocks an SM instead of 6).
-    __shared__ union {
-        uint32_t qrec[4][MMA_WARP_TILES * 16][9];
-        float tot[4][MMA_WARP_TILES][4][32];
-    } sh;
-    auto &qrec = sh.qrec;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int qbase = blockIdx.x * MMA_QUERIES + warp * MMA_WARP_TILES * 16;
-    // Each lane writes the A rows (16 halves) of MMA_WARP_TILES / 2 queries.
-    for (int h = 0; h < MMA_WARP_TILES / 2; h++) {
-        int row = lane + 32 * h, i = active[min(qbase + row, count - 1)];
-        float x = pos[i], y = D >= 2 ? pos[(size_t)n + i] : 0.0f, z = D >= 3 ? pos[2 * (size_t)n + i] : 0.0f;
-        float a[16], v[3] = {x, y, z};
-        for (int k = 0; k < 3; k++) {
-            float hi, lo;
-            split2(2.0f * v[k], &hi, &lo);
-            a[3 * k] = hi;
-            a[3 * k + 1] = hi;
-            a[3 * k + 2] = lo;
-        }
-        split3(MMA_BIAS - (x * x + y * y + z * z), &a[9], &a[10], &a[11]);
-        a[12] = a[13] = a[14] = 1.0f;
-        a[15] = 0.0f;
-        for (int w = 0; w < 8; w++)
-            qrec[warp][row][w] = half2_bits(a[2 * w], a[2 * w + 1]);
-    }
-    __syncwarp();
-    uint32_t qa[MMA_WARP_TILES][4];
-    float tot[TOT_SHARED ? 1 : MMA_WARP_TILES][4];
-#pragma unroll
-    for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
-        qa[mt][0] = qrec[warp][mt * 16 + g][t];
-        qa[mt][1] = qrec[warp][mt * 16 + g + 8][t];
-        qa[mt][2] = qrec[warp][mt * 16 + g][t + 4];
-        qa[mt][3] = qrec[warp][mt * 16 + g + 8][t + 4];
-    }
-    if (TOT_SHARED) // every warp's queries read before any warp's totals overwrite them
-        __syncthreads();
-#pragma unroll
-    for (int mt = 0; mt < MMA_WARP_TILES; mt++)
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            if (TOT_SHARED)
-                sh.tot[warp][mt][k][lane] = 0.0f;
-            else
-                tot[mt][k] = 0.0f;
-        }
-    const int begin = blockIdx.y * chunk, end = min(n, begin + chunk);
-    for (int base = begin; base < end; base += FAST_BLOCK) {
-        const uint4 *src = packed + (size_t)(base / 16) * GROUP_U4;
-#pragma unroll
-        for (int r = 0; r < GROUP_U4 * FAST_BLOCK / 16 / FAST_BLOCK; r++)
-            tile[threadIdx.x + r * FAST_BLOCK] = src[threadIdx.x + r * FAST_BLOCK];
-        __syncthreads();
-        // One tile's sums, then added to the totals (see fast_dot_kernel).
-        float acc[MMA_WARP_TILES][4];
-#pragma unroll
-        for (int mt = 0; mt < MMA_WARP_TILES; mt++)
-            acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
-        const int groups = min(FAST_BLOCK, end - base + 15) / 16;
-        for (int grp = 0; grp < groups; grp++) {
-            const unsigned char *gp = reinterpret_cast<const unsigned char *>(tile + grp * GROUP_U4);
-            const uint2 b0 = *reinterpret_cast<const uint2 *>(gp + g * 32 + t * 8);
-            const uint2 b1 = *reinterpret_cast<const uint2 *>(gp + 256 + g * 32 + t * 8);
-            const uint4 bt = *reinterpret_cast<const uint4 *>(gp + 512 + lane * 16);
-#pragma unroll
-            for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
-                float e[8];
-                mma_16816_zero(e, qa[mt], b0.x, b0.y);
-                mma_16816_zero(e + 4, qa[mt], b1.x, b1.y);
-                const int P = (PM + 1 - (mt & 1)) / 2; // of a tile pair's PM exp2 by polynomial, the even tile's share
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    e[k] = k < P ? exp2_poly<4>(e[k]) : ex2(e[k]);
-                // e[0..3]: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of references 0-7;
-                // A's (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) = e[0], e[2], e[1], e[3].
-                uint32_t hi[8], lo[8];
-#pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    uint32_t top = __float_as_uint(e[k]) & TF32_MASK;
-                    hi[k] = SUMS == MMA_SUMS_TF32 ? __float_as_uint(e[k]) : top;
-                    lo[k] = __float_as_uint(e[k] - __uint_as_float(top));
-                    if (SUMS == MMA_SUMS_TF32_MASKED)
-                        lo[k] &= TF32_MASK;
-                }
-                mma_1688_tf32(acc[mt], hi[0], hi[2], hi[1], hi[3], bt.x, bt.y);
-                mma_1688_tf32(acc[mt], lo[0], lo[2], lo[1], lo[3], bt.x, bt.y);
-                mma_1688_tf32(acc[mt], hi[4], hi[6], hi[5], hi[7], bt.z, bt.w);
-                mma_1688_tf32(acc[mt], lo[4], lo[6], lo[5], lo[7], bt.z, bt.w);
-            }
-        }
-#pragma unroll
-        for (int mt = 0; mt < MMA_WARP_TILES; mt++)
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                if (TOT_SHARED)
-                    sh.tot[warp][mt][k][lane] += acc[mt][k];
-                else
-                    tot[mt][k] += acc[mt][k];
-            }
-        __syncthreads();
-    }
-    // Lane (g, t) holds columns 2t, 2t + 1 of rows g and g + 8: x = col 0 + col 4, y = 1 + 5,
-    // z = 2 + 6, the weight col 3 (+ col 7, a zero). Lanes t = 0 and 1 gather them.
-#pragma unroll
-    for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
-        float s[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float v = TOT_SHARED ? sh.tot[warp][mt][k][lane] : tot[mt][k];
-            s[k] = v + __shfl_down_sync(0xffffffffu, v, 2);
-        }
 #pragma unroll
         for (int half_row = 0; half_row < 2; half_row++) {
             int q = qbase + mt * 16 + g + 8 * half_row;
@@ -982,8 +795,6 @@ struct run_state {
     bool use_grid;
     bool mma = false; // the gaussian without cut-off on the tensor cores (mma_dot_kernel)
     int poly = 0;     // exp2 on the FMA pipe: of 8 (mma) or of FAST_QUERIES (fast_dot_kernel)
-    int sums = MMA_SUMS_HALF; // how the mma kernel forms S
-    bool shared_tot = false;
     bool redo_all = false;
     long long redone = 0;
 };
@@ -1027,9 +838,7 @@ typedef void (*fast_kernel_fn)(const void *, int, int, const float *, const int 
 // only slowed every path down.
 struct dot_path {
     bool mma = true;
-    int sums = MMA_SUMS_HALF; // how mma_dot_kernel forms S
-    bool shared_tot = false;  // its totals in shared memory
-    int poly = 0;             // mma: exp2 by polynomial of a tile pair's 16 (dot: of FAST_QUERIES)
+    int poly = 0;
     bool redo_all = false;
 };
 
@@ -1040,51 +849,28 @@ dot_path read_dot_path()
     if (!e || !*e)
         return d;
     d.mma = strncmp(e, "dot", 3) != 0;
-    d.sums = strncmp(e, "tf32m", 5) == 0 ? MMA_SUMS_TF32_MASKED : strncmp(e, "tf32", 4) == 0 ? MMA_SUMS_TF32 : MMA_SUMS_HALF;
-    d.shared_tot = strncmp(e, "tf32s", 5) == 0;
     d.poly = 0;
     const char *colon = strchr(e, ':');
     if (colon)
-        d.poly = d.mma ? (int)lrint(2.0 * atof(colon + 1)) : atoi(colon + 1);
-    d.poly = std::max(0, std::min(d.mma ? 16 : FAST_QUERIES, d.poly));
+        d.poly = atoi(colon + 1);
+    d.poly = std::max(0, std::min(d.mma ? 8 : FAST_QUERIES, d.poly));
     d.redo_all = strstr(e, ":redo") != nullptr;
     return d;
 }
 
-fast_kernel_fn pick_mma_kernel(int dim, int poly, int sums, bool shared_tot)
+fast_kernel_fn pick_mma_kernel(int dim, int poly)
 {
-#define PC__MMA_TF32S(DD)                                                                                    \
-    switch (poly) {                                                                                          \
-    case 0: return mma_tf32_kernel<DD, 0, MMA_SUMS_TF32, true>;                                               \
-    case 1: case 2: return mma_tf32_kernel<DD, 2, MMA_SUMS_TF32, true>;                                       \
-    case 3: return mma_tf32_kernel<DD, 3, MMA_SUMS_TF32, true>;                                               \
-    case 4: return mma_tf32_kernel<DD, 4, MMA_SUMS_TF32, true>;                                               \
-    case 5: return mma_tf32_kernel<DD, 5, MMA_SUMS_TF32, true>;                                               \
-    default: return mma_tf32_kernel<DD, 6, MMA_SUMS_TF32, true>;                                              \
-    }
-#define PC__MMA_TF32(DD)                                                                                     \
-    switch (poly) {                                                                                          \
-    case 0: return mma_tf32_kernel<DD, 0, MMA_SUMS_TF32, false>;                                              \
-    case 1: case 2: return mma_tf32_kernel<DD, 2, MMA_SUMS_TF32, false>;                                      \
-    default: return mma_tf32_kernel<DD, 4, MMA_SUMS_TF32, false>;                                             \
-    }
 #define PC__MMA(DD)                                                                                          \
-    if (sums == MMA_SUMS_TF32 && shared_tot)                                                                 \
-        PC__MMA_TF32S(DD)                                                                                    \
-    if (sums == MMA_SUMS_TF32)                                                                               \
-        PC__MMA_TF32(DD)                                                                                     \
-    if (sums == MMA_SUMS_TF32_MASKED)                                                                        \
-        return poly ? mma_tf32_kernel<DD, 2, MMA_SUMS_TF32_MASKED, false> : mma_tf32_kernel<DD, 0, MMA_SUMS_TF32_MASKED, false>; \
-    switch (poly / 2) {                                                                                      \
-    case 0: return mma_dot_kernel<DD, 0>;                                              \
-    case 1: return mma_dot_kernel<DD, 1>;                                              \
-    case 2: return mma_dot_kernel<DD, 2>;                                              \
-    case 3: return mma_dot_kernel<DD, 3>;                                              \
-    case 4: return mma_dot_kernel<DD, 4>;                                              \
-    case 5: return mma_dot_kernel<DD, 5>;                                             \
-    case 6: return mma_dot_kernel<DD, 6>;                                             \
-    case 7: return mma_dot_kernel<DD, 7>;                                             \
-    default: return mma_dot_kernel<DD, 8>;                                            \
+    switch (poly) {                                                                                          \
+    case 0: return mma_dot_kernel<DD, 0>;                                                                    \
+    case 1: return mma_dot_kernel<DD, 1>;                                                                    \
+    case 2: return mma_dot_kernel<DD, 2>;                                                                    \
+    case 3: return mma_dot_kernel<DD, 3>;                                                                    \
+    case 4: return mma_dot_kernel<DD, 4>;                                                                    \
+    case 5: return mma_dot_kernel<DD, 5>;                                                                    \
+    case 6: return mma_dot_kernel<DD, 6>;                                                                    \
+    case 7: return mma_dot_kernel<DD, 7>;                                                                    \
+    default: return mma_dot_kernel<DD, 8>;                                                                   \
     }
     switch (dim) {
     case 1: PC__MMA(1)
@@ -1092,8 +878,6 @@ fast_kernel_fn pick_mma_kernel(int dim, int poly, int sums, bool shared_tot)
     default: PC__MMA(3)
     }
 #undef PC__MMA
-#undef PC__MMA_TF32
-#undef PC__MMA_TF32S
 }
 
 fast_kernel_fn pick_fast_kernel(int dim, int kernel, bool dot, bool safe, int polyq = 0)
@@ -1160,7 +944,7 @@ pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count, const
                              int poly = 0)
 {
     int n = (int)s.n, dim = (int)s.dim;
-    fast_kernel_fn kernel = mma ? pick_mma_kernel(dim, poly, s.sums, s.shared_tot) : pick_fast_kernel(dim, s.kernel, dot, safe, poly);
+    fast_kernel_fn kernel = mma ? pick_mma_kernel(dim, poly) : pick_fast_kernel(dim, s.kernel, dot, safe, poly);
     int per_sm = 0;
     PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FAST_BLOCK, 0), "occupancy query");
     int qblocks = blocks_for(count, mma ? MMA_QUERIES : FAST_BLOCK * FAST_QUERIES);
@@ -1296,8 +1080,7 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
             }
             if (st == PC_OK && s.mma) {
                 int n_pad = blocks_for(n, FAST_BLOCK) * FAST_BLOCK;
-                pack_mma_refs<<<blocks_for(n_pad, 256), 256>>>(s.ref.ptr, n, n_pad, (int)s.dim, s.packed.ptr,
-                                                                s.sums != MMA_SUMS_HALF);
+                pack_mma_refs<<<blocks_for(n_pad, 256), 256>>>(s.ref.ptr, n, n_pad, (int)s.dim, s.packed.ptr);
                 st = pc__cuda_status(cudaGetLastError(), "reference packing kernel");
             }
             if (st == PC_OK && s.use_grid)
@@ -1409,8 +1192,6 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         s.mma = dot && path.mma && max_qq <= 4096.0;
         s.poly = dot && (s.mma || !path.mma) ? path.poly : 0;
         s.redo_all = path.redo_all;
-        s.sums = path.sums;
-        s.shared_tot = path.shared_tot;
     }
     s.use_grid = setup->use_grid && plan_grid(s, hs, setup->radius * scale);
 
@@ -1419,7 +1200,7 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         (st = s.active.alloc(n, "active list")) != PC_OK || (st = s.next_active.alloc(n, "active list")) != PC_OK ||
         (st = s.counter.alloc(1, "counter")) != PC_OK || (st = s.stopped.alloc(n, "stop flags")) != PC_OK ||
         (dot && (st = s.ref4.alloc(n, "packed references")) != PC_OK) ||
-        (s.mma && (st = s.packed.alloc((size_t)blocks_for((long long)n, FAST_BLOCK) * FAST_BLOCK * MMA_TF32_GROUP_U4 * 8 / 16,
+        (s.mma && (st = s.packed.alloc((size_t)blocks_for((long long)n, FAST_BLOCK) * FAST_BLOCK * MMA_GROUP_U4 * 8 / 16,
                                        "packed references")) != PC_OK) ||
         (s.mma && (st = s.redo.alloc(n + 1, "redo list")) != PC_OK) ||
         (dim > MAX_GPU_DIM && (st = s.partial.alloc(n * dim, "per-point sums")) != PC_OK))
