@@ -236,6 +236,12 @@ int main(void)
     uint64_t seed = test_seed("test_refine_cuda");
     test_floats(seed);
     test_images(seed);
+    /* The cells' sums of the GPU's pass: a cell its block's shared table cannot place is summed in
+     * global memory. One probe a cell: many such cells, beside the placed ones. */
+    setenv("PC_HCA_REFINE_TABLE_PROBES", "1", 1);
+    test_floats(seed + 1000);
+    test_images(seed + 1000);
+    unsetenv("PC_HCA_REFINE_TABLE_PROBES");
 #ifdef PC_TEST_HAVE_CUDART
     test_device_input(seed);
 #endif
