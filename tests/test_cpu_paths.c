@@ -353,12 +353,12 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
     CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
               pc__cpu_path_name(path), v->n, bands, m, threads, offset, wrong);
     /* The cells' sums of values (HCA-MS's cell means, HECA's prototypes) from the same cells. */
-    CHECK(pc__hca_cell_sums_u8(&g, v, scratch, threads, got) == PC_OK &&
+    CHECK(pc__hca_cell_sums_u8(&g, v, scratch, threads, got, NULL) == PC_OK &&
           memcmp(got, sum, g.cells * bands * sizeof *got) == 0);
     /* The same with the cells found again from the pixels (HECA's reference member), where they can be. */
     if (pc__hca_cells_found_again(v, m, (size_t)1 << 30)) {
         memset(got, 0xAA, g.cells * bands * sizeof *got);
-        CHECK_MSG(pc__hca_cell_sums_u8(&g, v, NULL, threads, got) == PC_OK &&
+        CHECK_MSG(pc__hca_cell_sums_u8(&g, v, NULL, threads, got, NULL) == PC_OK &&
                       memcmp(got, sum, g.cells * bands * sizeof *got) == 0,
                   "path %s n %zu bands %zu m %d threads %d: the cells' sums from the pixels differ",
                   pc__cpu_path_name(path), v->n, bands, m, threads);
@@ -596,6 +596,29 @@ static void test_climb_path(pc__cpu_path_id path, uint64_t seed)
             CHECK(pc_result_border_points(ref) == pc_result_border_points(got) &&
                   pc_result_changed_points(ref) == pc_result_changed_points(got));
             moved += pc_result_changed_points(got);
+        }
+        if (integer && got) {
+            /* The same pixels as uint16: their border points listed by a pass of their own, where
+             * packed uint8 rows list them in the pass that sums the cells (refine.c, cell_sums.c). */
+            uint16_t *wide = malloc(v.n * bands * sizeof *wide);
+            for (size_t q = 0; q < v.n * bands; q++)
+                wide[q] = img[q];
+            pc_points w = pc_points_u16(wide, v.n, bands);
+            pc_result *r16 = NULL;
+            for (int threads = 1; threads <= 2; threads++) {
+                p.threads = threads;
+                CHECK(pc_hca(&w, &p, &r16) == PC_OK);
+                if (r16) {
+                    CHECK_MSG(memcmp(pc_result_labels(r16), pc_result_labels(got), v.n * sizeof(int32_t)) == 0,
+                              "path %s, %zu bands, %d threads: HCA-MS's labels of uint16 pixels differ from uint8's",
+                              pc__cpu_path_name(path), bands, threads);
+                    CHECK(pc_result_border_points(r16) == pc_result_border_points(got) &&
+                          pc_result_changed_points(r16) == pc_result_changed_points(got));
+                }
+                pc_result_free(r16);
+                r16 = NULL;
+            }
+            free(wide);
         }
         pc_result_free(ref);
         pc_result_free(got);

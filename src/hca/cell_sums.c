@@ -19,13 +19,17 @@ typedef uint32_t lanes4 __attribute__((vector_size(16)));
 #define LANE_ROWS ((size_t)1 << 24)
 
 PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stride, size_t dim,
-                         const int32_t *scratch, size_t begin, size_t end, int64_t *sums)
+                         const int32_t *scratch, size_t begin, size_t end, int64_t *sums,
+                         const pc__hca_listing *listing, pc__hca_point_list *list)
 {
     for (size_t i = begin; i < end; i++) {
-        int64_t *s = sums + (size_t)pc__hca_cell_of(g, scratch, i) * dim;
+        int32_t c = pc__hca_cell_of(g, scratch, i);
+        int64_t *s = sums + (size_t)c * dim;
         const uint8_t *row = base + i * stride;
         for (size_t j = 0; j < dim; j++)
             s[j] += row[j];
+        if (list && listing->in[c])
+            pc__hca_list_point(list, i, row, listing->value_bytes);
     }
 }
 
@@ -33,10 +37,12 @@ PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stri
 #define FOUND_ROWS 1024
 
 /* Rows begin .. end of up to 4 bands into the cells' lanes, then into sums. The cells from scratch, or
- * where there is none (3 or 4 bands on the AVX-512 path), found again from the pixels in u. */
+ * where there is none (3 or 4 bands on the AVX-512 path), found again from the pixels in u. list (or
+ * NULL): the rows of cells marked in listing->in listed there, in the same pass (HCA-MS: one read of
+ * the points' cells instead of two). */
 PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_t stride, size_t dim,
                                const int32_t *scratch, const pc__hca_u8_grid *u, size_t begin, size_t end,
-                               lanes4 *lanes, int64_t *sums)
+                               lanes4 *lanes, int64_t *sums, const pc__hca_listing *listing, pc__hca_point_list *list)
 {
     int32_t found[FOUND_ROWS];
     (void)u;
@@ -52,7 +58,10 @@ PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_
             for (size_t i = at; i < stop; i++) {
                 const uint8_t *row = base + i * stride;
                 lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
-                lanes[scratch ? pc__hca_cell_of(g, scratch, i) : found[i - at]] += v;
+                int32_t c = scratch ? pc__hca_cell_of(g, scratch, i) : found[i - at];
+                lanes[c] += v;
+                if (list && listing->in[c])
+                    pc__hca_list_point(list, i, row, listing->value_bytes);
             }
         }
         for (size_t c = 0; c < g->cells; c++)
@@ -62,7 +71,7 @@ PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_
 }
 
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
-                               int64_t *sums)
+                               int64_t *sums, const pc__hca_listing *listing)
 {
     size_t dim = g->dim, cells = g->cells, n = g->n, stride = pc__hca_row_bytes(points);
     const uint8_t *base = points->data;
@@ -82,19 +91,20 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
         team = (size_t)omp_get_num_threads();
 #endif
         size_t begin = n * t / team, end = n * (t + 1) / team;
+        pc__hca_point_list *list = listing ? listing->lists + t : NULL;
         int64_t *mine = t == 0 ? sums : calloc(cells * dim, sizeof *mine);
         lanes4 *lanes = dim <= 4 ? malloc((cells ? cells : 1) * sizeof *lanes) : NULL;
         failed |= !mine || (dim <= 4 && !lanes);
         if (mine && dim > 4)
-            add_rows(g, base, stride, dim, scratch, begin, end, mine);
+            add_rows(g, base, stride, dim, scratch, begin, end, mine, listing, list);
         else if (mine && lanes) {
             /* The band count a constant of the loop for the common images. */
             if (dim == 3)
-                add_rows_lanes(g, base, stride, 3, scratch, &u, begin, end, lanes, mine);
+                add_rows_lanes(g, base, stride, 3, scratch, &u, begin, end, lanes, mine, listing, list);
             else if (dim == 4)
-                add_rows_lanes(g, base, stride, 4, scratch, &u, begin, end, lanes, mine);
+                add_rows_lanes(g, base, stride, 4, scratch, &u, begin, end, lanes, mine, listing, list);
             else
-                add_rows_lanes(g, base, stride, dim, scratch, &u, begin, end, lanes, mine);
+                add_rows_lanes(g, base, stride, dim, scratch, &u, begin, end, lanes, mine, listing, list);
         }
         free(lanes);
         /* Thread 0 summed into sums itself; the others add theirs once it is done. */
@@ -110,10 +120,10 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
 }
 
 pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
-                                double *mean)
+                                double *mean, const pc__hca_listing *listing)
 {
     int64_t *sums = pc__alloc(g->cells * g->dim, sizeof *sums, "cell sums");
-    pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums) : PC_OUT_OF_MEMORY;
+    pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums, listing) : PC_OUT_OF_MEMORY;
     if (st == PC_OK)
         pc__hca_means_from_sums(g, PC_U8, sums, mean);
     free(sums);

@@ -114,14 +114,48 @@ int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, in
  * cell sums, and where a climb from x ends (the cluster of its cell, or of the nearest mean's cell). */
 uint64_t pc__hca_border_cells(const pc__hca_grid *g, const int32_t *cluster_of_cell, uint8_t *is_border, int threads);
 void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_t *sums, double *mean);
+/* Points listed by one thread (HCA-MS's border points), in index order: their indices and, where
+ * value_bytes > 0, each one's value (value_bytes of its row, as refine.c's climb_distinct takes them). */
+typedef struct {
+    int32_t *index;
+    uint64_t *key;
+    size_t count, cap;
+    int failed;
+} pc__hca_point_list;
+/* A pass over the points that lists those of the cells marked in `in` beside its own work: thread t
+ * of the pass lists its share (a range of points, the ranges in thread order) into lists[t]. */
+typedef struct {
+    const uint8_t *in;
+    size_t value_bytes;
+    pc__hca_point_list *lists; /* threads of them, zeroed */
+} pc__hca_listing;
+void pc__hca_point_list_grow(pc__hca_point_list *l, size_t value_bytes);
+static inline void pc__hca_list_point(pc__hca_point_list *l, size_t i, const unsigned char *row, size_t value_bytes)
+{
+    if (l->count == l->cap)
+        pc__hca_point_list_grow(l, value_bytes);
+    if (l->failed)
+        return;
+    l->index[l->count] = (int32_t)i;
+    if (value_bytes) {
+        uint64_t key = 0;
+        memcpy(&key, row, value_bytes);
+        l->key[l->count] = key;
+    }
+    l->count++;
+}
+/* The threads' lists joined in thread order into index (count of them; and keys where value_bytes),
+ * and freed; PC_OUT_OF_MEMORY where one could not grow. index NULL: only freed. */
+pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_t count, int32_t *index,
+                                   uint64_t *keys);
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
  * grid's per-point scratch, or (scratch NULL: a dense grid of packed 3- or 4-band pixels on the AVX-512
  * path, built without them) found again from the pixels; and the means from them
- * (pc__hca_means_from_sums). */
+ * (pc__hca_means_from_sums). listing (or NULL): the same pass lists the points of marked cells. */
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
-                               int64_t *sums);
+                               int64_t *sums, const pc__hca_listing *listing);
 pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
-                                double *mean);
+                                double *mean, const pc__hca_listing *listing);
 typedef struct {
     pc__hca_climb climb;             /* climb.h, eps, ...; references only where h > 0 */
     const pc__hca_grid *g;

@@ -340,16 +340,61 @@ void pc__hca_means_from_sums(const pc__hca_grid *g, pc_dtype dtype, const int64_
                                                pc__climb_factor(g->lo[j], g->hi[j]));
 }
 
+void pc__hca_point_list_grow(pc__hca_point_list *l, size_t value_bytes)
+{
+    size_t cap = l->cap ? 2 * l->cap : 4096;
+    int32_t *index = l->failed ? NULL : realloc(l->index, cap * sizeof *index);
+    l->index = index ? index : l->index;
+    uint64_t *key = index && value_bytes ? realloc(l->key, cap * sizeof *key) : NULL;
+    l->key = key ? key : l->key;
+    if (!index || (value_bytes && !key))
+        l->failed = 1;
+    else
+        l->cap = cap;
+}
+
+pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_t count, int32_t *index,
+                                   uint64_t *keys)
+{
+    int failed = 0;
+    size_t at = 0;
+    for (int t = 0; t < threads; t++) {
+        failed |= lists[t].failed;
+        at += lists[t].count;
+    }
+    if (index && !failed && at != count) { /* the border cells' densities said otherwise */
+        pc__hca_point_lists_join(lists, threads, 0, NULL, NULL);
+        return pc__fail(PC_INTERNAL_ERROR, "HCA-MS: %zu border points listed, %zu expected", at, count);
+    }
+    at = 0;
+    for (int t = 0; t < threads; t++) {
+        if (!failed && index && lists[t].count) {
+            memcpy(index + at, lists[t].index, lists[t].count * sizeof *index);
+            if (keys)
+                memcpy(keys + at, lists[t].key, lists[t].count * sizeof *keys);
+        }
+        at += lists[t].count;
+        free(lists[t].index);
+        free(lists[t].key);
+        memset(&lists[t], 0, sizeof lists[t]);
+    }
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot list the border points") : PC_OK;
+}
+
 /* The cells' means from fixed-point sums (refine_climb.h): integer adds, so every thread count and the
- * GPU give the same means bit for bit. */
+ * GPU give the same means bit for bit. Packed uint8 rows: the same pass lists the border points
+ * (listing; *listed set), where the general one leaves them to border_points. */
 static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
-                            double *mean)
+                            double *mean, const pc__hca_listing *listing, int *listed)
 {
     size_t dim = g->dim, cells = g->cells, stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
     int integer = points->dtype == PC_U8 || points->dtype == PC_U16, failed = 0;
-    if (points->dtype == PC_U8 && stride == dim)
-        return pc__hca_cell_means_u8(g, points, scratch, threads, mean);
+    *listed = 0;
+    if (points->dtype == PC_U8 && stride == dim) {
+        *listed = 1;
+        return pc__hca_cell_means_u8(g, points, scratch, threads, mean, listing);
+    }
     double factor[PC__HCA_MAX_DIM];
     for (size_t j = 0; j < dim; j++)
         factor[j] = pc__climb_factor(g->lo[j], g->hi[j]);
@@ -385,114 +430,66 @@ static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, cons
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot allocate per-thread cell sums") : PC_OK;
 }
 
-/* The points of border cells in index order, on all cores: each thread lists those of its share of
- * the points, and the lists are joined in thread order (one thread took 150 ms over 115 Mpix). With
- * keys, each one's value too (value_bytes of its row, as climb_distinct takes them), read here in
- * the points' order rather than later at random (2.7 M misses, 70 ms on 2 cores). */
-static pc_status border_points(const pc__hca_grid *g, const int32_t *scratch, const uint8_t *is_border, int threads,
-                               const pc_points *points, size_t value_bytes, int32_t *index, uint64_t *keys)
+/* The points of the cells marked in listing->in, on all cores: each thread lists those of its share of
+ * the points (one thread took 150 ms over 115 Mpix). With value_bytes, each one's value too, read here
+ * in the points' order rather than later at random (2.7 M misses, 70 ms on 2 cores). */
+static void border_points(const pc__hca_grid *g, const int32_t *scratch, const pc_points *points, int threads,
+                          const pc__hca_listing *listing)
 {
     size_t n = g->n, stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
-    int32_t **list = calloc((size_t)threads, sizeof *list);
-    uint64_t **key_list = calloc((size_t)threads, sizeof *key_list);
-    size_t *count = calloc((size_t)threads, sizeof *count);
-    /* (ok, not failed, inside: a reduction's private copy starts at 0 whatever failed was) */
-    const int ok = list && key_list && count;
-    int failed = !ok;
-#pragma omp parallel num_threads(threads) if (threads > 1 && ok) reduction(| : failed)
+#pragma omp parallel num_threads(threads) if (threads > 1)
     {
         size_t t = 0, team = 1;
 #ifdef _OPENMP
         t = (size_t)omp_get_thread_num();
         team = (size_t)omp_get_num_threads();
 #endif
-        size_t begin = n * t / team, end = n * (t + 1) / team, cap = 0, b = 0;
-        int32_t *mine = NULL;
-        uint64_t *my_keys = NULL;
-        for (size_t i = begin; i < end && ok && !failed; i++) {
-            if (!is_border[pc__hca_cell_of(g, scratch, i)])
-                continue;
-            if (b == cap) {
-                cap = cap ? 2 * cap : 4096;
-                int32_t *grown = realloc(mine, cap * sizeof *mine);
-                mine = grown ? grown : mine;
-                uint64_t *grown_keys = keys ? realloc(my_keys, cap * sizeof *my_keys) : NULL;
-                my_keys = grown_keys ? grown_keys : my_keys;
-                if (!grown || (keys && !grown_keys)) {
-                    failed = 1;
-                    break;
-                }
-            }
-            mine[b] = (int32_t)i;
-            if (keys) {
-                uint64_t key = 0;
-                memcpy(&key, base + i * stride, value_bytes);
-                my_keys[b] = key;
-            }
-            b++;
-        }
-        if (ok && !failed) {
-            list[t] = mine;
-            key_list[t] = my_keys;
-            count[t] = b;
-        } else {
-            free(mine);
-            free(my_keys);
-        }
+        pc__hca_point_list *list = listing->lists + t;
+        for (size_t i = n * t / team, end = n * (t + 1) / team; i < end && !list->failed; i++)
+            if (listing->in[pc__hca_cell_of(g, scratch, i)])
+                pc__hca_list_point(list, i, base + i * stride, listing->value_bytes);
     }
-    size_t at = 0;
-    for (int t = 0; list && key_list && count && t < threads; t++) {
-        if (!failed && count[t]) {
-            memcpy(index + at, list[t], count[t] * sizeof *index);
-            if (keys)
-                memcpy(keys + at, key_list[t], count[t] * sizeof *keys);
-        }
-        at += count[t];
-        free(list[t]);
-        free(key_list[t]);
-    }
-    free(list);
-    free(key_list);
-    free(count);
-    return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot list the border points") : PC_OK;
 }
 
 pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
                          const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *out)
 {
     size_t dim = g->dim, cells = g->cells;
+    int threads = g->threads;
     memset(out, 0, sizeof *out);
     pc__hca_reach cl;
     memset(&cl, 0, sizeof cl);
     uint8_t *is_border = pc__calloc(cells, 1, "HCA-MS border cells");
     uint64_t *keys = NULL; /* the border points' values, for climb_distinct */
+    pc__hca_listing listing = {is_border, 0, NULL};
     double *mean = pc__calloc(cells * dim, sizeof *mean, "HCA-MS cell means");
     pc_status st = PC_OUT_OF_MEMORY;
     if (!is_border || !mean)
         goto done;
-    int threads = g->threads;
     out->count = (size_t)pc__hca_border_cells(g, cluster_of_cell, is_border, threads);
     if (out->count == 0) {
         st = PC_OK;
         goto done;
     }
-    if ((st = cell_means(g, points, scratch, threads, mean)) != PC_OK)
-        goto done;
-    st = PC_OUT_OF_MEMORY;
-    out->index = pc__alloc(out->count, sizeof *out->index, "HCA-MS border points");
-    out->cluster = pc__alloc(out->count, sizeof *out->cluster, "HCA-MS border points");
-    if (!out->index || !out->cluster)
-        goto done;
     size_t stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
     size_t value_bytes = points->dtype == PC_F64 ? 8 * dim : points->dtype == PC_F32 ? 4 * dim
                        : points->dtype == PC_U16 ? 2 * dim : dim;
     /* Integer pixels of at most 8 bytes climb once a distinct value (climb_distinct). */
-    int distinct = (points->dtype == PC_U8 || points->dtype == PC_U16) && value_bytes <= 8;
-    if (distinct && !(keys = pc__alloc(out->count, sizeof *keys, "HCA-MS border values")))
+    int distinct = (points->dtype == PC_U8 || points->dtype == PC_U16) && value_bytes <= 8, listed = 0;
+    listing.value_bytes = distinct ? value_bytes : 0;
+    listing.lists = pc__calloc((size_t)threads, sizeof *listing.lists, "HCA-MS border points");
+    out->index = pc__alloc(out->count, sizeof *out->index, "HCA-MS border points");
+    out->cluster = pc__alloc(out->count, sizeof *out->cluster, "HCA-MS border points");
+    if (!listing.lists || !out->index || !out->cluster ||
+        (distinct && !(keys = pc__alloc(out->count, sizeof *keys, "HCA-MS border values"))))
         goto done;
-    if ((st = border_points(g, scratch, is_border, threads, points, value_bytes, out->index, keys)) != PC_OK)
+    if ((st = cell_means(g, points, scratch, threads, mean, &listing, &listed)) != PC_OK)
+        goto done;
+    if (!listed)
+        border_points(g, scratch, points, threads, &listing);
+    if ((st = pc__hca_point_lists_join(listing.lists, threads, out->count, out->index, keys)) != PC_OK)
         goto done;
     st = PC_OUT_OF_MEMORY;
     if (pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params) != PC_OK)
@@ -529,6 +526,9 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     }
     st = PC_OK;
 done:
+    if (listing.lists) /* lists left after a failure before the join */
+        pc__hca_point_lists_join(listing.lists, threads, 0, NULL, NULL);
+    free(listing.lists);
     pc__hca_reach_free(&cl);
     free(keys);
     free(is_border);

@@ -396,7 +396,7 @@ static pc_status prototype_means(const pc__hca_grid *g, const pc_points *points,
     const unsigned char *base = points->data;
     int threads = points->dtype == PC_U8 || points->dtype == PC_U16 ? g->threads : 1, failed = 0;
     if (points->dtype == PC_U8 && stride == dim)
-        return pc__hca_cell_means_u8(g, points, scratch, threads, mean);
+        return pc__hca_cell_means_u8(g, points, scratch, threads, mean, NULL);
     (void)threads;
     memset(mean, 0, cells * dim * sizeof *mean);
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
