@@ -317,7 +317,8 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     // in global memory only), as many blocks as are resident at once (each flushes its table once).
     pc__hca_dgrid grid = pc__hca_view(s);
     int resident = 0;
-    if (dim <= (size_t)SUM_MAX_DIM && cells < SUM_EMPTY && !getenv("PC_HCA_REFINE_GLOBAL_SUMS")) {
+    if (dim <= (size_t)SUM_MAX_DIM && cells < SUM_EMPTY && SUM_SHARED_BYTES <= (size_t)s.shared_optin &&
+        !getenv("PC_HCA_REFINE_GLOBAL_SUMS")) {
         PC_CUDA_TRY(cudaFuncSetAttribute(sum_and_gather<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)SUM_SHARED_BYTES),
                     "HCA-MS cell sums");
@@ -339,14 +340,11 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
             data = s.data.ptr;
             row_stride = rowbytes;
         }
-        if (resident > 0)
-            sum_and_gather<true><<<std::min(blocks_for(c, s.sms), (unsigned)resident), THREADS, SUM_SHARED_BYTES,
-                                   stream>>>(data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr,
-                                             scalars.ptr, index.ptr, rows.ptr, keys.ptr, rowbytes, probes);
-        else
-            sum_and_gather<false><<<blocks_for(c, s.sms), THREADS, 0, stream>>>(
-                data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr, scalars.ptr, index.ptr,
-                rows.ptr, keys.ptr, rowbytes, probes);
+        auto pass = resident > 0 ? sum_and_gather<true> : sum_and_gather<false>;
+        unsigned blocks = resident > 0 ? std::min(blocks_for(c, s.sms), (unsigned)resident) : blocks_for(c, s.sms);
+        pass<<<blocks, THREADS, resident > 0 ? SUM_SHARED_BYTES : 0, stream>>>(
+            data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr, scalars.ptr, index.ptr, rows.ptr,
+            keys.ptr, rowbytes, probes);
         PC_CUDA_LAUNCHED("HCA-MS cell sums");
     }
     // The means and the references, on the host as the CPU makes them.
