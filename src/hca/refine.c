@@ -438,6 +438,7 @@ static void border_points(const pc__hca_grid *g, const int32_t *scratch, const p
 {
     size_t n = g->n, stride = pc__hca_row_bytes(points);
     const unsigned char *base = points->data;
+    (void)threads;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         size_t t = 0, team = 1;
