@@ -28,8 +28,7 @@ PC__INLINE void add_rows(const pc__hca_grid *g, const uint8_t *base, size_t stri
         const uint8_t *row = base + i * stride;
         for (size_t j = 0; j < dim; j++)
             s[j] += row[j];
-        if (list && listing->in[c])
-            pc__hca_list_point(list, i, row, listing->value_bytes);
+        pc__hca_list_if_marked(listing, list, c, i, row);
     }
 }
 
@@ -60,8 +59,7 @@ PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_
                 lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
                 int32_t c = scratch ? pc__hca_cell_of(g, scratch, i) : found[i - at];
                 lanes[c] += v;
-                if (list && listing->in[c])
-                    pc__hca_list_point(list, i, row, listing->value_bytes);
+                pc__hca_list_if_marked(listing, list, c, i, row);
             }
         }
         for (size_t c = 0; c < g->cells; c++)

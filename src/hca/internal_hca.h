@@ -144,6 +144,13 @@ static inline void pc__hca_list_point(pc__hca_point_list *l, size_t i, const uns
     }
     l->count++;
 }
+/* Lists point i (its row at `row`) in list when its cell is marked in the listing; list NULL: none. */
+static inline void pc__hca_list_if_marked(const pc__hca_listing *listing, pc__hca_point_list *list, int32_t cell,
+                                          size_t i, const unsigned char *row)
+{
+    if (list && listing->in[cell])
+        pc__hca_list_point(list, i, row, listing->value_bytes);
+}
 /* The threads' lists joined in thread order into index (count of them; and keys where value_bytes),
  * and freed; PC_OUT_OF_MEMORY where one could not grow. index NULL: only freed. */
 pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_t count, int32_t *index,

@@ -448,8 +448,7 @@ static void border_points(const pc__hca_grid *g, const int32_t *scratch, const p
 #endif
         pc__hca_point_list *list = listing->lists + t;
         for (size_t i = n * t / team, end = n * (t + 1) / team; i < end && !list->failed; i++)
-            if (listing->in[pc__hca_cell_of(g, scratch, i)])
-                pc__hca_list_point(list, i, base + i * stride, listing->value_bytes);
+            pc__hca_list_if_marked(listing, list, pc__hca_cell_of(g, scratch, i), i, base + i * stride);
     }
 }
 
