@@ -1,10 +1,12 @@
-/* HCA-MS against HCA (issue 15 item 4) on bench_hca's synthetic images (uint8, 8 classes in 64-pixel
- * blocks, seed 42), m 32, 8 clusters, both measured in the same run: wall seconds (median of --repeats
- * after one warm-up) and HCA-MS's "refine" stage, border and changed pixels.
+/* HCA-MS and HECA against HCA (issue 15 item 4) on bench_hca's synthetic images (uint8, 8 classes in
+ * 64-pixel blocks, seed 42), m 32 (HECA: its 5 default members), 8 clusters, all measured in the same
+ * run: wall seconds (median of --repeats after one warm-up), HCA-MS's "refine" stage, border and changed
+ * pixels, and HECA's stages (last run).
  *
  *   bench_refine [--mpix 115] [--bands 3] [--repeats 3] [--threads N]   the CPU (OpenMP, N threads)
  *   bench_refine --gpu [--mpix 115] [--bands 3] [--repeats 3]           the pixels and labels on the GPU
- *                                                                       (plans made once, run_device)
+ *                                                                       (HCA plans made once, run_device;
+ *                                                                       HECA by pc_heca_device)
  */
 #include "parclust.h"
 
@@ -48,8 +50,9 @@ int main(int argc, char **argv)
     }
     if (repeats < 1 || repeats > 15)
         repeats = 3;
-    printf("| image | backend | HCA (s) | HCA-MS (s) | ratio | refine stage (s) | border / changed pixels |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("| image | backend | HCA (s) | HCA-MS (s) | ratio | refine stage (s) | border / changed pixels | HECA (s) | "
+           "ratio |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     char list[256];
     snprintf(list, sizeof list, "%s", mpix);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
@@ -58,7 +61,8 @@ int main(int argc, char **argv)
         if (!img)
             return 1;
         pc_points v = pc_points_u8(img, pixels, bands);
-        double t[2][16], refine[16];
+        double t[3][16], refine[16];
+        char heca_stages[512] = "";
         int64_t border = 0, changed = 0;
         void *d_img = NULL;
         int32_t *d_labels = NULL;
@@ -76,15 +80,18 @@ int main(int argc, char **argv)
             return 2;
 #endif
         }
-        for (int a = 0; a < 2; a++) {
+        for (int a = 0; a < 3; a++) {
             pc_hca_params p;
             pc_hca_params_init(&p);
             p.m = 32;
             p.clusters = 8;
             p.threads = threads;
             p.backend = gpu ? PC_BACKEND_CUDA : PC_BACKEND_OPENMP;
-            p.refine_borders = a;
-            if (gpu && pc_hca_plan_create(&p, pixels, bands, PC_U8, &plan[a]) != PC_OK) {
+            p.refine_borders = a == 1;
+            pc_heca_params h;
+            pc_heca_params_init(&h);
+            h.hca = p;
+            if (gpu && a < 2 && pc_hca_plan_create(&p, pixels, bands, PC_U8, &plan[a]) != PC_OK) {
                 fprintf(stderr, "bench_refine: plan: %s\n", pc_last_error());
                 return 1;
             }
@@ -92,7 +99,13 @@ int main(int argc, char **argv)
                 pc_result *r = NULL;
                 double t0 = now();
                 pc_status st;
-                if (gpu) {
+                if (a == 2) {
+                    pc_points dv = pc_points_u8(d_img, pixels, bands);
+                    st = gpu ? pc_heca_device(&dv, &h, d_labels, &r) : pc_heca(&v, &h, &r);
+#ifdef PC_BENCH_HAVE_CUDART
+                    cudaDeviceSynchronize();
+#endif
+                } else if (gpu) {
                     pc_points dv = pc_points_u8(d_img, pixels, bands);
                     st = pc_hca_plan_run_device(plan[a], &dv, d_labels, &r);
 #ifdef PC_BENCH_HAVE_CUDART
@@ -108,7 +121,17 @@ int main(int argc, char **argv)
                 }
                 if (rep >= 0) {
                     t[a][rep] = t1 - t0;
-                    if (a) {
+                    if (a == 2) {
+                        size_t used = 0;
+                        for (size_t q = 0; q < pc_result_stage_count(r) && used < sizeof heca_stages; q++) {
+                            const char *name;
+                            double sec;
+                            pc_result_stage(r, q, &name, &sec);
+                            used += (size_t)snprintf(heca_stages + used, sizeof heca_stages - used, "%s%s %.4f",
+                                                     q ? ", " : "", name, sec);
+                        }
+                    }
+                    if (a == 1) {
                         refine[rep] = stage(r, "refine");
                         border = pc_result_border_points(r);
                         changed = pc_result_changed_points(r);
@@ -118,10 +141,12 @@ int main(int argc, char **argv)
             }
         }
         double hca = median(t[0], repeats), ms = median(t[1], repeats), rs = median(refine, repeats);
+        double heca = median(t[2], repeats);
         char backend[32];
         snprintf(backend, sizeof backend, gpu ? "CUDA, on the GPU" : "OpenMP, %d threads", threads);
-        printf("| %s Mpix x %zu | %s | %.4f | %.4f | **%.2fx** | %.4f | %lld / %lld |\n", tok, bands, backend, hca, ms,
-               ms / hca, rs, (long long)border, (long long)changed);
+        printf("| %s Mpix x %zu | %s | %.4f | %.4f | **%.2fx** | %.4f | %lld / %lld | %.4f | **%.2fx** |\n", tok, bands,
+               backend, hca, ms, ms / hca, rs, (long long)border, (long long)changed, heca, heca / hca);
+        printf("\nHECA's stages (s, last run): %s\n\n", heca_stages);
         fflush(stdout);
         pc_hca_plan_free(plan[0]);
         pc_hca_plan_free(plan[1]);

@@ -584,6 +584,18 @@ void pc_heca_params_init(pc_heca_params *params);
  * (tested for uint8 pixels and float32 points). AUTO: CUDA from 2^20 points where a device is present
  * (the CPU where the device is busy or full). */
 pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_result **result);
+/* HECA on points already in GPU memory (CUDA builds; else PC_UNSUPPORTED): points->data is device memory
+ * of the current GPU, aligned to its element size, filled before the call (on the legacy default stream,
+ * or synchronised), read in place and never changed; its values are checked there (a non-finite one is
+ * refused). The box, the members' counts, the prototypes' sums and the labels are passes on the GPU; the
+ * cells' work runs on the host's cores, as pc_heca's CUDA backend. For integer rows the labels,
+ * dendrogram and components are pc_heca's on the same points; for floats the prototypes' means are summed
+ * in fixed point (2^30 steps across the box), as pc_heca's CUDA backend does. device_labels: n int32 of
+ * device memory that receive the labels (the result then has none), or NULL to have them in the result.
+ * params->hca.backend: AUTO or CUDA. Each member's grid is a dense m^dim array within memory_budget
+ * (images of up to 5 bands at the default members): a member beyond that is PC_UNSUPPORTED. */
+pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
+                         pc_result **result);
 size_t pc_result_member_count(const pc_result *result);
 int pc_result_member_m(const pc_result *result, size_t member);
 size_t pc_result_member_components(const pc_result *result, size_t member);

@@ -377,6 +377,11 @@ static void test_errors(void)
     h.refine_borders = 1;
     h.refine_max_iter = 0;
     CHECK_STATUS(pc_hca(&v, &h, &r), PC_INVALID_ARGUMENT);
+    /* pc_heca_device refuses a CPU backend before it reads anything (these points are not the GPU's). */
+    pc_heca_params_init(&p);
+    p.hca.backend = PC_BACKEND_OPENMP;
+    CHECK_STATUS(pc_heca_device(&v, &p, NULL, &r), PC_INVALID_ARGUMENT);
+    CHECK(r == NULL && strstr(pc_last_error(), "CUDA"));
 }
 
 int main(void)

@@ -1,11 +1,16 @@
 /* HECA on the GPU (members counted and labelled on the device, the cells' work on the host) against the
  * CPU: identical labels, dendrogram and components on pixel-like uint8 rows (3 and 4 bands, shifted
- * members too) and on float32 blobs; HCA-MS asked of the CUDA backend gives the CPU's labels. Exits 77
- * (skipped) without a device. */
+ * members too) and on float32 blobs; HCA-MS asked of the CUDA backend gives the CPU's labels. The same
+ * with the points in GPU memory (pc_heca_device): uint8, uint16 and float32 rows, labels left on the
+ * device or brought back, uniform 4-band noise whose reference cells outnumber a block's shared sums,
+ * and non-finite values refused. Exits 77 (skipped) without a device. */
 #include "check.h"
 #include "test_util.h"
 
 #include <string.h>
+#ifdef PC_TEST_HAVE_CUDART
+#include <cuda_runtime.h>
+#endif
 
 static uint8_t *pixels(size_t n, size_t bands, uint64_t seed)
 {
@@ -28,23 +33,59 @@ static uint8_t *pixels(size_t n, size_t bands, uint64_t seed)
     return img;
 }
 
-static void compare(const pc_points *v, int shifts, size_t clusters, const char *what)
+/* On the device: 0 the host's points through pc_heca; 1 a copy of them in GPU memory, labels into the
+ * result; 2 the same, labels into GPU memory and brought back here. */
+static pc_status run_heca(const pc_points *v, const pc_heca_params *p, int on_device, pc_result **r, int32_t **labels)
+{
+    *labels = NULL;
+    if (!on_device)
+        return pc_heca(v, p, r);
+#ifdef PC_TEST_HAVE_CUDART
+    size_t elem = v->dtype == PC_U8 ? 1 : v->dtype == PC_U16 ? 2 : v->dtype == PC_F32 ? 4 : 8;
+    size_t bytes = v->n * (v->stride ? v->stride : v->dim * elem);
+    void *d_pts = NULL;
+    int32_t *d_labels = NULL;
+    if (cudaMalloc(&d_pts, bytes) != cudaSuccess || cudaMemcpy(d_pts, v->data, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+        (on_device == 2 && cudaMalloc((void **)&d_labels, v->n * sizeof *d_labels) != cudaSuccess)) {
+        cudaFree(d_pts);
+        return PC_DEVICE_ERROR;
+    }
+    pc_points dv = *v;
+    dv.data = d_pts;
+    pc_status st = pc_heca_device(&dv, p, d_labels, r);
+    if (st == PC_OK && on_device == 2) {
+        CHECK_MSG(pc_result_labels(*r) == NULL, "device labels: the result has labels too");
+        *labels = malloc(v->n * sizeof **labels);
+        cudaMemcpy(*labels, d_labels, v->n * sizeof **labels, cudaMemcpyDeviceToHost);
+    }
+    cudaFree(d_pts);
+    cudaFree(d_labels);
+    return st;
+#else
+    (void)p, (void)r;
+    return PC_UNSUPPORTED;
+#endif
+}
+
+static void compare_on(const pc_points *v, int shifts, size_t clusters, int on_device, const char *what)
 {
     pc_heca_params p;
     pc_heca_params_init(&p);
     p.shifts = shifts;
     p.hca.clusters = clusters;
     pc_result *a = NULL, *b = NULL;
+    int32_t *device_labels = NULL;
     p.hca.backend = PC_BACKEND_OPENMP;
     CHECK_STATUS(pc_heca(v, &p, &a), PC_OK);
     p.hca.backend = PC_BACKEND_CUDA;
-    CHECK_STATUS(pc_heca(v, &p, &b), PC_OK);
+    CHECK_STATUS(run_heca(v, &p, on_device, &b, &device_labels), PC_OK);
     if (a && b) {
         CHECK(pc_result_backend(b) == PC_BACKEND_CUDA);
         size_t n = pc_result_n(a), ra, rb;
         size_t diff = 0;
+        const int32_t *lb = device_labels ? device_labels : pc_result_labels(b);
         for (size_t i = 0; i < n; i++)
-            diff += pc_result_labels(a)[i] != pc_result_labels(b)[i];
+            diff += pc_result_labels(a)[i] != lb[i];
         CHECK_MSG(diff == 0, "%s: %zu of %zu labels differ", what, diff, n);
         const double *za = pc_result_dendrogram(a, &ra), *zb = pc_result_dendrogram(b, &rb);
         CHECK_MSG(ra == rb && (ra == 0 || memcmp(za, zb, ra * 4 * sizeof *za) == 0), "%s: dendrograms differ", what);
@@ -54,12 +95,65 @@ static void compare(const pc_points *v, int shifts, size_t clusters, const char 
               memcmp(pc_result_component_sizes(a), pc_result_component_sizes(b), c * sizeof(int64_t)) == 0);
         for (size_t l = 0; l < pc_result_member_count(a); l++)
             CHECK(pc_result_member_components(a, l) == pc_result_member_components(b, l));
-        printf("%s: %zu points, %zu groups, %zu clusters, %zu labels differ\n", what, n, c, pc_result_cluster_count(a),
-               diff);
+        CHECK(pc_result_cluster_count(a) == pc_result_cluster_count(b) &&
+              memcmp(pc_result_sizes(a), pc_result_sizes(b), pc_result_cluster_count(a) * sizeof(int64_t)) == 0);
+        printf("%s%s: %zu points, %zu cells, %zu groups, %zu clusters, %zu labels differ\n", what,
+               on_device == 2 ? " (device in, device labels)" : on_device ? " (device in)" : "", n,
+               pc_result_cell_count(a), c, pc_result_cluster_count(a), diff);
     }
+    free(device_labels);
     pc_result_free(a);
     pc_result_free(b);
 }
+
+static void compare(const pc_points *v, int shifts, size_t clusters, const char *what)
+{
+    compare_on(v, shifts, clusters, 0, what);
+#ifdef PC_TEST_HAVE_CUDART
+    compare_on(v, shifts, clusters, 1 + shifts, what); /* both ways of the labels, one a case */
+#endif
+}
+
+#ifdef PC_TEST_HAVE_CUDART
+/* Device input beyond the pixels above: uint16 rows, uniform noise (tens of thousands of reference cells:
+ * the cells' sums in several ranges of shared memory), and a NaN refused. */
+static void device_only_cases(uint64_t seed, size_t n)
+{
+    uint16_t *w = malloc(n * 3 * sizeof *w);
+    uint8_t *noise = malloc(n * 4);
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int c = (int)((i / 2048 + (s >> 62)) % 4);
+        for (size_t b = 0; b < 3; b++)
+            w[i * 3 + b] = (uint16_t)(9000 * c + 3000 * b + ((s >> (16 * b)) & 2047));
+        for (size_t b = 0; b < 4; b++)
+            noise[i * 4 + b] = (uint8_t)(s >> (8 * b + 24));
+    }
+    pc_points v16 = pc_points_u16(w, n, 3);
+    compare_on(&v16, 0, 4, 1, "uint16 x 3");
+    pc_points vn = pc_points_u8(noise, n, 4);
+    compare_on(&vn, 0, 6, 2, "uniform uint8 x 4");
+    float bad[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    bad[7] = 0.0f / 0.0f;
+    float *d_bad = NULL;
+    pc_result *r = NULL;
+    if (cudaMalloc((void **)&d_bad, sizeof bad) == cudaSuccess &&
+        cudaMemcpy(d_bad, bad, sizeof bad, cudaMemcpyHostToDevice) == cudaSuccess) {
+        pc_points dv = pc_points_f32(d_bad, 4, 3);
+        pc_heca_params p;
+        pc_heca_params_init(&p);
+        p.hca.clusters = 2;
+        CHECK_STATUS(pc_heca_device(&dv, &p, NULL, &r), PC_INVALID_ARGUMENT);
+        CHECK(r == NULL && strstr(pc_last_error(), "non-finite"));
+        p.hca.backend = PC_BACKEND_OPENMP;
+        CHECK_STATUS(pc_heca_device(&dv, &p, NULL, &r), PC_INVALID_ARGUMENT);
+    }
+    cudaFree(d_bad);
+    free(w);
+    free(noise);
+}
+#endif
 
 int main(void)
 {
@@ -98,5 +192,8 @@ int main(void)
     compare(&v, 0, 6, "float32 blobs");
     free(x);
     free(truth);
+#ifdef PC_TEST_HAVE_CUDART
+    device_only_cases(seed, getenv("PC_TEST_QUICK") ? 100000 : 400000);
+#endif
     return check_report("heca_cuda");
 }

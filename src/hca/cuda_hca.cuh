@@ -105,6 +105,12 @@ pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bi
                              const int32_t *cluster_of_cell, int32_t *labels, size_t k, unsigned long long *sums,
                              const pc__hca_scale &scale, const pc__hca_point_pass &pass);
 
+// Integer rows (uint8, uint16; PC_UNSUPPORTED for floats): cell_of_row[i] = the row's cell (the grid maps
+// keys to cells 0 .. cells - 1), and sums (cells x dim, added to) of each cell's band values, exact.
+pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
+                                 size_t cells, int32_t *cell_of_row, unsigned long long *sums,
+                                 const pc__hca_point_pass &pass);
+
 // The device state of one plan: buffers grow to the largest run seen and are kept.
 struct pc__hca_gpu {
     size_t n, dim, rowbytes, elem;

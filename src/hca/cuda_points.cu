@@ -304,6 +304,48 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
     }
 }
 
+// Integer rows: each row's cell into cell_of_row, and every cell's band values summed. A block keeps the
+// sums of one range of `span` cells in shared 32-bit words (its rows few enough that none overflows) and
+// adds them to the 64-bit sums once; with more cells than one block's shared memory holds, `ranges`
+// blocks read the same rows, each summing its own range (range 0 writes the cells).
+template <typename T, int DIM>
+__global__ void __launch_bounds__(BLOCK) cell_sums_kernel(pc__hca_rows rows, pc__hca_binning bin, pc__hca_dgrid grid,
+                                                          uint32_t cells, uint32_t span, uint32_t ranges,
+                                                          size_t rows_per_block, int32_t *cell_of_row,
+                                                          unsigned long long *sums)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const uint16_t *table = stage_table<T>(bin, reinterpret_cast<uint16_t *>(smem));
+    const int dim = DIM ? DIM : rows.dim;
+    uint32_t *acc = reinterpret_cast<uint32_t *>(smem + TABLE_BYTES);
+    uint32_t range = blockIdx.x % ranges, first_cell = range * span, words = span * (uint32_t)dim;
+    for (uint32_t q = threadIdx.x; q < words; q += blockDim.x)
+        acc[q] = 0;
+    __syncthreads();
+    size_t start = (size_t)(blockIdx.x / ranges) * rows_per_block;
+    size_t end = start + rows_per_block < rows.rows ? start + rows_per_block : rows.rows;
+    for (size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+        const unsigned char *row = rows.data + i * rows.stride;
+        int32_t cell = pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim));
+        if (range == 0)
+            cell_of_row[i] = cell;
+        uint32_t local = (uint32_t)cell - first_cell;
+        if (cell < 0 || local >= span)
+            continue;
+        const T *v = reinterpret_cast<const T *>(row);
+#pragma unroll
+        for (int j = 0; j < (DIM ? DIM : PC__HCA_MAX_DIM); j++) {
+            if (!DIM && j >= dim)
+                break;
+            atomicAdd(&acc[local * dim + j], (uint32_t)v[j]);
+        }
+    }
+    __syncthreads();
+    for (uint32_t q = threadIdx.x; q < words; q += blockDim.x)
+        if (acc[q] && first_cell + q / dim < cells)
+            atomicAdd(&sums[(size_t)first_cell * dim + q], (unsigned long long)acc[q]);
+}
+
 __global__ void narrow_kernel(const int32_t *labels, uint8_t *bytes, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -406,6 +448,45 @@ struct label_launch {
     }
 };
 
+struct cell_sums_launch {
+    const pc__hca_rows &rows;
+    const pc__hca_binning &bin;
+    const pc__hca_dgrid &grid;
+    size_t cells;
+    int32_t *cell_of_row;
+    unsigned long long *sums;
+    const pc__hca_point_pass &pass;
+    template <typename T, int DIM> pc_status operator()() const
+    {
+        if constexpr (integer_band<T>::values == 0) {
+            return PC_UNSUPPORTED;
+        } else {
+            // The largest range of cells a block's shared memory holds, then ranges of equal spans.
+            size_t dim = (size_t)rows.dim, most = (pass.shared_optin - TABLE_BYTES) / (dim * sizeof(uint32_t));
+            if (most == 0 || cells > (size_t)UINT32_MAX)
+                return PC_UNSUPPORTED;
+            size_t ranges = cells ? (cells + most - 1) / most : 1, span = cells ? (cells + ranges - 1) / ranges : 1;
+            size_t smem = TABLE_BYTES + span * dim * sizeof(uint32_t);
+            auto kernel = cell_sums_kernel<T, DIM>;
+            int resident;
+            pc_status st = fill_gpu(kernel, smem, pass, &resident);
+            if (st != PC_OK)
+                return st;
+            // A block's rows: at most 2^32 / the largest value, so that its 32-bit sums cannot overflow.
+            size_t cap = integer_band<T>::values == 256 ? (size_t)1 << 24 : (size_t)1 << 16;
+            size_t stretches = (size_t)resident / ranges, least = (rows.rows + cap - 1) / cap;
+            stretches = stretches > least ? stretches : least;
+            stretches = stretches ? stretches : 1;
+            size_t per = (rows.rows + stretches - 1) / stretches;
+            stretches = per ? (rows.rows + per - 1) / per : 1;
+            kernel<<<(unsigned)(stretches * ranges), BLOCK, smem, pass.stream>>>(
+                rows, bin, grid, (uint32_t)cells, (uint32_t)span, (uint32_t)ranges, per ? per : 1, cell_of_row, sums);
+            PC_CUDA_LAUNCHED("HCA cell sums kernel");
+            return PC_OK;
+        }
+    }
+};
+
 } // namespace
 
 pc_status pc__hca_cuda_bounds(const pc__hca_rows &rows, unsigned long long *lo_bits, unsigned long long *hi_bits,
@@ -436,4 +517,12 @@ pc_status pc__hca_cuda_narrow(const int32_t *labels, uint8_t *bytes, size_t n, c
     narrow_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(labels, bytes, n);
     PC_CUDA_LAUNCHED("HCA label narrowing kernel");
     return PC_OK;
+}
+
+pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
+                                 size_t cells, int32_t *cell_of_row, unsigned long long *sums,
+                                 const pc__hca_point_pass &pass)
+{
+    cell_sums_launch f{rows, bin, grid, cells, cell_of_row, sums, pass};
+    return dispatch(rows, f);
 }

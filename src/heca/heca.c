@@ -4,6 +4,7 @@
  * only the averaging is new, and it touches prototypes and edges, never points. */
 #include "../hca/internal_hca.h"
 #include "../core/union_find.h"
+#include "heca_gpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -567,6 +568,55 @@ done:
     return st;
 }
 
+/* Points in GPU memory (pc_heca_device): their state, box, and the device labels that hold each point's
+ * reference cell, then its cluster; host_labels: the labels copied to the result's too. */
+typedef struct {
+    pc__heca_gpu *gpu;
+    const double *lo, *hi;
+    int32_t *labels;
+    int host_labels;
+} on_device;
+
+/* A member over points in GPU memory: the device counts them into the member's dense grid, the host
+ * takes the non-empty cells from the counts, then HCA's stages 2-5 on the cells as the CPU path. */
+static pc_status member_device(member *mb, const on_device *dev, const pc_points *points, int m, const double *lo,
+                               const double *hi, int threads, size_t budget)
+{
+    uint64_t total;
+    int dense;
+    pc_status st = member_setup(&mb->g, points, m, lo, hi, threads, budget, &total, &dense);
+    if (st != PC_OK)
+        return st;
+    if (!dense)
+        return pc__fail(PC_UNSUPPORTED,
+                        "pc_heca_device: a member of %d cells a side has %llu cells in %zu dimensions, more than "
+                        "memory_budget (%zu MiB) holds as a dense grid; copy the points to the host for pc_heca",
+                        m, (unsigned long long)total, points->dim, budget >> 20);
+    int32_t *counts = pc__alloc((size_t)total, sizeof *counts, "HECA member counts");
+    key_count *list = NULL;
+    if (!counts)
+        return PC_OUT_OF_MEMORY;
+    if ((st = pc__heca_gpu_count(dev->gpu, &mb->g, total, counts)) != PC_OK)
+        goto done;
+    size_t cells = 0;
+    for (size_t c = 0; c < (size_t)total; c++)
+        cells += counts[c] != 0;
+    st = PC_OUT_OF_MEMORY;
+    if (!(list = pc__alloc(cells ? cells : 1, sizeof *list, "HECA member histogram")))
+        goto done;
+    cells = 0;
+    for (size_t c = 0; c < (size_t)total; c++)
+        if (counts[c]) {
+            list[cells].key = c;
+            list[cells++].count = counts[c];
+        }
+    st = member_from_counts(mb, list, cells, total, dense);
+done:
+    free(counts);
+    free(list);
+    return st;
+}
+
 /* Packed uint8 rows of 1 or 2 bands: the points' distinct values and their counts, from one pass into
  * a table of the 2^(8 dim) values (per-thread copies where they fit the budget, else atomics). Every
  * member's histogram, the prototypes' sums and the clusters' sums then come from the distinct values,
@@ -726,7 +776,10 @@ static int use_values(const pc_points *points, const pc_heca_params *p, const in
     return 1;
 }
 
-static pc_status run(const pc_points *points, const pc_heca_params *p, int threads, int gpu, pc_result *r)
+/* gpu: the members counted and the points labelled on the GPU, from host points or, with dev, from the
+ * GPU's own. */
+static pc_status run(const pc_points *points, const pc_heca_params *p, int threads, int gpu, const on_device *dev,
+                     pc_result *r)
 {
     size_t n = points->n, dim = points->dim;
     int ms[PC_HECA_MAX_MEMBERS];
@@ -754,11 +807,15 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     memset(&groups, 0, sizeof groups);
     pc_status st = PC_OUT_OF_MEMORY;
     double t0 = pc__now(), t1 = t0, t2 = t0, t3 = t0, t4 = t0;
-    r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
-    if (!mb || !r->labels)
+    if (!dev || dev->host_labels)
+        r->labels = pc__alloc_large(n, sizeof *r->labels, "labels");
+    if (!mb || (!r->labels && (!dev || dev->host_labels)))
         goto done;
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
-    if (values) { /* the box from the distinct values: the points' box, without a pass */
+    if (dev) {
+        memcpy(lo, dev->lo, dim * sizeof *lo);
+        memcpy(hi, dev->hi, dim * sizeof *hi);
+    } else if (values) { /* the box from the distinct values: the points' box, without a pass */
         if ((st = count_values(points, threads, p->hca.memory_budget, &dv)) != PC_OK)
             goto done;
         for (size_t j = 0; j < dim; j++) {
@@ -831,6 +888,13 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     }
     for (size_t l = 0; l < L; l++) {
         const double *blo = blos[l], *bhi = bhis[l];
+        if (dev) {
+            if ((st = member_device(&mb[l], dev, points, cells_a_side[l], blo, bhi, threads, p->hca.memory_budget)) !=
+                    PC_OK ||
+                (st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
+                goto done;
+            continue;
+        }
         if (gpu) {
             if ((st = member_gpu(&mb[l], points, &p->hca, cells_a_side[l], blo, bhi, threads,
                                  (int)l == ref ? &ref_gpu : NULL)) != PC_OK ||
@@ -876,18 +940,26 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         goto done;
     if (gpu) {
         /* The device labels every point with its reference cell (the identity map) and sums the cells. */
-        int32_t *identity = pc__alloc(P, sizeof *identity, "HECA prototypes");
+        int32_t *identity = dev ? NULL : pc__alloc(P, sizeof *identity, "HECA prototypes");
         cell_sums = pc__calloc(P * (dim + 1), sizeof *cell_sums, "HECA prototypes");
-        if (!identity || !cell_sums) {
+        if ((!dev && !identity) || !cell_sums) {
             free(identity);
             goto done;
         }
-        for (size_t c = 0; c < P; c++)
+        for (size_t c = 0; c < P && !dev; c++)
             identity[c] = (int32_t)c;
-        st = pc__hca_stream_gpu_label(ref_gpu, points, P, g->key, identity, P, r->labels, cell_sums);
+        if (dev)
+            st = pc__heca_gpu_cells(dev->gpu, g, dev->labels, mean);
+        else
+            st = pc__hca_stream_gpu_label(ref_gpu, points, P, g->key, identity, P, r->labels, cell_sums);
         free(identity);
         if (st != PC_OK)
             goto done;
+        for (size_t c = 0; c < P && dev; c++) {
+            for (size_t j = 0; j < dim; j++)
+                cell_sums[c * (dim + 1) + j] = mean[c * dim + j];
+            cell_sums[c * (dim + 1) + dim] = (double)g->density[c];
+        }
         for (size_t c = 0; c < P; c++)
             for (size_t j = 0; j < dim; j++)
                 mean[c * dim + j] = cell_sums[c * (dim + 1) + j] / cell_sums[c * (dim + 1) + dim];
@@ -980,11 +1052,16 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     if (!(sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums")))
         goto done;
     if (gpu) {
-        /* labels hold the points' reference cells: their clusters on all cores; the clusters' sums from
-         * the cells' (in cell order). */
+        /* labels hold the points' reference cells: their clusters (on the device, or on all cores); the
+         * clusters' sums from the cells' (in cell order). */
+        if (dev) {
+            if ((st = pc__heca_gpu_clusters(dev->gpu, dev->labels, cluster_of_cell, P, r->labels)) != PC_OK)
+                goto done;
+        } else {
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (long i = 0; i < (long)n; i++)
-            r->labels[i] = cluster_of_cell[r->labels[i]];
+            for (long i = 0; i < (long)n; i++)
+                r->labels[i] = cluster_of_cell[r->labels[i]];
+        }
         for (size_t c = 0; c < P; c++)
             if (cluster_of_cell[c] >= 0)
                 for (size_t j = 0; j <= dim; j++)
@@ -1086,7 +1163,7 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
     if (!r)
         return PC_OUT_OF_MEMORY;
     r->backend = backend;
-    st = run(points, params, threads, backend == PC_BACKEND_CUDA, r);
+    st = run(points, params, threads, backend == PC_BACKEND_CUDA, NULL, r);
     if (st != PC_OK && backend == PC_BACKEND_CUDA && params->hca.backend == PC_BACKEND_AUTO &&
         (st == PC_DEVICE_OUT_OF_MEMORY || st == PC_DEVICE_ERROR || st == PC_NO_DEVICE)) {
         /* AUTO does not fail for want of a GPU that is busy or full: the CPU does the work. */
@@ -1095,9 +1172,47 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
         if (!(r = pc__result_new(points->n, points->dim)))
             return PC_OUT_OF_MEMORY;
         r->backend = PC_BACKEND_OPENMP;
-        st = run(points, params, threads, 0, r);
+        st = run(points, params, threads, 0, NULL, r);
     }
     if (st == PC_OK) /* the last report: a stop asked for now still gives no result */
+        st = pc__hca_progress(&params->hca, 1);
+    if (st != PC_OK) {
+        pc_result_free(r);
+        return st;
+    }
+    *result = r;
+    return PC_OK;
+}
+
+pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
+                         pc_result **result)
+{
+    pc_status st = pc__begin_shape(points, params, result);
+    if (st != PC_OK || (st = check(points, params)) != PC_OK)
+        return st;
+    if (params->hca.backend != PC_BACKEND_AUTO && params->hca.backend != PC_BACKEND_CUDA)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_heca_device: points in GPU memory need the CUDA backend, not %s",
+                        pc_backend_name(params->hca.backend));
+    int threads = 1;
+#ifdef _OPENMP
+    threads = params->hca.threads > 0 ? params->hca.threads : omp_get_max_threads(); /* the cells' work */
+#endif
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    pc__heca_gpu *gpu = NULL;
+    if ((st = pc__heca_gpu_new(points, &gpu, lo, hi)) != PC_OK)
+        return st;
+    on_device dev = {gpu, lo, hi, device_labels, device_labels == NULL};
+    pc_result *r = NULL;
+    if (!dev.labels)
+        st = pc__heca_gpu_scratch_labels(gpu, &dev.labels);
+    if (st == PC_OK && !(r = pc__result_new(points->n, points->dim)))
+        st = PC_OUT_OF_MEMORY;
+    if (st == PC_OK) {
+        r->backend = PC_BACKEND_CUDA;
+        st = run(points, params, threads, 1, &dev, r);
+    }
+    pc__heca_gpu_free(gpu);
+    if (st == PC_OK)
         st = pc__hca_progress(&params->hca, 1);
     if (st != PC_OK) {
         pc_result_free(r);

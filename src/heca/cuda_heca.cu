@@ -1,0 +1,245 @@
+// HECA's passes over points in GPU memory (heca_gpu.h): the box, each member's counts, the reference
+// grid's cells and sums, the clusters. HCA's point kernels (cuda_points.cu) do the work on the caller's
+// rows in place; this file keeps the few buffers they share (one grid of counters, reused by every
+// member, the cell tables, the sums) and moves the small results to and from the host.
+#include "../hca/cuda_hca.cuh"
+
+extern "C" {
+#include "heca_gpu.h"
+}
+
+#include <math.h>
+#include <new>
+#include <stdlib.h>
+#include <string.h>
+
+struct pc__heca_gpu {
+    pc__hca_gpu g; // stream, device, SM count; slot (the counters, then the reference map), table, scalars, sums
+    pc__hca_rows rows;
+    double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
+    pc__device_buffer<int32_t> scratch_labels;
+    pc__device_buffer<int32_t> clusters;
+};
+
+namespace {
+
+constexpr int THREADS = 256;
+
+size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
+
+pc__hca_point_pass pass_of(const pc__heca_gpu &s) { return {s.g.sms, s.g.stream, (size_t)s.g.shared_optin}; }
+
+double from_bits(unsigned long long ordered)
+{
+    unsigned long long u = pc__hca_unorder_bits(ordered);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+// Grid g's binning on the device; integer bands through tables of the CPU's own cell rule.
+pc_status binning_of(pc__heca_gpu &s, const pc__hca_grid *g, pc__hca_binning *bin)
+{
+    memset(bin, 0, sizeof *bin);
+    bin->dim = (int)g->dim;
+    bin->m = g->m;
+    for (size_t j = 0; j < g->dim; j++) {
+        bin->lo[j] = g->lo[j];
+        bin->hi[j] = g->hi[j];
+        bin->stride[j] = g->stride[j];
+    }
+    size_t values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
+    if (!values)
+        return PC_OK;
+    uint16_t *table = (uint16_t *)pc__alloc(g->dim * values, sizeof *table, "HECA cell tables");
+    if (!table)
+        return PC_OUT_OF_MEMORY;
+    for (size_t j = 0; j < g->dim; j++)
+        for (size_t v = 0; v < values; v++)
+            table[j * values + v] = (uint16_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
+    pc_status st = pc__hca_grow(s.g.table, g->dim * values, "HECA cell tables");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaMemcpyAsync(s.g.table.ptr, table, g->dim * values * sizeof *table,
+                                             cudaMemcpyHostToDevice, s.g.stream),
+                             "HECA cell tables");
+    if (st == PC_OK) // the host table is freed next
+        st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HECA cell tables");
+    free(table);
+    bin->table = s.g.table.ptr;
+    return st;
+}
+
+pc__hca_dgrid dense_view(int32_t *slot)
+{
+    pc__hca_dgrid d;
+    memset(&d, 0, sizeof d);
+    d.dense = 1;
+    d.slot = slot;
+    return d;
+}
+
+__global__ void clusters_kernel(int32_t *labels, const int32_t *cluster_of_cell, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int32_t c = labels[i];
+        labels[i] = c < 0 ? -1 : cluster_of_cell[c];
+    }
+}
+
+} // namespace
+
+pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **out, double *lo, double *hi)
+{
+    *out = nullptr;
+    pc__heca_gpu *s = new (std::nothrow) pc__heca_gpu();
+    if (!s)
+        return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot allocate the GPU state");
+    size_t rowbytes = points->dim * element_size(points->dtype);
+    s->rows = {(const unsigned char *)points->data, points->n, points->stride ? points->stride : rowbytes,
+               (int)points->dim, points->dtype};
+    s->g.dim = points->dim;
+    s->g.dtype = points->dtype;
+    pc_status st = pc__hca_gpu_open(s->g);
+    const size_t NON_FINITE = 2 * PC__HCA_MAX_DIM;
+    unsigned long long host[NON_FINITE + 1];
+    if (st == PC_OK)
+        st = s->g.scalars.alloc(NON_FINITE + 1, "HECA box");
+    if (st == PC_OK) {
+        unsigned long long *w = s->g.scalars.ptr;
+        st = pc__cuda_status(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s->g.stream), "HECA box");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaMemsetAsync(w + PC__HCA_MAX_DIM, 0, (PC__HCA_MAX_DIM + 1) * sizeof *w, s->g.stream),
+                                 "HECA box");
+        if (st == PC_OK)
+            st = pc__hca_cuda_bounds(s->rows, w, w + PC__HCA_MAX_DIM, w + NON_FINITE, pass_of(*s));
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaMemcpyAsync(host, w, sizeof host, cudaMemcpyDeviceToHost, s->g.stream), "HECA box");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA box");
+    }
+    if (st == PC_OK && host[NON_FINITE])
+        st = pc__fail(PC_INVALID_ARGUMENT,
+                      "pc_heca_device: %llu non-finite value(s) (NaN or infinity, or float64 beyond float range) in "
+                      "the points", host[NON_FINITE]);
+    if (st != PC_OK) {
+        pc__heca_gpu_free(s);
+        return st;
+    }
+    for (size_t j = 0; j < points->dim; j++) {
+        s->lo[j] = lo[j] = from_bits(host[j]);
+        s->hi[j] = hi[j] = from_bits(host[PC__HCA_MAX_DIM + j]);
+    }
+    *out = s;
+    return PC_OK;
+}
+
+void pc__heca_gpu_free(pc__heca_gpu *s)
+{
+    if (!s)
+        return;
+    {
+        pc__hca_device_scope on(s->g.device);
+        pc__hca_gpu_close(s->g);
+        delete s;
+    }
+    cudaGetLastError();
+}
+
+pc_status pc__heca_gpu_count(pc__heca_gpu *s, const pc__hca_grid *g, uint64_t total, int32_t *counts)
+{
+    pc__hca_device_scope on(s->g.device);
+    pc__hca_binning bin;
+    pc_status st = binning_of(*s, g, &bin);
+    if (st == PC_OK)
+        st = pc__hca_grow(s->g.slot, (size_t)total, "HECA member counts");
+    if (st != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(s->g.slot.ptr, 0, total * sizeof(int32_t), s->g.stream), "HECA member counts");
+    if ((st = pc__hca_cuda_histogram(s->rows, bin, dense_view(s->g.slot.ptr), total, pass_of(*s))) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemcpyAsync(counts, s->g.slot.ptr, total * sizeof(int32_t), cudaMemcpyDeviceToHost, s->g.stream),
+                "HECA member counts");
+    return pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA member counts");
+}
+
+pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
+{
+    pc__hca_device_scope on(s->g.device);
+    size_t dim = g->dim, total = (size_t)(g->stride[0] * (uint64_t)g->m);
+    bool integer = s->rows.dtype == PC_U8 || s->rows.dtype == PC_U16;
+    size_t words = g->cells * (dim + (integer ? 0 : 1));
+    pc__hca_binning bin;
+    pc_status st = binning_of(*s, g, &bin);
+    if (st == PC_OK)
+        st = pc__hca_grow(s->g.slot, total, "HECA reference cells");
+    if (st == PC_OK)
+        st = pc__hca_grow(s->g.sums, words ? words : 1, "HECA cell sums");
+    if (st != PC_OK)
+        return st;
+    // The grid maps every linear index to its cell (or -1): the host's own slot array.
+    PC_CUDA_TRY(cudaMemcpyAsync(s->g.slot.ptr, g->slot, total * sizeof(int32_t), cudaMemcpyHostToDevice, s->g.stream),
+                "HECA reference cells");
+    PC_CUDA_TRY(cudaMemsetAsync(s->g.sums.ptr, 0, (words ? words : 1) * sizeof(unsigned long long), s->g.stream),
+                "HECA cell sums");
+    pc__hca_dgrid grid = dense_view(s->g.slot.ptr);
+    pc__hca_scale scale;
+    memset(&scale, 0, sizeof scale);
+    if (integer) {
+        st = pc__hca_cuda_cell_sums(s->rows, bin, grid, g->cells, cell_of_point, s->g.sums.ptr, pass_of(*s));
+    } else {
+        // Floats: the label pass with the cells as its clusters sums them in fixed point over the box.
+        for (size_t j = 0; j < dim; j++) {
+            double f = s->hi[j] > s->lo[j] ? ldexp(1.0, 30) / (s->hi[j] - s->lo[j]) : 0;
+            scale.origin[j] = s->lo[j];
+            scale.factor[j] = isfinite(f) ? f : 0;
+        }
+        st = pc__hca_cuda_label(s->rows, bin, grid, nullptr, cell_of_point, g->cells, s->g.sums.ptr, scale,
+                                pass_of(*s));
+    }
+    if (st != PC_OK)
+        return st == PC_UNSUPPORTED ? pc__fail(PC_INTERNAL_ERROR, "HECA: no GPU pass for the cells' sums") : st;
+    unsigned long long *raw = (unsigned long long *)pc__alloc(words ? words : 1, sizeof *raw, "HECA cell sums");
+    if (!raw)
+        return PC_OUT_OF_MEMORY;
+    st = pc__cuda_status(cudaMemcpyAsync(raw, s->g.sums.ptr, words * sizeof *raw, cudaMemcpyDeviceToHost, s->g.stream),
+                         "HECA cell sums");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA cell sums");
+    for (size_t c = 0; st == PC_OK && c < g->cells; c++)
+        for (size_t j = 0; j < dim; j++) {
+            if (integer) {
+                sums[c * dim + j] = (double)raw[c * dim + j];
+                continue;
+            }
+            double n = (double)raw[c * (dim + 1) + dim], q = (double)raw[c * (dim + 1) + j];
+            sums[c * dim + j] = scale.origin[j] * n + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
+        }
+    free(raw);
+    return st;
+}
+
+pc_status pc__heca_gpu_clusters(pc__heca_gpu *s, int32_t *labels, const int32_t *cluster_of_cell, size_t cells,
+                                int32_t *host)
+{
+    pc__hca_device_scope on(s->g.device);
+    pc_status st = pc__hca_grow(s->clusters, cells ? cells : 1, "HECA cell clusters");
+    if (st != PC_OK)
+        return st;
+    size_t n = s->rows.rows, blocks = (n + THREADS - 1) / THREADS, most = 8 * (size_t)s->g.sms;
+    PC_CUDA_TRY(cudaMemcpyAsync(s->clusters.ptr, cluster_of_cell, cells * sizeof *cluster_of_cell,
+                                cudaMemcpyHostToDevice, s->g.stream),
+                "HECA cell clusters");
+    clusters_kernel<<<(unsigned)(blocks < most ? blocks : most), THREADS, 0, s->g.stream>>>(labels, s->clusters.ptr, n);
+    PC_CUDA_LAUNCHED("HECA cluster labels");
+    if (host)
+        PC_CUDA_TRY(cudaMemcpyAsync(host, labels, n * sizeof *host, cudaMemcpyDeviceToHost, s->g.stream), "HECA labels");
+    return pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA labels");
+}
+
+pc_status pc__heca_gpu_scratch_labels(pc__heca_gpu *s, int32_t **labels)
+{
+    pc__hca_device_scope on(s->g.device);
+    pc_status st = pc__hca_grow(s->scratch_labels, s->rows.rows, "HECA labels");
+    *labels = st == PC_OK ? s->scratch_labels.ptr : nullptr;
+    return st;
+}

@@ -1,0 +1,39 @@
+/* HECA built without CUDA: its GPU state for points in device memory cannot be made, and says so. */
+#include "heca_gpu.h"
+
+#define PC__HECA_NO_CUDA "HECA on points in GPU memory needs the CUDA backend, not built into this parclust"
+
+pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **gpu, double *lo, double *hi)
+{
+    (void)points, (void)lo, (void)hi;
+    *gpu = NULL;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+void pc__heca_gpu_free(pc__heca_gpu *gpu) { (void)gpu; }
+
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, const pc__hca_grid *g, uint64_t total, int32_t *counts)
+{
+    (void)gpu, (void)g, (void)total, (void)counts;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+pc_status pc__heca_gpu_cells(pc__heca_gpu *gpu, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
+{
+    (void)gpu, (void)g, (void)cell_of_point, (void)sums;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+pc_status pc__heca_gpu_clusters(pc__heca_gpu *gpu, int32_t *labels, const int32_t *cluster_of_cell, size_t cells,
+                                int32_t *host)
+{
+    (void)gpu, (void)labels, (void)cluster_of_cell, (void)cells, (void)host;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+pc_status pc__heca_gpu_scratch_labels(pc__heca_gpu *gpu, int32_t **labels)
+{
+    (void)gpu;
+    *labels = NULL;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
