@@ -105,6 +105,18 @@ pc_status pc__hca_cuda_label(const pc__hca_rows &rows, const pc__hca_binning &bi
                              const int32_t *cluster_of_cell, int32_t *labels, size_t k, unsigned long long *sums,
                              const pc__hca_scale &scale, const pc__hca_point_pass &pass);
 
+// Dense grids over the same rows counted together (HECA's members): grid g's counters are
+// counts[first[g] .. first[g + 1]), indexed by its keys; all of them (and uint8 tables) must fit one
+// block's shared memory (pc__hca_grids_shared_bytes <= shared_optin, else PC_UNSUPPORTED).
+#define PC__HCA_GRIDS_AT_ONCE 8
+struct pc__hca_grids {
+    int count;
+    pc__hca_binning bin[PC__HCA_GRIDS_AT_ONCE];
+    uint32_t first[PC__HCA_GRIDS_AT_ONCE + 1];
+};
+size_t pc__hca_grids_shared_bytes(const pc__hca_grids &grids, pc_dtype dtype);
+pc_status pc__hca_cuda_histograms(const pc__hca_rows &rows, const pc__hca_grids &grids, int32_t *counts,
+                                  const pc__hca_point_pass &pass);
 // Integer rows (uint8, uint16; PC_UNSUPPORTED for floats): cell_of_row[i] = the row's cell (the grid maps
 // keys to cells 0 .. cells - 1), and sums (cells x dim, added to) of each cell's band values, exact.
 pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,

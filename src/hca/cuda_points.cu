@@ -210,6 +210,42 @@ __global__ void __launch_bounds__(BLOCK) histogram_kernel(pc__hca_rows rows, pc_
     }
 }
 
+// Several dense grids over the same rows (HECA's members) counted in one pass, all their counters in
+// shared memory (uint8 rows' tables too), each row's value read once for all of them.
+template <typename T, int DIM>
+__global__ void __launch_bounds__(BLOCK) histograms_kernel(pc__hca_rows rows, pc__hca_grids grids, int32_t *counts)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    constexpr bool bytes = integer_band<T>::values == 256;
+    constexpr int D = DIM ? DIM : PC__HCA_MAX_DIM;
+    uint16_t *tables = reinterpret_cast<uint16_t *>(smem);
+    uint32_t table_words = bytes ? (uint32_t)grids.count * PC__HCA_MAX_DIM * 256 : 0;
+    for (int g = 0; bytes && g < grids.count; g++)
+        for (int i = threadIdx.x; i < rows.dim * 256; i += blockDim.x)
+            tables[g * PC__HCA_MAX_DIM * 256 + i] = grids.bin[g].table[i];
+    uint32_t *shared = reinterpret_cast<uint32_t *>(smem + 2 * table_words), words = grids.first[grids.count];
+    for (uint32_t q = threadIdx.x; q < words; q += blockDim.x)
+        shared[q] = 0;
+    __syncthreads();
+    size_t start, end;
+    block_stretch(rows.rows, &start, &end);
+    for (size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+        T v[D]; // the row in registers, for every grid
+#pragma unroll
+        for (int j = 0; j < D; j++)
+            v[j] = DIM || j < rows.dim ? reinterpret_cast<const T *>(rows.data + i * rows.stride)[j] : T(0);
+        for (int g = 0; g < grids.count; g++) {
+            const uint16_t *table = bytes ? tables + g * PC__HCA_MAX_DIM * 256 : grids.bin[g].table;
+            uint64_t key = row_key<T, DIM>(reinterpret_cast<const unsigned char *>(v), grids.bin[g], table, rows.dim);
+            atomicAdd(&shared[grids.first[g] + (uint32_t)key], 1u);
+        }
+    }
+    __syncthreads();
+    for (uint32_t q = threadIdx.x; q < words; q += blockDim.x)
+        if (shared[q])
+            atomicAdd(&counts[q], (int32_t)shared[q]);
+}
+
 // The sum of v over a run of lanes, at the run's head (lane i holds the sum over [i, stop) of its run).
 // A warp that is one run (heads == 1: the common case inside image regions) sums in one reduction;
 // otherwise a segmented sum: after the step of width w, lane i holds the sum over [i, min(i + 2w, stop)).
@@ -448,6 +484,27 @@ struct label_launch {
     }
 };
 
+struct histograms_launch {
+    const pc__hca_rows &rows;
+    const pc__hca_grids &grids;
+    int32_t *counts;
+    const pc__hca_point_pass &pass;
+    template <typename T, int DIM> pc_status operator()() const
+    {
+        size_t smem = pc__hca_grids_shared_bytes(grids, rows.dtype);
+        if (smem > pass.shared_optin)
+            return PC_UNSUPPORTED;
+        auto kernel = histograms_kernel<T, DIM>;
+        int blocks;
+        pc_status st = fill_gpu(kernel, smem, pass, &blocks);
+        if (st != PC_OK)
+            return st;
+        kernel<<<blocks, BLOCK, smem, pass.stream>>>(rows, grids, counts);
+        PC_CUDA_LAUNCHED("HCA histograms kernel");
+        return PC_OK;
+    }
+};
+
 struct cell_sums_launch {
     const pc__hca_rows &rows;
     const pc__hca_binning &bin;
@@ -524,5 +581,18 @@ pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning
                                  const pc__hca_point_pass &pass)
 {
     cell_sums_launch f{rows, bin, grid, cells, cell_of_row, sums, pass};
+    return dispatch(rows, f);
+}
+
+size_t pc__hca_grids_shared_bytes(const pc__hca_grids &grids, pc_dtype dtype)
+{
+    size_t tables = dtype == PC_U8 ? (size_t)grids.count * PC__HCA_MAX_DIM * 256 * sizeof(uint16_t) : 0;
+    return tables + (size_t)grids.first[grids.count] * sizeof(uint32_t);
+}
+
+pc_status pc__hca_cuda_histograms(const pc__hca_rows &rows, const pc__hca_grids &grids, int32_t *counts,
+                                  const pc__hca_point_pass &pass)
+{
+    histograms_launch f{rows, grids, counts, pass};
     return dispatch(rows, f);
 }

@@ -14,7 +14,11 @@ extern "C" {
 #include <string.h>
 
 struct pc__heca_gpu {
-    pc__hca_gpu g; // stream, device, SM count; slot (the counters, then the reference map), table, scalars, sums
+    // stream, device, SM count; slot (a member's counters, then its cells' map), key and density (its
+    // cells), table, scalars, sums
+    pc__hca_gpu g;
+    const pc__hca_grid *mapped; // the grid whose cells' map slot holds (the last one counted)
+    pc__device_buffer<int32_t> counts; // every member's counters, side by side
     pc__hca_rows rows;
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
     pc__device_buffer<int32_t> scratch_labels;
@@ -37,8 +41,9 @@ double from_bits(unsigned long long ordered)
     return d;
 }
 
-// Grid g's binning on the device; integer bands through tables of the CPU's own cell rule.
-pc_status binning_of(pc__heca_gpu &s, const pc__hca_grid *g, pc__hca_binning *bin)
+// Grid g's binning on the device; integer bands through tables of the CPU's own cell rule, in place
+// `at` of the state's tables (grids counted together each have their own).
+pc_status binning_of(pc__heca_gpu &s, const pc__hca_grid *g, size_t at, pc__hca_binning *bin)
 {
     memset(bin, 0, sizeof *bin);
     bin->dim = (int)g->dim;
@@ -48,25 +53,73 @@ pc_status binning_of(pc__heca_gpu &s, const pc__hca_grid *g, pc__hca_binning *bi
         bin->hi[j] = g->hi[j];
         bin->stride[j] = g->stride[j];
     }
-    size_t values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
+    size_t values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0, words = g->dim * values;
     if (!values)
         return PC_OK;
-    uint16_t *table = (uint16_t *)pc__alloc(g->dim * values, sizeof *table, "HECA cell tables");
+    if (s.g.table.count < (at + 1) * words)
+        return pc__fail(PC_INTERNAL_ERROR, "HECA: no room for a member's cell table");
+    uint16_t *table = (uint16_t *)pc__alloc(words, sizeof *table, "HECA cell tables");
     if (!table)
         return PC_OUT_OF_MEMORY;
     for (size_t j = 0; j < g->dim; j++)
         for (size_t v = 0; v < values; v++)
             table[j * values + v] = (uint16_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
-    pc_status st = pc__hca_grow(s.g.table, g->dim * values, "HECA cell tables");
-    if (st == PC_OK)
-        st = pc__cuda_status(cudaMemcpyAsync(s.g.table.ptr, table, g->dim * values * sizeof *table,
-                                             cudaMemcpyHostToDevice, s.g.stream),
-                             "HECA cell tables");
+    bin->table = s.g.table.ptr + at * words;
+    pc_status st = pc__cuda_status(cudaMemcpyAsync((uint16_t *)bin->table, table, words * sizeof *table,
+                                                   cudaMemcpyHostToDevice, s.g.stream),
+                                   "HECA cell tables");
     if (st == PC_OK) // the host table is freed next
         st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HECA cell tables");
     free(table);
-    bin->table = s.g.table.ptr;
     return st;
+}
+
+pc_status grow_tables(pc__heca_gpu &s, size_t grids)
+{
+    size_t values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
+    return pc__hca_grow(s.g.table, grids * s.g.dim * values + 1, "HECA cell tables");
+}
+
+// Grid g's non-empty cells from its counters (HCA's own compaction, in key order; the counters become
+// the cells' map) into g's key, density and cells (new host arrays).
+pc_status cells_of(pc__heca_gpu &s, pc__hca_grid *g, const int32_t *counters, uint64_t total)
+{
+    pc_status st = pc__hca_grow(s.g.slot, (size_t)total, "HECA member cells");
+    if (st != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemcpyAsync(s.g.slot.ptr, counters, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, s.g.stream),
+                "HECA member cells");
+    s.g.dense = 1;
+    s.g.total = total;
+    s.g.n = s.rows.rows;
+    size_t n = 0;
+    if ((st = pc__hca_cuda_cells(s.g, &n)) != PC_OK)
+        return st;
+    uint64_t *k = (uint64_t *)pc__alloc(n ? n : 1, sizeof *k, "HECA member cells");
+    int64_t *d = (int64_t *)pc__alloc(n ? n : 1, sizeof *d, "HECA member cells");
+    int32_t *d32 = (int32_t *)pc__alloc(n ? n : 1, sizeof *d32, "HECA member cells");
+    st = k && d && d32 ? PC_OK : PC_OUT_OF_MEMORY;
+    if (st == PC_OK && n)
+        st = pc__cuda_status(cudaMemcpyAsync(k, s.g.key.ptr, n * sizeof *k, cudaMemcpyDeviceToHost, s.g.stream),
+                             "HECA member cells");
+    if (st == PC_OK && n)
+        st = pc__cuda_status(cudaMemcpyAsync(d32, s.g.density.ptr, n * sizeof *d32, cudaMemcpyDeviceToHost, s.g.stream),
+                             "HECA member cells");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HECA member cells");
+    for (size_t c = 0; st == PC_OK && c < n; c++)
+        d[c] = d32[c];
+    free(d32);
+    if (st != PC_OK) {
+        free(k);
+        free(d);
+        return st;
+    }
+    s.mapped = g;
+    g->cells = n;
+    g->key = k;
+    g->density = d;
+    return PC_OK;
 }
 
 pc__hca_dgrid dense_view(int32_t *slot)
@@ -145,21 +198,69 @@ void pc__heca_gpu_free(pc__heca_gpu *s)
     cudaGetLastError();
 }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *s, const pc__hca_grid *g, uint64_t total, int32_t *counts)
+pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L, size_t last)
 {
     pc__hca_device_scope on(s->g.device);
-    pc__hca_binning bin;
-    pc_status st = binning_of(*s, g, &bin);
+    s->mapped = nullptr;
+    // The grids by size; their counters side by side in that order, so that a group is one stretch.
+    size_t order[PC__HCA_GRIDS_AT_ONCE * 2], at[PC__HCA_GRIDS_AT_ONCE * 2], words = 0;
+    if (L > sizeof order / sizeof *order)
+        return pc__fail(PC_INTERNAL_ERROR, "HECA: %zu members to count", L);
+    for (size_t l = 0; l < L; l++) {
+        size_t i = l;
+        for (; i > 0 && total[order[i - 1]] > total[l]; i--)
+            order[i] = order[i - 1];
+        order[i] = l;
+    }
+    for (size_t i = 0; i < L; i++) {
+        at[order[i]] = words;
+        words += (size_t)total[order[i]];
+    }
+    pc_status st = grow_tables(*s, L);
     if (st == PC_OK)
-        st = pc__hca_grow(s->g.slot, (size_t)total, "HECA member counts");
+        st = pc__hca_grow(s->counts, words, "HECA member counts");
     if (st != PC_OK)
         return st;
-    PC_CUDA_TRY(cudaMemsetAsync(s->g.slot.ptr, 0, total * sizeof(int32_t), s->g.stream), "HECA member counts");
-    if ((st = pc__hca_cuda_histogram(s->rows, bin, dense_view(s->g.slot.ptr), total, pass_of(*s))) != PC_OK)
-        return st;
-    PC_CUDA_TRY(cudaMemcpyAsync(counts, s->g.slot.ptr, total * sizeof(int32_t), cudaMemcpyDeviceToHost, s->g.stream),
-                "HECA member counts");
-    return pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA member counts");
+    PC_CUDA_TRY(cudaMemsetAsync(s->counts.ptr, 0, words * sizeof(int32_t), s->g.stream), "HECA member counts");
+    pc__hca_point_pass pass = pass_of(*s);
+    // Groups of consecutive grids whose counters fit one block's shared memory count in one pass; a grid
+    // alone goes through HCA's own histogram.
+    for (size_t i = 0; i < L;) {
+        pc__hca_grids group;
+        memset(&group, 0, sizeof group);
+        size_t first = i;
+        while (i < L && group.count < PC__HCA_GRIDS_AT_ONCE) {
+            pc__hca_grids more = group;
+            size_t l = order[i];
+            if ((st = binning_of(*s, grids[l], l, &more.bin[more.count])) != PC_OK)
+                return st;
+            more.first[more.count + 1] = more.first[more.count] + (uint32_t)total[l];
+            more.count++;
+            if (total[l] > UINT32_MAX / 2 || pc__hca_grids_shared_bytes(more, s->rows.dtype) > pass.shared_optin)
+                break;
+            group = more;
+            i++;
+        }
+        if (group.count == 0) { // too large to share: alone
+            size_t l = order[i++];
+            pc__hca_binning bin;
+            if ((st = binning_of(*s, grids[l], l, &bin)) != PC_OK ||
+                (st = pc__hca_cuda_histogram(s->rows, bin, dense_view(s->counts.ptr + at[l]), total[l], pass)) != PC_OK)
+                return st;
+        } else if (group.count == 1) {
+            size_t l = order[first];
+            if ((st = pc__hca_cuda_histogram(s->rows, group.bin[0], dense_view(s->counts.ptr + at[l]), total[l], pass)) !=
+                PC_OK)
+                return st;
+        } else if ((st = pc__hca_cuda_histograms(s->rows, group, s->counts.ptr + at[order[first]], pass)) != PC_OK) {
+            return st;
+        }
+    }
+    // Each grid's cells, `last` at the end (its map stays in s->g.slot).
+    for (size_t l = 0; l < L; l++)
+        if (l != last && (st = cells_of(*s, grids[l], s->counts.ptr + at[l], total[l])) != PC_OK)
+            return st;
+    return cells_of(*s, grids[last], s->counts.ptr + at[last], total[last]);
 }
 
 pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
@@ -169,16 +270,23 @@ pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *ce
     bool integer = s->rows.dtype == PC_U8 || s->rows.dtype == PC_U16;
     size_t words = g->cells * (dim + (integer ? 0 : 1));
     pc__hca_binning bin;
-    pc_status st = binning_of(*s, g, &bin);
+    pc_status st = grow_tables(*s, 1);
+    if (st == PC_OK)
+        st = binning_of(*s, g, 0, &bin);
     if (st == PC_OK)
         st = pc__hca_grow(s->g.slot, total, "HECA reference cells");
     if (st == PC_OK)
         st = pc__hca_grow(s->g.sums, words ? words : 1, "HECA cell sums");
     if (st != PC_OK)
         return st;
-    // The grid maps every linear index to its cell (or -1): the host's own slot array.
-    PC_CUDA_TRY(cudaMemcpyAsync(s->g.slot.ptr, g->slot, total * sizeof(int32_t), cudaMemcpyHostToDevice, s->g.stream),
-                "HECA reference cells");
+    // The grid maps every linear index to its cell (or -1): left there by its count when it was the last
+    // one counted, else the host's own slot array.
+    if (s->mapped != g) {
+        PC_CUDA_TRY(cudaMemcpyAsync(s->g.slot.ptr, g->slot, total * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                    s->g.stream),
+                    "HECA reference cells");
+        s->mapped = g;
+    }
     PC_CUDA_TRY(cudaMemsetAsync(s->g.sums.ptr, 0, (words ? words : 1) * sizeof(unsigned long long), s->g.stream),
                 "HECA cell sums");
     pc__hca_dgrid grid = dense_view(s->g.slot.ptr);

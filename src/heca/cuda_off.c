@@ -12,9 +12,9 @@ pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **gpu, double *
 
 void pc__heca_gpu_free(pc__heca_gpu *gpu) { (void)gpu; }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, const pc__hca_grid *g, uint64_t total, int32_t *counts)
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last)
 {
-    (void)gpu, (void)g, (void)total, (void)counts;
+    (void)gpu, (void)g, (void)total, (void)L, (void)last;
     return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
 }
 

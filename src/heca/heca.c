@@ -7,6 +7,7 @@
 #include "heca_gpu.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -489,6 +490,26 @@ static pc_status member_setup(pc__hca_grid *g, const pc_points *points, int m, c
     return st;
 }
 
+/* HCA's stages 2-5 on the member's cells (keys increasing and densities set): the dense grid's slots
+ * where there is one, the links, components and edges, the dendrogram and its forest. */
+static pc_status member_stages(member *mb, uint64_t total, int dense)
+{
+    pc__hca_grid *g = &mb->g;
+    g->dense = dense;
+    if (dense) {
+        if (!(g->slot = pc__alloc((size_t)total, sizeof *g->slot, "HCA dense grid")))
+            return PC_OUT_OF_MEMORY;
+        memset(g->slot, 0xff, (size_t)total * sizeof *g->slot);
+        for (size_t c = 0; c < g->cells; c++)
+            g->slot[g->key[c]] = (int32_t)c;
+    }
+    pc__hca_grid_deltas(g);
+    pc_status st;
+    if ((st = pc__hca_graph_build(g, &mb->gr)) != PC_OK || (st = pc__hca_dendrogram(&mb->gr, &mb->z)) != PC_OK)
+        return st;
+    return member_forest(mb);
+}
+
 /* The member's grid from (key, count) pairs (keys may repeat: they are added), then HCA's stages 2-5 on
  * the cells. list is sorted in place. */
 static pc_status member_from_counts(member *mb, key_count *list, size_t n, uint64_t total, int dense)
@@ -511,19 +532,7 @@ static pc_status member_from_counts(member *mb, key_count *list, size_t n, uint6
         g->density[c] = list[c].count;
     }
     g->cells = cells;
-    g->dense = dense;
-    if (dense) {
-        if (!(g->slot = pc__alloc((size_t)total, sizeof *g->slot, "HCA dense grid")))
-            return PC_OUT_OF_MEMORY;
-        memset(g->slot, 0xff, (size_t)total * sizeof *g->slot);
-        for (size_t c = 0; c < cells; c++)
-            g->slot[g->key[c]] = (int32_t)c;
-    }
-    pc__hca_grid_deltas(g);
-    pc_status st;
-    if ((st = pc__hca_graph_build(g, &mb->gr)) != PC_OK || (st = pc__hca_dendrogram(&mb->gr, &mb->z)) != PC_OK)
-        return st;
-    return member_forest(mb);
+    return member_stages(mb, total, dense);
 }
 
 /* A member on the GPU: the device counts the points into its grid over the given box (the HCA stream's
@@ -577,44 +586,57 @@ typedef struct {
     int host_labels;
 } on_device;
 
-/* A member over points in GPU memory: the device counts them into the member's dense grid, the host
- * takes the non-empty cells from the counts, then HCA's stages 2-5 on the cells as the CPU path. */
-static pc_status member_device(member *mb, const on_device *dev, const pc_points *points, int m, const double *lo,
-                               const double *hi, int threads, size_t budget)
+/* Members over points in GPU memory: the device counts them into their dense grids and finds their
+ * non-empty cells (the reference member's last: its cells' map stays on the device for the labels);
+ * then HCA's stages 2-5 on the cells of all members at once, one a thread. */
+static pc_status members_device(member *mb, size_t L, int ref, const on_device *dev, const pc_points *points,
+                                const int *cells_a_side, const double (*blos)[PC__HCA_MAX_DIM],
+                                const double (*bhis)[PC__HCA_MAX_DIM], int threads, size_t budget)
 {
-    uint64_t total;
+    uint64_t total[PC_HECA_MAX_MEMBERS];
+    pc__hca_grid *grids[PC_HECA_MAX_MEMBERS];
     int dense;
-    pc_status st = member_setup(&mb->g, points, m, lo, hi, threads, budget, &total, &dense);
-    if (st != PC_OK)
+    pc_status st;
+    for (size_t l = 0; l < L; l++) {
+        grids[l] = &mb[l].g;
+        if ((st = member_setup(grids[l], points, cells_a_side[l], blos[l], bhis[l], 1, budget, &total[l], &dense)) !=
+            PC_OK)
+            return st;
+        if (!dense)
+            return pc__fail(PC_UNSUPPORTED,
+                            "pc_heca_device: a member of %d cells a side has %llu cells in %zu dimensions, more than "
+                            "memory_budget (%zu MiB) holds as a dense grid; copy the points to the host for pc_heca",
+                            cells_a_side[l], (unsigned long long)total[l], points->dim, budget >> 20);
+    }
+    if ((st = pc__heca_gpu_count(dev->gpu, grids, total, L, (size_t)ref)) != PC_OK)
         return st;
-    if (!dense)
-        return pc__fail(PC_UNSUPPORTED,
-                        "pc_heca_device: a member of %d cells a side has %llu cells in %zu dimensions, more than "
-                        "memory_budget (%zu MiB) holds as a dense grid; copy the points to the host for pc_heca",
-                        m, (unsigned long long)total, points->dim, budget >> 20);
-    int32_t *counts = pc__alloc((size_t)total, sizeof *counts, "HECA member counts");
-    key_count *list = NULL;
-    if (!counts)
-        return PC_OUT_OF_MEMORY;
-    if ((st = pc__heca_gpu_count(dev->gpu, &mb->g, total, counts)) != PC_OK)
-        goto done;
-    size_t cells = 0;
-    for (size_t c = 0; c < (size_t)total; c++)
-        cells += counts[c] != 0;
-    st = PC_OUT_OF_MEMORY;
-    if (!(list = pc__alloc(cells ? cells : 1, sizeof *list, "HECA member histogram")))
-        goto done;
-    cells = 0;
-    for (size_t c = 0; c < (size_t)total; c++)
-        if (counts[c]) {
-            list[cells].key = c;
-            list[cells++].count = counts[c];
+    /* The largest members first; each member's stages on one thread (their results do not depend on the
+     * thread count), a failure's message carried back to this thread. */
+    size_t order[PC_HECA_MAX_MEMBERS];
+    for (size_t l = 0; l < L; l++) {
+        size_t at = l;
+        while (at > 0 && mb[order[at - 1]].g.cells < mb[l].g.cells) {
+            order[at] = order[at - 1];
+            at--;
         }
-    st = member_from_counts(mb, list, cells, total, dense);
-done:
-    free(counts);
-    free(list);
-    return st;
+        order[at] = l;
+    }
+    pc_status status[PC_HECA_MAX_MEMBERS];
+    char message[PC_HECA_MAX_MEMBERS][256];
+    int team = threads < (int)L ? threads : (int)L;
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
+    for (long i = 0; i < (long)L; i++) {
+        size_t l = order[i];
+        status[l] = member_stages(&mb[l], total[l], 1);
+        if (status[l] != PC_OK)
+            snprintf(message[l], sizeof message[l], "%s", pc_last_error());
+    }
+    for (size_t l = 0; l < L; l++) {
+        mb[l].g.threads = threads; /* the reference grid's later passes over cells use all cores */
+        if (status[l] != PC_OK)
+            return pc__fail(status[l], "%s", message[l]);
+    }
+    return PC_OK;
 }
 
 /* Packed uint8 rows of 1 or 2 bands: the points' distinct values and their counts, from one pass into
@@ -886,15 +908,12 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         if (st != PC_OK && st != PC_UNSUPPORTED)
             goto done;
     }
-    for (size_t l = 0; l < L; l++) {
+    if (dev && ((st = members_device(mb, L, ref, dev, points, cells_a_side, (const double(*)[PC__HCA_MAX_DIM])blos,
+                                     (const double(*)[PC__HCA_MAX_DIM])bhis, threads, p->hca.memory_budget)) != PC_OK ||
+                (st = pc__hca_progress(&p->hca, 0.6)) != PC_OK))
+        goto done;
+    for (size_t l = 0; l < L && !dev; l++) {
         const double *blo = blos[l], *bhi = bhis[l];
-        if (dev) {
-            if ((st = member_device(&mb[l], dev, points, cells_a_side[l], blo, bhi, threads, p->hca.memory_budget)) !=
-                    PC_OK ||
-                (st = pc__hca_progress(&p->hca, 0.02 + 0.58 * (double)(l + 1) / (double)L)) != PC_OK)
-                goto done;
-            continue;
-        }
         if (gpu) {
             if ((st = member_gpu(&mb[l], points, &p->hca, cells_a_side[l], blo, bhi, threads,
                                  (int)l == ref ? &ref_gpu : NULL)) != PC_OK ||

@@ -13,9 +13,11 @@ typedef struct pc__heca_gpu pc__heca_gpu;
  * the device. A non-finite value is refused (PC_INVALID_ARGUMENT) and no state made. */
 pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **gpu, double *lo, double *hi);
 void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
-/* counts[total] (host): the points of each linear index of grid g (its box, m and strides set;
- * total = m^dim), counted as the CPU's cell rule puts them. */
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, const pc__hca_grid *g, uint64_t total, int32_t *counts);
+/* The members' grids g[0 .. L) (box, m and strides set; total[l] = m^dim, dense): the points counted on
+ * the device as the CPU's cell rule puts them (several grids a pass where their counters fit a block's
+ * shared memory) and each grid's non-empty cells found: its cells, key (increasing) and density, new
+ * host arrays. Grid `last` is done last, and its cells' map stays on the device for pc__heca_gpu_cells. */
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last);
 /* For grid g (dense, its cells found): each point's cell into cell_of_point (n int32 of device memory)
  * and each cell's values summed into sums (cells x dim, host): exact for integer rows; for floats in the
  * fixed point of the GPU's label pass (cuda_hca.cuh's pc__hca_scale), over the points' box. */
