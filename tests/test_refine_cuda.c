@@ -236,12 +236,15 @@ int main(void)
     uint64_t seed = test_seed("test_refine_cuda");
     test_floats(seed);
     test_images(seed);
-    /* The cells' sums of the GPU's pass: a cell its block's shared table cannot place is summed in
+    /* The cells' sums through the pass's shared table (floats always; integer rows, which HCA's dense
+     * cell sums pass takes by default, when asked): a cell its block's table cannot place is summed in
      * global memory. One probe a cell: many such cells, beside the placed ones. */
     setenv("PC_HCA_REFINE_TABLE_PROBES", "1", 1);
+    setenv("PC_HCA_REFINE_TABLE_SUMS", "1", 1);
     test_floats(seed + 1000);
     test_images(seed + 1000);
     unsetenv("PC_HCA_REFINE_TABLE_PROBES");
+    unsetenv("PC_HCA_REFINE_TABLE_SUMS");
 #ifdef PC_TEST_HAVE_CUDART
     test_device_input(seed);
 #endif

@@ -118,7 +118,8 @@ size_t pc__hca_grids_shared_bytes(const pc__hca_grids &grids, pc_dtype dtype);
 pc_status pc__hca_cuda_histograms(const pc__hca_rows &rows, const pc__hca_grids &grids, int32_t *counts,
                                   const pc__hca_point_pass &pass);
 // Integer rows (uint8, uint16; PC_UNSUPPORTED for floats): cell_of_row[i] = the row's cell (the grid maps
-// keys to cells 0 .. cells - 1), and sums (cells x dim, added to) of each cell's band values, exact.
+// keys to cells 0 .. cells - 1; cell_of_row may be NULL), and sums (cells x dim, added to) of each cell's
+// band values, exact.
 pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                                  size_t cells, int32_t *cell_of_row, unsigned long long *sums,
                                  const pc__hca_point_pass &pass);

@@ -363,7 +363,7 @@ __global__ void __launch_bounds__(BLOCK) cell_sums_kernel(pc__hca_rows rows, pc_
     for (size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
         const unsigned char *row = rows.data + i * rows.stride;
         int32_t cell = pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim));
-        if (range == 0)
+        if (range == 0 && cell_of_row)
             cell_of_row[i] = cell;
         uint32_t local = (uint32_t)cell - first_cell;
         if (cell < 0 || local >= span)

@@ -84,15 +84,43 @@ __device__ __forceinline__ int sum_slot(uint32_t *key, uint32_t cell, int probes
     return -1;
 }
 
+// A row's values added to its cell's sums (one lane of a warp whose rows share the cell adds them all).
+__device__ __forceinline__ void add_to_cell(const unsigned char *row, pc_dtype t, int32_t cell, int lane, int dim,
+                                            const pc__hca_binning &bin, const fixed_scale &sc, uint32_t *table_key,
+                                            unsigned long long *table_sum, unsigned long long *cell_sums, int probes,
+                                            bool table)
+{
+    // Images come in regions: a warp whose rows share one cell adds once.
+    unsigned same = __match_any_sync(0xffffffffu, cell);
+    bool whole = same == 0xffffffffu && cell >= 0;
+    bool adds = cell >= 0 && (!whole || lane == 0);
+    unsigned long long *sum = nullptr;
+    if (adds) {
+        int slot = table ? sum_slot(table_key, (uint32_t)cell, probes) : -1;
+        sum = slot >= 0 ? table_sum + (size_t)slot * SUM_MAX_DIM : cell_sums + (size_t)cell * dim;
+    }
+    for (int j = 0; j < dim; j++) {
+        long long v = cell >= 0 ? fixed_value(row, t, j, bin, sc) : 0;
+        if (whole)
+            for (int o = 16; o > 0; o >>= 1)
+                v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (adds)
+            atomicAdd(sum + j, (unsigned long long)v);
+    }
+}
+
 // Every row's cell summed; the rows of border cells gathered (index and row, or the row as a 64-bit key).
-// TABLE: the sums through the block's table above (dim <= SUM_MAX_DIM, SUM_SHARED_BYTES of dynamic
-// shared memory). Integers, so the order of the adds does not matter.
-template <bool TABLE>
+// SUMS: in global memory (SUMS_GLOBAL), through the block's table above (SUMS_TABLE: dim <= SUM_MAX_DIM,
+// SUM_SHARED_BYTES of dynamic shared memory), or not here (SUMS_NONE: integer rows, whose sums HCA's cell
+// sums pass takes in dense shared arrays). Integers, so the order of the adds does not matter.
+enum { SUMS_GLOBAL = 0, SUMS_TABLE = 1, SUMS_NONE = 2 };
+template <int SUMS>
 __global__ void sum_and_gather(const unsigned char *data, size_t count, size_t stride, size_t offset, pc_dtype t,
                                pc__hca_binning bin, pc__hca_dgrid grid, fixed_scale sc, const uint8_t *is_border,
                                unsigned long long *cell_sums, unsigned long long *gathered, int32_t *index,
                                unsigned char *rows, uint64_t *keys, size_t rowbytes, int probes)
 {
+    constexpr bool TABLE = SUMS == SUMS_TABLE;
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned long long *table_sum = reinterpret_cast<unsigned long long *>(smem);
     uint32_t *table_key = reinterpret_cast<uint32_t *>(smem + SUM_SLOTS * SUM_MAX_DIM * sizeof(unsigned long long));
@@ -111,23 +139,8 @@ __global__ void sum_and_gather(const unsigned char *data, size_t count, size_t s
         bool valid = i < count;
         const unsigned char *row = data + (valid ? i : i0) * stride;
         int32_t cell = valid ? pc__hca_find_cell(grid, key_of_row(row, t, bin)) : -1;
-        // Images come in regions: a warp whose rows share one cell adds once.
-        unsigned same = __match_any_sync(0xffffffffu, cell);
-        bool whole = same == 0xffffffffu && cell >= 0;
-        bool adds = cell >= 0 && (!whole || lane == 0);
-        unsigned long long *sum = nullptr;
-        if (adds) {
-            int slot = TABLE ? sum_slot(table_key, (uint32_t)cell, probes) : -1;
-            sum = slot >= 0 ? table_sum + (size_t)slot * SUM_MAX_DIM : cell_sums + (size_t)cell * dim;
-        }
-        for (int j = 0; j < dim; j++) {
-            long long v = cell >= 0 ? fixed_value(row, t, j, bin, sc) : 0;
-            if (whole)
-                for (int o = 16; o > 0; o >>= 1)
-                    v += __shfl_xor_sync(0xffffffffu, v, o);
-            if (adds)
-                atomicAdd(sum + j, (unsigned long long)v);
-        }
+        if (SUMS != SUMS_NONE)
+            add_to_cell(row, t, cell, lane, dim, bin, sc, table_key, table_sum, cell_sums, probes, TABLE);
         bool border = cell >= 0 && is_border[cell];
         unsigned mask = __ballot_sync(0xffffffffu, border);
         if (!mask)
@@ -315,14 +328,19 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     // The pass over the points: the device's input, or the host's in the backend's pieces. The cells'
     // sums in each block's shared table (dim <= SUM_MAX_DIM; PC_HCA_REFINE_GLOBAL_SUMS, for benchmarks:
     // in global memory only), as many blocks as are resident at once (each flushes its table once).
+    // Integer rows: HCA's cell sums pass (each block a range of cells in dense shared 32-bit sums, 0.5
+    // ms on the RGB image against the table's 3.1), then this pass only gathers;
+    // PC_HCA_REFINE_TABLE_SUMS=1 (benchmarks, tests) keeps the table for them too.
     pc__hca_dgrid grid = pc__hca_view(s);
+    bool dense_sums = integer && cells <= UINT32_MAX && !getenv("PC_HCA_REFINE_GLOBAL_SUMS") &&
+                      !getenv("PC_HCA_REFINE_TABLE_SUMS");
     int resident = 0;
-    if (dim <= (size_t)SUM_MAX_DIM && cells < SUM_EMPTY && SUM_SHARED_BYTES <= (size_t)s.shared_optin &&
+    if (!dense_sums && dim <= (size_t)SUM_MAX_DIM && cells < SUM_EMPTY && SUM_SHARED_BYTES <= (size_t)s.shared_optin &&
         !getenv("PC_HCA_REFINE_GLOBAL_SUMS")) {
-        PC_CUDA_TRY(cudaFuncSetAttribute(sum_and_gather<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        PC_CUDA_TRY(cudaFuncSetAttribute(sum_and_gather<SUMS_TABLE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)SUM_SHARED_BYTES),
                     "HCA-MS cell sums");
-        PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, sum_and_gather<true>, THREADS,
+        PC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, sum_and_gather<SUMS_TABLE>, THREADS,
                                                                   SUM_SHARED_BYTES),
                     "HCA-MS cell sums");
         resident *= s.sms;
@@ -340,7 +358,16 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
             data = s.data.ptr;
             row_stride = rowbytes;
         }
-        auto pass = resident > 0 ? sum_and_gather<true> : sum_and_gather<false>;
+        if (dense_sums) {
+            pc__hca_rows piece_rows = {data, c, row_stride, (int)dim, t};
+            st = pc__hca_cuda_cell_sums(piece_rows, s.bin, grid, cells, nullptr, cell_sums.ptr,
+                                        {s.sms, stream, (size_t)s.shared_optin});
+            if (st != PC_OK)
+                return st == PC_UNSUPPORTED ? pc__fail(PC_INTERNAL_ERROR, "HCA-MS: no cell sums pass") : st;
+        }
+        auto pass = dense_sums ? sum_and_gather<SUMS_NONE>
+                    : resident > 0 ? sum_and_gather<SUMS_TABLE>
+                                   : sum_and_gather<SUMS_GLOBAL>;
         unsigned blocks = resident > 0 ? std::min(blocks_for(c, s.sms), (unsigned)resident) : blocks_for(c, s.sms);
         pass<<<blocks, THREADS, resident > 0 ? SUM_SHARED_BYTES : 0, stream>>>(
             data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr, scalars.ptr, index.ptr, rows.ptr,
