@@ -586,6 +586,11 @@ typedef struct {
     int host_labels;
 } on_device;
 
+/* A member with this many cells or more runs its stages on all cores by itself (pc_heca_device). */
+#ifndef PC__HECA_MEMBER_ALONE
+#define PC__HECA_MEMBER_ALONE 4096
+#endif
+
 /* Members over points in GPU memory: the device counts them into their dense grids and finds their
  * non-empty cells (the reference member's last: its cells' map stays on the device for the labels);
  * then HCA's stages 2-5 on the cells of all members at once, one a thread. */
@@ -623,17 +628,27 @@ static pc_status members_device(member *mb, size_t L, int ref, const on_device *
     }
     pc_status status[PC_HECA_MAX_MEMBERS];
     char message[PC_HECA_MAX_MEMBERS][256];
-    int team = threads < (int)L ? threads : (int)L;
+    /* Members of many cells one after another, each on every core (their passes over the cells are
+     * parallel); then the small ones side by side, one a thread. */
+    size_t big = 0;
+    while (big < L && mb[order[big]].g.cells >= PC__HECA_MEMBER_ALONE) {
+        size_t l = order[big++];
+        mb[l].g.threads = threads;
+        if ((st = member_stages(&mb[l], total[l], 1)) != PC_OK)
+            return st;
+    }
+    int team = threads < (int)(L - big) ? threads : (int)(L - big);
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
-    for (long i = 0; i < (long)L; i++) {
+    for (long i = (long)big; i < (long)L; i++) {
         size_t l = order[i];
         status[l] = member_stages(&mb[l], total[l], 1);
         if (status[l] != PC_OK)
             snprintf(message[l], sizeof message[l], "%s", pc_last_error());
     }
-    for (size_t l = 0; l < L; l++) {
+    for (size_t i = 0; i < L; i++) {
+        size_t l = order[i];
         mb[l].g.threads = threads; /* the reference grid's later passes over cells use all cores */
-        if (status[l] != PC_OK)
+        if (i >= big && status[l] != PC_OK)
             return pc__fail(status[l], "%s", message[l]);
     }
     return PC_OK;
