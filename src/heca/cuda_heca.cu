@@ -41,34 +41,37 @@ double from_bits(unsigned long long ordered)
     return d;
 }
 
-// Grid g's binning on the device; integer bands through tables of the CPU's own cell rule, in place
-// `at` of the state's tables (grids counted together each have their own).
-pc_status binning_of(pc__heca_gpu &s, const pc__hca_grid *g, size_t at, pc__hca_binning *bin)
+// The binnings of grids g[0 .. count) on the device, grid l's integer tables (the CPU's own cell rule)
+// at place l of the state's tables: all of them made on the host, then one copy.
+pc_status binnings_of(pc__heca_gpu &s, const pc__hca_grid *const *g, size_t count, pc__hca_binning *bin)
 {
-    memset(bin, 0, sizeof *bin);
-    bin->dim = (int)g->dim;
-    bin->m = g->m;
-    for (size_t j = 0; j < g->dim; j++) {
-        bin->lo[j] = g->lo[j];
-        bin->hi[j] = g->hi[j];
-        bin->stride[j] = g->stride[j];
+    size_t dim = s.g.dim, values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
+    size_t words = dim * values;
+    uint16_t *table = nullptr;
+    if (values && s.g.table.count < count * words)
+        return pc__fail(PC_INTERNAL_ERROR, "HECA: no room for the members' cell tables");
+    if (values && !(table = (uint16_t *)pc__alloc(count * words, sizeof *table, "HECA cell tables")))
+        return PC_OUT_OF_MEMORY;
+    for (size_t l = 0; l < count; l++) {
+        memset(&bin[l], 0, sizeof bin[l]);
+        bin[l].dim = (int)dim;
+        bin[l].m = g[l]->m;
+        for (size_t j = 0; j < dim; j++) {
+            bin[l].lo[j] = g[l]->lo[j];
+            bin[l].hi[j] = g[l]->hi[j];
+            bin[l].stride[j] = g[l]->stride[j];
+            for (size_t v = 0; v < values; v++)
+                table[l * words + j * values + v] =
+                    (uint16_t)pc__hca_cell_coordinate((double)v, g[l]->lo[j], g[l]->hi[j], g[l]->m);
+        }
+        bin[l].table = values ? s.g.table.ptr + l * words : nullptr;
     }
-    size_t values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0, words = g->dim * values;
     if (!values)
         return PC_OK;
-    if (s.g.table.count < (at + 1) * words)
-        return pc__fail(PC_INTERNAL_ERROR, "HECA: no room for a member's cell table");
-    uint16_t *table = (uint16_t *)pc__alloc(words, sizeof *table, "HECA cell tables");
-    if (!table)
-        return PC_OUT_OF_MEMORY;
-    for (size_t j = 0; j < g->dim; j++)
-        for (size_t v = 0; v < values; v++)
-            table[j * values + v] = (uint16_t)pc__hca_cell_coordinate((double)v, g->lo[j], g->hi[j], g->m);
-    bin->table = s.g.table.ptr + at * words;
-    pc_status st = pc__cuda_status(cudaMemcpyAsync((uint16_t *)bin->table, table, words * sizeof *table,
+    pc_status st = pc__cuda_status(cudaMemcpyAsync(s.g.table.ptr, table, count * words * sizeof *table,
                                                    cudaMemcpyHostToDevice, s.g.stream),
                                    "HECA cell tables");
-    if (st == PC_OK) // the host table is freed next
+    if (st == PC_OK) // the host tables are freed next
         st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HECA cell tables");
     free(table);
     return st;
@@ -216,7 +219,10 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
         at[order[i]] = words;
         words += (size_t)total[order[i]];
     }
+    pc__hca_binning bins[PC__HCA_GRIDS_AT_ONCE * 2];
     pc_status st = grow_tables(*s, L);
+    if (st == PC_OK)
+        st = binnings_of(*s, grids, L, bins);
     if (st == PC_OK)
         st = pc__hca_grow(s->counts, words, "HECA member counts");
     if (st != PC_OK)
@@ -232,8 +238,7 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
         while (i < L && group.count < PC__HCA_GRIDS_AT_ONCE) {
             pc__hca_grids more = group;
             size_t l = order[i];
-            if ((st = binning_of(*s, grids[l], l, &more.bin[more.count])) != PC_OK)
-                return st;
+            more.bin[more.count] = bins[l];
             more.first[more.count + 1] = more.first[more.count] + (uint32_t)total[l];
             more.count++;
             if (total[l] > UINT32_MAX / 2 || pc__hca_grids_shared_bytes(more, s->rows.dtype) > pass.shared_optin)
@@ -243,9 +248,8 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
         }
         if (group.count == 0) { // too large to share: alone
             size_t l = order[i++];
-            pc__hca_binning bin;
-            if ((st = binning_of(*s, grids[l], l, &bin)) != PC_OK ||
-                (st = pc__hca_cuda_histogram(s->rows, bin, dense_view(s->counts.ptr + at[l]), total[l], pass)) != PC_OK)
+            if ((st = pc__hca_cuda_histogram(s->rows, bins[l], dense_view(s->counts.ptr + at[l]), total[l], pass)) !=
+                PC_OK)
                 return st;
         } else if (group.count == 1) {
             size_t l = order[first];
@@ -272,7 +276,7 @@ pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *ce
     pc__hca_binning bin;
     pc_status st = grow_tables(*s, 1);
     if (st == PC_OK)
-        st = binning_of(*s, g, 0, &bin);
+        st = binnings_of(*s, &g, 1, &bin);
     if (st == PC_OK)
         st = pc__hca_grow(s->g.slot, total, "HECA reference cells");
     if (st == PC_OK)
