@@ -104,7 +104,11 @@ case_ "unknown option" 2 "unknown option '--bandwdith'|--bandwdith" meanshift la
 
 # rasters
 : >zero.tif
-case_ "0-byte raster" 1 "zero\.tif: empty file \(0 bytes\)" segment zero.tif -k 2 -o out.tif
+if [ "$HAS_GDAL" = 1 ]; then
+    case_ "0-byte raster" 1 "zero\.tif: empty file \(0 bytes\)" segment zero.tif -k 2 -o out.tif
+else # a build without GDAL refuses every raster, saying why
+    case_ "0-byte raster" 1 "built without raster support \(GDAL\)" segment zero.tif -k 2 -o out.tif
+fi
 if [ "$HAS_GDAL" = 1 ] && $PY -c "from osgeo import gdal" 2>/dev/null; then
     $PY - <<'EOF'
 import numpy as np
