@@ -11,6 +11,7 @@ extern "C" {
 }
 
 #include <stdint.h>
+#include <string.h>
 
 #define PC__HCA_EMPTY_KEY 0xffffffffffffffffull
 
@@ -241,6 +242,27 @@ __host__ __device__ __forceinline__ unsigned long long pc__hca_order_bits(unsign
 __host__ __device__ __forceinline__ unsigned long long pc__hca_unorder_bits(unsigned long long u)
 {
     return (u >> 63) ? (u & 0x7fffffffffffffffull) : ~u;
+}
+// The double of order-preserving bits (a bounds pass's minimum or maximum), on the host.
+inline double pc__hca_from_order_bits(unsigned long long ordered)
+{
+    unsigned long long u = pc__hca_unorder_bits(ordered);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+// Frees a GPU state that holds a pc__hca_gpu `g` (a stream's, HECA's): waits for its stream, on its device.
+template <typename State> void pc__hca_free_state(State *s)
+{
+    if (!s)
+        return;
+    {
+        pc__hca_device_scope on(s->g.device);
+        pc__hca_gpu_close(s->g);
+        delete s;
+    }
+    cudaGetLastError();
 }
 
 #endif

@@ -146,14 +146,6 @@ pc_status read_bounds(pc__hca_stream_gpu &s, unsigned long long *host)
     return pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HCA stream: bounds");
 }
 
-double from_bits(unsigned long long ordered)
-{
-    unsigned long long u = pc__hca_unorder_bits(ordered);
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
 pc_status refuse(const char *call, unsigned long long bad)
 {
     return pc__fail(PC_INVALID_ARGUMENT,
@@ -398,17 +390,7 @@ pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int de
     return PC_OK;
 }
 
-void pc__hca_stream_gpu_free(pc__hca_stream_gpu *s)
-{
-    if (!s)
-        return;
-    {
-        pc__hca_device_scope on(s->g.device);
-        pc__hca_gpu_close(s->g);
-        delete s;
-    }
-    cudaGetLastError();
-}
+void pc__hca_stream_gpu_free(pc__hca_stream_gpu *s) { pc__hca_free_state(s); }
 
 void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *s, uint64_t rows)
 {
@@ -488,8 +470,8 @@ pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *s, const pc_points *block
     if (st != PC_OK)
         return st;
     for (size_t j = 0; j < s->g.dim; j++) {
-        lo[j] = fmin(lo[j], from_bits(host[j]));
-        hi[j] = fmax(hi[j], from_bits(host[PC__HCA_MAX_DIM + j]));
+        lo[j] = fmin(lo[j], pc__hca_from_order_bits(host[j]));
+        hi[j] = fmax(hi[j], pc__hca_from_order_bits(host[PC__HCA_MAX_DIM + j]));
     }
     return PC_OK;
 }
@@ -635,7 +617,8 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
                 break;
             }
             for (size_t j = 0; j < dim; j++) {
-                double lo = from_bits(host[j]), hi = from_bits(host[PC__HCA_MAX_DIM + j]);
+                double lo = pc__hca_from_order_bits(host[j]);
+                double hi = pc__hca_from_order_bits(host[PC__HCA_MAX_DIM + j]);
                 // A denormal range overflows the factor: sums of 0, centres at lo, off by less than the range.
                 double f = hi > lo ? ldexp(1.0, 30) / (hi - lo) : 0;
                 scale.origin[j] = lo;

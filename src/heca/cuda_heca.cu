@@ -33,14 +33,6 @@ size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t =
 
 pc__hca_point_pass pass_of(const pc__heca_gpu &s) { return {s.g.sms, s.g.stream, (size_t)s.g.shared_optin}; }
 
-double from_bits(unsigned long long ordered)
-{
-    unsigned long long u = pc__hca_unorder_bits(ordered);
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
 // The binnings of grids g[0 .. count) on the device, grid l's integer tables (the CPU's own cell rule)
 // at place l of the state's tables: all of them made on the host, then one copy.
 pc_status binnings_of(pc__heca_gpu &s, const pc__hca_grid *const *g, size_t count, pc__hca_binning *bin)
@@ -182,24 +174,14 @@ pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **out, double *
         return st;
     }
     for (size_t j = 0; j < points->dim; j++) {
-        s->lo[j] = lo[j] = from_bits(host[j]);
-        s->hi[j] = hi[j] = from_bits(host[PC__HCA_MAX_DIM + j]);
+        s->lo[j] = lo[j] = pc__hca_from_order_bits(host[j]);
+        s->hi[j] = hi[j] = pc__hca_from_order_bits(host[PC__HCA_MAX_DIM + j]);
     }
     *out = s;
     return PC_OK;
 }
 
-void pc__heca_gpu_free(pc__heca_gpu *s)
-{
-    if (!s)
-        return;
-    {
-        pc__hca_device_scope on(s->g.device);
-        pc__hca_gpu_close(s->g);
-        delete s;
-    }
-    cudaGetLastError();
-}
+void pc__heca_gpu_free(pc__heca_gpu *s) { pc__hca_free_state(s); }
 
 pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L, size_t last)
 {

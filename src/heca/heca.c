@@ -638,6 +638,7 @@ static pc_status members_device(member *mb, size_t L, int ref, const on_device *
             return st;
     }
     int team = threads < (int)(L - big) ? threads : (int)(L - big);
+    (void)team; /* without OpenMP */
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
     for (long i = (long)big; i < (long)L; i++) {
         size_t l = order[i];
