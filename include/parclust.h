@@ -593,7 +593,10 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
  * in fixed point (2^30 steps across the box), as pc_heca's CUDA backend does. device_labels: n int32 of
  * device memory that receive the labels (the result then has none), or NULL to have them in the result.
  * params->hca.backend: AUTO or CUDA. Each member's grid is a dense m^dim array within memory_budget
- * (images of up to 5 bands at the default members): a member beyond that is PC_UNSUPPORTED. */
+ * (images of up to 5 bands at the default members): a member beyond that is PC_UNSUPPORTED. Besides the
+ * caller's rows the GPU holds every member's m^dim int32 counters at once (device_memory is not used).
+ * Host pointers, misaligned ones and a stride shorter than a row are refused before any kernel reads
+ * them. Whatever fails or is cancelled leaves device_labels' contents unspecified. */
 pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
                          pc_result **result);
 size_t pc_result_member_count(const pc_result *result);

@@ -716,29 +716,36 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
     cudaGetLastError();
 }
 
+pc_status pc__hca_check_device_rows(const pc_points *points, size_t elem, const int32_t *device_labels)
+{
+    size_t rowbytes = points->dim * elem, stride = points->stride ? points->stride : rowbytes;
+    if (stride < rowbytes)
+        return pc__fail(PC_INVALID_ARGUMENT, "stride %zu is shorter than a row (%zu bytes)", stride, rowbytes);
+    if (((uintptr_t)points->data | stride) % elem != 0 || (uintptr_t)device_labels % 4 != 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "device points and labels must be aligned to their element size");
+    // A host pointer here would fault inside a kernel and take the CUDA context down with it.
+    cudaPointerAttributes at;
+    for (const void *p : {(const void *)points->data, (const void *)device_labels}) {
+        if (!p)
+            continue;
+        if (cudaPointerGetAttributes(&at, p) != cudaSuccess ||
+            (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)) {
+            cudaGetLastError();
+            return pc__fail(PC_INVALID_ARGUMENT, "%s is not GPU memory (cudaMalloc'd or managed)",
+                            p == points->data ? "points->data" : "device_labels");
+        }
+    }
+    return PC_OK;
+}
+
 pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_input, int32_t *device_labels,
                           uint8_t *host_bytes, const pc_hca_params *params, int64_t min_size, pc_result *r)
 {
     pc__hca_device_scope on(s->device);
     size_t n = points->n, stride = points->stride ? points->stride : s->rowbytes;
-    if (device_input) {
-        if (stride < s->rowbytes)
-            return pc__fail(PC_INVALID_ARGUMENT, "stride %zu is shorter than a row (%zu bytes)", stride, s->rowbytes);
-        if (((uintptr_t)points->data | stride) % s->elem != 0 || (uintptr_t)device_labels % 4 != 0)
-            return pc__fail(PC_INVALID_ARGUMENT, "device points and labels must be aligned to their element size");
-        // A host pointer here would fault inside a kernel and take the CUDA context down with it.
-        cudaPointerAttributes at;
-        for (const void *p : {(const void *)points->data, (const void *)device_labels}) {
-            if (!p)
-                continue;
-            if (cudaPointerGetAttributes(&at, p) != cudaSuccess ||
-                (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)) {
-                cudaGetLastError();
-                return pc__fail(PC_INVALID_ARGUMENT, "%s is not GPU memory (cudaMalloc'd or managed)",
-                                p == points->data ? "points->data" : "device_labels");
-            }
-        }
-    }
+    pc_status st = device_input ? pc__hca_check_device_rows(points, s->elem, device_labels) : PC_OK;
+    if (st != PC_OK)
+        return st;
     if (!device_labels && !host_bytes) {
         r->labels = (int32_t *)pc__alloc_large(n, sizeof(int32_t), "labels");
         if (!r->labels)
@@ -751,7 +758,6 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
     host_model model;
     int32_t *cluster_of_cell = nullptr;
     double *sums = nullptr, copy_back = 0;
-    pc_status st;
     double t0 = pc__now();
     if ((st = bounding_box(*s, src, n, device_input, pass)) != PC_OK || (st = histogram(*s, src, n, pass)) != PC_OK ||
         (st = pc__hca_cuda_cells(*s, &cells)) != PC_OK)

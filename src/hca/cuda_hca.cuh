@@ -120,7 +120,11 @@ pc_status pc__hca_cuda_histograms(const pc__hca_rows &rows, const pc__hca_grids 
                                   const pc__hca_point_pass &pass);
 // Integer rows (uint8, uint16; PC_UNSUPPORTED for floats): cell_of_row[i] = the row's cell (the grid maps
 // keys to cells 0 .. cells - 1; cell_of_row may be NULL), and sums (cells x dim, added to) of each cell's
-// band values, exact.
+// band values, exact. Each range of cells that one block's shared memory holds (19k cells of 3 bands on
+// an H100) takes a pass over the rows: beyond PC__HCA_CELL_SUM_RANGES of them, PC_UNSUPPORTED (nothing
+// done) and the caller sums another way.
+#define PC__HCA_CELL_SUM_RANGES 8
+bool pc__hca_cell_sums_apply(size_t cells, size_t dim, pc_dtype dtype, size_t shared_optin); // it would not decline
 pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                                  size_t cells, int32_t *cell_of_row, unsigned long long *sums,
                                  const pc__hca_point_pass &pass);
@@ -174,6 +178,10 @@ struct pc__hca_gpu {
 // What cuda.cu's plan and cuda_stream.cu's stream share (cuda.cu).
 // The stream, device, SM count and shared memory limit of the current GPU into s.
 pc_status pc__hca_gpu_open(pc__hca_gpu &s);
+// Rows in GPU memory as a caller gives them (plans' device input, pc_heca_device): a stride of at least a
+// row, points and labels aligned to their element size, and both GPU memory (cudaMalloc'd or managed: a
+// host pointer would fault inside a kernel and take the CUDA context down); device_labels may be NULL.
+pc_status pc__hca_check_device_rows(const pc_points *points, size_t elem, const int32_t *device_labels);
 // Waits for and destroys the stream, the staging buffers and their events (the device buffers free
 // themselves with s).
 void pc__hca_gpu_close(pc__hca_gpu &s);

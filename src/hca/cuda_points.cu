@@ -505,6 +505,16 @@ struct histograms_launch {
     }
 };
 
+// The ranges of cells the cell sums pass takes (a pass over the rows each), 0 where it declines.
+size_t cell_sum_ranges(size_t cells, size_t dim, size_t shared_optin)
+{
+    size_t most = shared_optin > (size_t)TABLE_BYTES ? (shared_optin - TABLE_BYTES) / (dim * sizeof(uint32_t)) : 0;
+    if (most == 0 || cells > (size_t)UINT32_MAX)
+        return 0;
+    size_t ranges = cells ? (cells + most - 1) / most : 1;
+    return ranges <= PC__HCA_CELL_SUM_RANGES ? ranges : 0;
+}
+
 struct cell_sums_launch {
     const pc__hca_rows &rows;
     const pc__hca_binning &bin;
@@ -519,10 +529,10 @@ struct cell_sums_launch {
             return PC_UNSUPPORTED;
         } else {
             // The largest range of cells a block's shared memory holds, then ranges of equal spans.
-            size_t dim = (size_t)rows.dim, most = (pass.shared_optin - TABLE_BYTES) / (dim * sizeof(uint32_t));
-            if (most == 0 || cells > (size_t)UINT32_MAX)
+            size_t dim = (size_t)rows.dim, ranges = cell_sum_ranges(cells, dim, pass.shared_optin);
+            if (ranges == 0)
                 return PC_UNSUPPORTED;
-            size_t ranges = cells ? (cells + most - 1) / most : 1, span = cells ? (cells + ranges - 1) / ranges : 1;
+            size_t span = cells ? (cells + ranges - 1) / ranges : 1;
             size_t smem = TABLE_BYTES + span * dim * sizeof(uint32_t);
             auto kernel = cell_sums_kernel<T, DIM>;
             int resident;
@@ -595,4 +605,9 @@ pc_status pc__hca_cuda_histograms(const pc__hca_rows &rows, const pc__hca_grids 
 {
     histograms_launch f{rows, grids, counts, pass};
     return dispatch(rows, f);
+}
+
+bool pc__hca_cell_sums_apply(size_t cells, size_t dim, pc_dtype dtype, size_t shared_optin)
+{
+    return (dtype == PC_U8 || dtype == PC_U16) && cell_sum_ranges(cells, dim, shared_optin) > 0;
 }

@@ -187,8 +187,10 @@ __global__ void scatter_heads(const uint64_t *keys, const int32_t *run, size_t c
 
 // One climb a group of PC__CLIMB_LANES threads of a warp, a lane each (refine_climb.h's step): the
 // cluster reached, or -2 with the start's number listed for the host. The group's threads take the
-// same steps (their sums are the same after the shuffles), so they stay together.
-__global__ void climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c,
+// same steps (their sums are the same after the shuffles), so they stay together. Registers for 6
+// blocks an SM (a few spilled): the RGB image's 26,618 climbs then fit about one wave; its climbs took
+// ~0.9 ms less than at 4 blocks (54 registers) or 8 (H200, alternated, RESULTS.md session 19).
+__global__ void __launch_bounds__(THREADS, 6) climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c,
                       pc__hca_dgrid grid, const int32_t *cluster_of_cell, int32_t *reached,
                       unsigned long long *unresolved, int32_t *unresolved_list)
 {
@@ -329,11 +331,12 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     // sums in each block's shared table (dim <= SUM_MAX_DIM; PC_HCA_REFINE_GLOBAL_SUMS, for benchmarks:
     // in global memory only), as many blocks as are resident at once (each flushes its table once).
     // Integer rows: HCA's cell sums pass (each block a range of cells in dense shared 32-bit sums, 0.5
-    // ms on the RGB image against the table's 3.1), then this pass only gathers;
+    // ms on the RGB image against the table's 3.1; up to 8 ranges, a pass each), then this pass only
+    // gathers;
     // PC_HCA_REFINE_TABLE_SUMS=1 (benchmarks, tests) keeps the table for them too.
     pc__hca_dgrid grid = pc__hca_view(s);
-    bool dense_sums = integer && cells <= UINT32_MAX && !getenv("PC_HCA_REFINE_GLOBAL_SUMS") &&
-                      !getenv("PC_HCA_REFINE_TABLE_SUMS");
+    bool dense_sums = pc__hca_cell_sums_apply(cells, dim, t, (size_t)s.shared_optin) &&
+                      !getenv("PC_HCA_REFINE_GLOBAL_SUMS") && !getenv("PC_HCA_REFINE_TABLE_SUMS");
     int resident = 0;
     if (!dense_sums && dim <= (size_t)SUM_MAX_DIM && cells < SUM_EMPTY && SUM_SHARED_BYTES <= (size_t)s.shared_optin &&
         !getenv("PC_HCA_REFINE_GLOBAL_SUMS")) {

@@ -136,9 +136,13 @@ __global__ void clusters_kernel(int32_t *labels, const int32_t *cluster_of_cell,
 
 } // namespace
 
-pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **out, double *lo, double *hi)
+pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels, pc__heca_gpu **out, double *lo,
+                           double *hi)
 {
     *out = nullptr;
+    pc_status st = pc__hca_check_device_rows(points, element_size(points->dtype), device_labels);
+    if (st != PC_OK)
+        return st;
     pc__heca_gpu *s = new (std::nothrow) pc__heca_gpu();
     if (!s)
         return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot allocate the GPU state");
@@ -147,7 +151,7 @@ pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **out, double *
                (int)points->dim, points->dtype};
     s->g.dim = points->dim;
     s->g.dtype = points->dtype;
-    pc_status st = pc__hca_gpu_open(s->g);
+    st = pc__hca_gpu_open(s->g);
     const size_t NON_FINITE = 2 * PC__HCA_MAX_DIM;
     unsigned long long host[NON_FINITE + 1];
     if (st == PC_OK)
@@ -252,61 +256,57 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
 pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
 {
     pc__hca_device_scope on(s->g.device);
-    size_t dim = g->dim, total = (size_t)(g->stride[0] * (uint64_t)g->m);
+    size_t dim = g->dim, words = g->cells * (dim + 1);
     bool integer = s->rows.dtype == PC_U8 || s->rows.dtype == PC_U16;
-    size_t words = g->cells * (dim + (integer ? 0 : 1));
+    // The grid's cells' map (every linear index to its cell, or -1) is where its count left it, the
+    // reference member being counted last.
+    if (s->mapped != g)
+        return pc__fail(PC_INTERNAL_ERROR, "HECA: the reference grid's cells are not the ones on the GPU");
     pc__hca_binning bin;
     pc_status st = grow_tables(*s, 1);
     if (st == PC_OK)
         st = binnings_of(*s, &g, 1, &bin);
     if (st == PC_OK)
-        st = pc__hca_grow(s->g.slot, total, "HECA reference cells");
-    if (st == PC_OK)
         st = pc__hca_grow(s->g.sums, words ? words : 1, "HECA cell sums");
     if (st != PC_OK)
         return st;
-    // The grid maps every linear index to its cell (or -1): left there by its count when it was the last
-    // one counted, else the host's own slot array.
-    if (s->mapped != g) {
-        PC_CUDA_TRY(cudaMemcpyAsync(s->g.slot.ptr, g->slot, total * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                    s->g.stream),
-                    "HECA reference cells");
-        s->mapped = g;
-    }
     PC_CUDA_TRY(cudaMemsetAsync(s->g.sums.ptr, 0, (words ? words : 1) * sizeof(unsigned long long), s->g.stream),
                 "HECA cell sums");
     pc__hca_dgrid grid = dense_view(s->g.slot.ptr);
-    pc__hca_scale scale;
-    memset(&scale, 0, sizeof scale);
+    // Integer rows: HCA's cell sums pass (cells x dim); where it declines (too many cells for a few
+    // passes of shared ranges), and for floats, the label pass with the cells as its clusters (cells x
+    // (dim + 1): the values, floats in fixed point over the box, then the count).
+    bool by_ranges = false;
     if (integer) {
         st = pc__hca_cuda_cell_sums(s->rows, bin, grid, g->cells, cell_of_point, s->g.sums.ptr, pass_of(*s));
-    } else {
-        // Floats: the label pass with the cells as its clusters sums them in fixed point over the box.
-        for (size_t j = 0; j < dim; j++) {
-            double f = s->hi[j] > s->lo[j] ? ldexp(1.0, 30) / (s->hi[j] - s->lo[j]) : 0;
-            scale.origin[j] = s->lo[j];
-            scale.factor[j] = isfinite(f) ? f : 0;
-        }
-        st = pc__hca_cuda_label(s->rows, bin, grid, nullptr, cell_of_point, g->cells, s->g.sums.ptr, scale,
-                                pass_of(*s));
+        if (st != PC_OK && st != PC_UNSUPPORTED)
+            return st;
+        by_ranges = st == PC_OK;
     }
-    if (st != PC_OK)
-        return st == PC_UNSUPPORTED ? pc__fail(PC_INTERNAL_ERROR, "HECA: no GPU pass for the cells' sums") : st;
+    pc__hca_scale scale;
+    memset(&scale, 0, sizeof scale);
+    for (size_t j = 0; j < dim; j++) {
+        double f = s->hi[j] > s->lo[j] ? ldexp(1.0, 30) / (s->hi[j] - s->lo[j]) : 0;
+        scale.origin[j] = s->lo[j];
+        scale.factor[j] = isfinite(f) ? f : 0;
+    }
+    if (!by_ranges &&
+        (st = pc__hca_cuda_label(s->rows, bin, grid, nullptr, cell_of_point, g->cells, s->g.sums.ptr, scale,
+                                 pass_of(*s))) != PC_OK)
+        return st;
+    size_t per = by_ranges ? dim : dim + 1;
     unsigned long long *raw = (unsigned long long *)pc__alloc(words ? words : 1, sizeof *raw, "HECA cell sums");
     if (!raw)
         return PC_OUT_OF_MEMORY;
-    st = pc__cuda_status(cudaMemcpyAsync(raw, s->g.sums.ptr, words * sizeof *raw, cudaMemcpyDeviceToHost, s->g.stream),
+    st = pc__cuda_status(cudaMemcpyAsync(raw, s->g.sums.ptr, g->cells * per * sizeof *raw, cudaMemcpyDeviceToHost,
+                                         s->g.stream),
                          "HECA cell sums");
     if (st == PC_OK)
         st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA cell sums");
     for (size_t c = 0; st == PC_OK && c < g->cells; c++)
         for (size_t j = 0; j < dim; j++) {
-            if (integer) {
-                sums[c * dim + j] = (double)raw[c * dim + j];
-                continue;
-            }
-            double n = (double)raw[c * (dim + 1) + dim], q = (double)raw[c * (dim + 1) + j];
-            sums[c * dim + j] = scale.origin[j] * n + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
+            double q = (double)raw[c * per + j], n = by_ranges ? 0 : (double)raw[c * per + dim];
+            sums[c * dim + j] = integer ? q : scale.origin[j] * n + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
         }
     free(raw);
     return st;

@@ -3,9 +3,10 @@
 
 #define PC__HECA_NO_CUDA "HECA on points in GPU memory needs the CUDA backend, not built into this parclust"
 
-pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **gpu, double *lo, double *hi)
+pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels, pc__heca_gpu **gpu, double *lo,
+                           double *hi)
 {
-    (void)points, (void)lo, (void)hi;
+    (void)points, (void)device_labels, (void)lo, (void)hi;
     *gpu = NULL;
     return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
 }

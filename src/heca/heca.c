@@ -627,7 +627,7 @@ static pc_status members_device(member *mb, size_t L, int ref, const on_device *
         order[at] = l;
     }
     pc_status status[PC_HECA_MAX_MEMBERS];
-    char message[PC_HECA_MAX_MEMBERS][256];
+    char message[PC_HECA_MAX_MEMBERS][512];
     /* Members of many cells one after another, each on every core (their passes over the cells are
      * parallel); then the small ones side by side, one a thread. */
     size_t big = 0;
@@ -638,6 +638,7 @@ static pc_status members_device(member *mb, size_t L, int ref, const on_device *
             return st;
     }
     int team = threads < (int)(L - big) ? threads : (int)(L - big);
+    team = team < 1 ? 1 : team;
     (void)team; /* without OpenMP */
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
     for (long i = (long)big; i < (long)L; i++) {
@@ -1234,7 +1235,7 @@ pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, 
 #endif
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
     pc__heca_gpu *gpu = NULL;
-    if ((st = pc__heca_gpu_new(points, &gpu, lo, hi)) != PC_OK)
+    if ((st = pc__heca_gpu_new(points, device_labels, &gpu, lo, hi)) != PC_OK)
         return st;
     on_device dev = {gpu, lo, hi, device_labels, device_labels == NULL};
     pc_result *r = NULL;

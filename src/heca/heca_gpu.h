@@ -10,8 +10,11 @@ typedef struct pc__heca_gpu pc__heca_gpu;
 
 /* The state for the rows of `points` (device memory on the current GPU, aligned to the element size;
  * they must stay there, unchanged, until the state is freed) and their box lo[dim], hi[dim], found on
- * the device. A non-finite value is refused (PC_INVALID_ARGUMENT) and no state made. */
-pc_status pc__heca_gpu_new(const pc_points *points, pc__heca_gpu **gpu, double *lo, double *hi);
+ * the device. Pointers that are not GPU memory (points->data, and device_labels unless NULL), misaligned
+ * ones, a stride shorter than a row and a non-finite value are refused (PC_INVALID_ARGUMENT), before
+ * any kernel reads them, and no state made. */
+pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels, pc__heca_gpu **gpu, double *lo,
+                           double *hi);
 void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
 /* The members' grids g[0 .. L) (box, m and strides set; total[l] = m^dim, dense): the points counted on
  * the device as the CPU's cell rule puts them (several grids a pass where their counters fit a block's
