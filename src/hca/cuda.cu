@@ -17,8 +17,6 @@ constexpr size_t STAGE_BYTES = PC__HCA_STAGE_BYTES; // each of the two pinned st
 constexpr size_t STAGED_MIN = PC__HCA_STAGE_BYTES;  // smaller copies go the driver's way
 constexpr size_t DEVICE_RESERVE = (size_t)512 << 20; // cells, edges and sort scratch
 
-size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
-
 // 1 when the staging buffers are there (made on first use); 0 when pinned memory cannot be had (a low
 // locked-memory limit), and copies go the driver's way.
 bool have_staging(pc__hca_gpu &s)
@@ -635,7 +633,7 @@ pc_status pc__hca_gpu_new(const pc_hca_params *params, size_t n, size_t dim, pc_
     s->n = n;
     s->dim = dim;
     s->dtype = dtype;
-    s->elem = element_size(dtype);
+    s->elem = pc__hca_element_size(dtype);
     s->rowbytes = dim * s->elem;
     s->m = params->m;
     s->bin.dim = (int)dim;
@@ -716,9 +714,10 @@ void pc__hca_gpu_free(pc__hca_gpu *s)
     cudaGetLastError();
 }
 
-pc_status pc__hca_check_device_rows(const pc_points *points, size_t elem, const int32_t *device_labels)
+pc_status pc__hca_check_device_rows(const pc_points *points, const int32_t *device_labels)
 {
-    size_t rowbytes = points->dim * elem, stride = points->stride ? points->stride : rowbytes;
+    size_t elem = pc__hca_element_size(points->dtype), rowbytes = points->dim * elem;
+    size_t stride = points->stride ? points->stride : rowbytes;
     if (stride < rowbytes)
         return pc__fail(PC_INVALID_ARGUMENT, "stride %zu is shorter than a row (%zu bytes)", stride, rowbytes);
     if (((uintptr_t)points->data | stride) % elem != 0 || (uintptr_t)device_labels % 4 != 0)
@@ -743,7 +742,7 @@ pc_status pc__hca_gpu_run(pc__hca_gpu *s, const pc_points *points, int device_in
 {
     pc__hca_device_scope on(s->device);
     size_t n = points->n, stride = points->stride ? points->stride : s->rowbytes;
-    pc_status st = device_input ? pc__hca_check_device_rows(points, s->elem, device_labels) : PC_OK;
+    pc_status st = device_input ? pc__hca_check_device_rows(points, device_labels) : PC_OK;
     if (st != PC_OK)
         return st;
     if (!device_labels && !host_bytes) {

@@ -15,6 +15,12 @@ extern "C" {
 
 #define PC__HCA_EMPTY_KEY 0xffffffffffffffffull
 
+// Bytes of one value of a type.
+__host__ __device__ inline size_t pc__hca_element_size(pc_dtype t)
+{
+    return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1;
+}
+
 // Rows as the kernels read them: `rows` rows of `dim` values of `dtype`, `stride` bytes apart, in device
 // memory (aligned to the element size).
 struct pc__hca_rows {
@@ -181,7 +187,7 @@ pc_status pc__hca_gpu_open(pc__hca_gpu &s);
 // Rows in GPU memory as a caller gives them (plans' device input, pc_heca_device): a stride of at least a
 // row, points and labels aligned to their element size, and both GPU memory (cudaMalloc'd or managed: a
 // host pointer would fault inside a kernel and take the CUDA context down); device_labels may be NULL.
-pc_status pc__hca_check_device_rows(const pc_points *points, size_t elem, const int32_t *device_labels);
+pc_status pc__hca_check_device_rows(const pc_points *points, const int32_t *device_labels);
 // Waits for and destroys the stream, the staging buffers and their events (the device buffers free
 // themselves with s).
 void pc__hca_gpu_close(pc__hca_gpu &s);

@@ -327,13 +327,13 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(cell_sums.ptr, 0, cells * dim * sizeof(unsigned long long), stream), "HCA-MS cell sums");
     PC_CUDA_TRY(cudaMemsetAsync(scalars.ptr, 0, 4 * sizeof(unsigned long long), stream), "HCA-MS counters");
-    // The pass over the points: the device's input, or the host's in the backend's pieces. The cells'
-    // sums in each block's shared table (dim <= SUM_MAX_DIM; PC_HCA_REFINE_GLOBAL_SUMS, for benchmarks:
-    // in global memory only), as many blocks as are resident at once (each flushes its table once).
-    // Integer rows: HCA's cell sums pass (each block a range of cells in dense shared 32-bit sums, 0.5
-    // ms on the RGB image against the table's 3.1; up to 8 ranges, a pass each), then this pass only
-    // gathers;
-    // PC_HCA_REFINE_TABLE_SUMS=1 (benchmarks, tests) keeps the table for them too.
+    // The pass over the points: the device's input, or the host's in the backend's pieces. Integer rows'
+    // cells are summed first by HCA's cell sums pass (each block a range of cells in dense shared 32-bit
+    // sums: 0.5 ms on the RGB image against the table's 3.1; up to 8 ranges, a pass each), and this pass
+    // only gathers. Other rows' sums go through each block's shared table (dim <= SUM_MAX_DIM), as many
+    // blocks as are resident at once, each flushing its table once. For benchmarks and tests:
+    // PC_HCA_REFINE_TABLE_SUMS=1 takes the table for integer rows too, PC_HCA_REFINE_GLOBAL_SUMS=1
+    // global memory only.
     pc__hca_dgrid grid = pc__hca_view(s);
     bool dense_sums = pc__hca_cell_sums_apply(cells, dim, t, (size_t)s.shared_optin) &&
                       !getenv("PC_HCA_REFINE_GLOBAL_SUMS") && !getenv("PC_HCA_REFINE_TABLE_SUMS");

@@ -29,8 +29,6 @@ constexpr int THREADS = 256;
 constexpr size_t NON_FINITE = 2 * PC__HCA_MAX_DIM; // scalars: lo bits, hi bits, this count, the gathered count
 constexpr size_t GATHERED = 2 * PC__HCA_MAX_DIM + 1;
 
-size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
-
 unsigned blocks_for(uint64_t n, int sms)
 {
     uint64_t blocks = (n + THREADS - 1) / THREADS, most = 8 * (uint64_t)(sms > 0 ? sms : 1);
@@ -103,7 +101,7 @@ const pc__hca_binning &binning(const pc__hca_stream_gpu &s, pc_dtype t)
 // Rows of the block that one piece holds.
 size_t piece_of(const pc__hca_stream_gpu &s, const pc_points *b)
 {
-    size_t rows = s.piece_bytes / (b->dim * element_size(b->dtype));
+    size_t rows = s.piece_bytes / (b->dim * pc__hca_element_size(b->dtype));
     rows = rows < s.piece_rows ? rows : s.piece_rows;
     return rows ? rows : 1;
 }
@@ -113,7 +111,7 @@ bool is_held(const pc__hca_stream_gpu &s, const pc_points *b) { return b == s.he
 // The block's rows [off, off + count) packed into the piece buffer (a held block's are there already).
 pc_status load(pc__hca_stream_gpu &s, const pc_points *b, size_t off, size_t count, pc__hca_rows *rows)
 {
-    size_t rowbytes = b->dim * element_size(b->dtype), stride = b->stride ? b->stride : rowbytes;
+    size_t rowbytes = b->dim * pc__hca_element_size(b->dtype), stride = b->stride ? b->stride : rowbytes;
     if (is_held(s, b)) {
         *rows = {s.held.ptr + off * rowbytes, count, rowbytes, (int)b->dim, b->dtype};
         return PC_OK;
@@ -426,7 +424,8 @@ pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *s, const pc_points *view)
 {
     std::lock_guard<std::mutex> hold(s->lock);
     pc__hca_device_scope on(s->g.device);
-    size_t rowbytes = view->dim * element_size(view->dtype), stride = view->stride ? view->stride : rowbytes;
+    size_t rowbytes = view->dim * pc__hca_element_size(view->dtype);
+    size_t stride = view->stride ? view->stride : rowbytes;
     size_t bytes = view->n * rowbytes, free_bytes = 0, total = 0;
     PC_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total), "HCA stream: the GPU's free memory");
     if (bytes > free_bytes || free_bytes - bytes < DEVICE_RESERVE)

@@ -29,8 +29,6 @@ namespace {
 
 constexpr int THREADS = 256;
 
-size_t element_size(pc_dtype t) { return t == PC_F64 ? 8 : t == PC_F32 ? 4 : t == PC_U16 ? 2 : 1; }
-
 pc__hca_point_pass pass_of(const pc__heca_gpu &s) { return {s.g.sms, s.g.stream, (size_t)s.g.shared_optin}; }
 
 // The binnings of grids g[0 .. count) on the device, grid l's integer tables (the CPU's own cell rule)
@@ -84,9 +82,7 @@ pc_status cells_of(pc__heca_gpu &s, pc__hca_grid *g, const int32_t *counters, ui
         return st;
     PC_CUDA_TRY(cudaMemcpyAsync(s.g.slot.ptr, counters, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, s.g.stream),
                 "HECA member cells");
-    s.g.dense = 1;
     s.g.total = total;
-    s.g.n = s.rows.rows;
     size_t n = 0;
     if ((st = pc__hca_cuda_cells(s.g, &n)) != PC_OK)
         return st;
@@ -140,17 +136,18 @@ pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels
                            double *hi)
 {
     *out = nullptr;
-    pc_status st = pc__hca_check_device_rows(points, element_size(points->dtype), device_labels);
+    pc_status st = pc__hca_check_device_rows(points, device_labels);
     if (st != PC_OK)
         return st;
     pc__heca_gpu *s = new (std::nothrow) pc__heca_gpu();
     if (!s)
         return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot allocate the GPU state");
-    size_t rowbytes = points->dim * element_size(points->dtype);
-    s->rows = {(const unsigned char *)points->data, points->n, points->stride ? points->stride : rowbytes,
-               (int)points->dim, points->dtype};
+    s->rows = {(const unsigned char *)points->data, points->n, pc__hca_row_bytes(points), (int)points->dim,
+               points->dtype};
     s->g.dim = points->dim;
     s->g.dtype = points->dtype;
+    s->g.n = points->n;
+    s->g.dense = 1; // every member's grid, and so HCA's compaction of its counters
     st = pc__hca_gpu_open(s->g);
     const size_t NON_FINITE = 2 * PC__HCA_MAX_DIM;
     unsigned long long host[NON_FINITE + 1];
@@ -232,19 +229,15 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
             group = more;
             i++;
         }
-        if (group.count == 0) { // too large to share: alone
-            size_t l = order[i++];
-            if ((st = pc__hca_cuda_histogram(s->rows, bins[l], dense_view(s->counts.ptr + at[l]), total[l], pass)) !=
-                PC_OK)
-                return st;
-        } else if (group.count == 1) {
+        if (group.count <= 1) { // alone (none fitted: too large to share)
             size_t l = order[first];
-            if ((st = pc__hca_cuda_histogram(s->rows, group.bin[0], dense_view(s->counts.ptr + at[l]), total[l], pass)) !=
-                PC_OK)
-                return st;
-        } else if ((st = pc__hca_cuda_histograms(s->rows, group, s->counts.ptr + at[order[first]], pass)) != PC_OK) {
-            return st;
+            i = first + 1;
+            st = pc__hca_cuda_histogram(s->rows, bins[l], dense_view(s->counts.ptr + at[l]), total[l], pass);
+        } else {
+            st = pc__hca_cuda_histograms(s->rows, group, s->counts.ptr + at[order[first]], pass);
         }
+        if (st != PC_OK)
+            return st;
     }
     // Each grid's cells, `last` at the end (its map stays in s->g.slot).
     for (size_t l = 0; l < L; l++)
@@ -303,11 +296,14 @@ pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *ce
                          "HECA cell sums");
     if (st == PC_OK)
         st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA cell sums");
-    for (size_t c = 0; st == PC_OK && c < g->cells; c++)
+    for (size_t c = 0; st == PC_OK && c < g->cells; c++) {
+        double n = (double)g->density[c]; // the label pass's count of the cell, as the histogram's
         for (size_t j = 0; j < dim; j++) {
-            double q = (double)raw[c * per + j], n = by_ranges ? 0 : (double)raw[c * per + dim];
-            sums[c * dim + j] = integer ? q : scale.origin[j] * n + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
+            double q = (double)raw[c * per + j];
+            sums[c * (dim + 1) + j] = integer ? q : scale.origin[j] * n + (scale.factor[j] > 0 ? q / scale.factor[j] : 0);
         }
+        sums[c * (dim + 1) + dim] = n;
+    }
     free(raw);
     return st;
 }

@@ -975,27 +975,23 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
     if (!mean || !comp)
         goto done;
     if (gpu) {
-        /* The device labels every point with its reference cell (the identity map) and sums the cells. */
-        int32_t *identity = dev ? NULL : pc__alloc(P, sizeof *identity, "HECA prototypes");
-        cell_sums = pc__calloc(P * (dim + 1), sizeof *cell_sums, "HECA prototypes");
-        if ((!dev && !identity) || !cell_sums) {
-            free(identity);
+        /* The device labels every point with its reference cell and sums the cells (host points: the
+         * stream's label pass with the identity map). */
+        if (!(cell_sums = pc__calloc(P * (dim + 1), sizeof *cell_sums, "HECA prototypes")))
             goto done;
-        }
-        for (size_t c = 0; c < P && !dev; c++)
-            identity[c] = (int32_t)c;
-        if (dev)
-            st = pc__heca_gpu_cells(dev->gpu, g, dev->labels, mean);
-        else
+        if (dev) {
+            st = pc__heca_gpu_cells(dev->gpu, g, dev->labels, cell_sums);
+        } else {
+            int32_t *identity = pc__alloc(P, sizeof *identity, "HECA prototypes");
+            if (!identity)
+                goto done;
+            for (size_t c = 0; c < P; c++)
+                identity[c] = (int32_t)c;
             st = pc__hca_stream_gpu_label(ref_gpu, points, P, g->key, identity, P, r->labels, cell_sums);
-        free(identity);
+            free(identity);
+        }
         if (st != PC_OK)
             goto done;
-        for (size_t c = 0; c < P && dev; c++) {
-            for (size_t j = 0; j < dim; j++)
-                cell_sums[c * (dim + 1) + j] = mean[c * dim + j];
-            cell_sums[c * (dim + 1) + dim] = (double)g->density[c];
-        }
         for (size_t c = 0; c < P; c++)
             for (size_t j = 0; j < dim; j++)
                 mean[c * dim + j] = cell_sums[c * (dim + 1) + j] / cell_sums[c * (dim + 1) + dim];

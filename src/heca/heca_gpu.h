@@ -22,8 +22,9 @@ void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
  * host arrays. Grid `last` is done last, and its cells' map stays on the device for pc__heca_gpu_cells. */
 pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last);
 /* For grid g (dense, its cells found): each point's cell into cell_of_point (n int32 of device memory)
- * and each cell's values summed into sums (cells x dim, host): exact for integer rows; for floats in the
- * fixed point of the GPU's label pass (cuda_hca.cuh's pc__hca_scale), over the points' box. */
+ * and each cell's values summed, then its count, into sums (cells x (dim + 1), host; the layout of the
+ * GPU label pass's cluster sums): exact for integer rows; for floats in the fixed point of the GPU's
+ * label pass (cuda_hca.cuh's pc__hca_scale), over the points' box. */
 pc_status pc__heca_gpu_cells(pc__heca_gpu *gpu, const pc__hca_grid *g, int32_t *cell_of_point, double *sums);
 /* labels (n int32 of device memory) from cells to clusters: labels[i] = cluster_of_cell[labels[i]];
  * host (n int32, or NULL): the labels copied there as well. */
