@@ -675,6 +675,18 @@ pc_status pc_hca_stream_hold(pc_hca_stream *stream, const pc_points *block);
 pc_status pc_hca_stream_bound_held(pc_hca_stream *stream);
 pc_status pc_hca_stream_add_held(pc_hca_stream *stream);
 pc_status pc_hca_stream_label_held(const pc_hca_stream *stream, int32_t *labels, double *sums);
+/* A held block already in GPU memory (CUDA streams only; else PC_INVALID_ARGUMENT): block->data is
+ * device memory of the stream's GPU (the current device at pc_hca_stream_create), aligned to its
+ * element size, filled before the call (on the legacy default stream, or synchronised), read in place
+ * and never changed: no copy is made. Host pointers, another GPU's memory, misaligned rows and a stride
+ * shorter than a row are refused before any kernel reads them; float values are checked here, once.
+ * The block may then be bounded, added and labelled by the _held calls only (never passed to the
+ * plain calls, which read host memory), and must stay valid and unchanged until the stream is freed. */
+pc_status pc_hca_stream_hold_device(pc_hca_stream *stream, const pc_points *block);
+/* After finish: the labels of a block held by pc_hca_stream_hold_device into device_labels (n int32
+ * of the same GPU's memory; the labels never cross the bus), sums as pc_hca_stream_label's (host
+ * memory). Whatever fails leaves device_labels' contents unspecified. */
+pc_status pc_hca_stream_label_held_device(const pc_hca_stream *stream, int32_t *device_labels, double *sums);
 
 /* ---------------------------------------------------------------- k-means, streamed */
 

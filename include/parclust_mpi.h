@@ -39,7 +39,10 @@ pc_status pc_mpi_agree(MPI_Comm comm, pc_status status, const char *message);
 
 /* Where a run's time went on this rank, in seconds: setup (the scan, its merge and the start), compute
  * (adding the rank's points and stepping, in the iterations), communication (the reductions and
- * exchanges of the iterations, waiting for the slowest rank included) and finish (below). */
+ * exchanges of the iterations, waiting for the slowest rank included) and finish (below). HCA
+ * (pc_mpi_hca_device): setup = the stream, the hold and the box; compute = counting and labelling the
+ * rank's rows; communication = the histograms' merge, the agreements and the sums, waiting included;
+ * finish = the components, dendrogram and cut from the summed histogram (on every rank). */
 typedef struct {
     double setup, compute, communication;
     /* k-means: the inertia of the final labels to the final centres (pc_kmeans's; the result's is the
@@ -48,7 +51,7 @@ typedef struct {
     /* mean shift: how the references reached the ranks' points: "gathered", "slabs" or "ring"
      * (parclust_mpi.h: pc_mpi_meanshift); NULL for the others. */
     const char *method;
-    /* k-means: the final labels and their inertia, after the last iteration; 0 for the others. */
+    /* k-means: the final labels and their inertia, after the last iteration; HCA: above; 0 for the others. */
     double finish;
 } pc_mpi_report;
 
@@ -79,6 +82,15 @@ pc_status pc_mpi_kmeans_parallel_init(MPI_Comm comm, const pc_points *points, si
  * the single-process centres to rounding). */
 pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
                      pc_result **result, float **centres);
+/* The same with each rank's rows already in its GPU's memory (CUDA builds; one GPU a rank, or ranks
+ * sharing one): points->data is device memory of the rank's current device, read in place
+ * (pc_hca_stream_hold_device: aligned, filled before the call, unchanged during it), and
+ * device_labels (points->n int32 of that GPU's memory) receive the labels there: neither crosses the
+ * bus; only the box, the non-empty cells' counts and the clusters' sums go between the ranks, as
+ * pc_mpi_hca's. params->backend: AUTO or CUDA. The result, the centres and every rank's labels are
+ * pc_mpi_hca's on the same rows. report: NULL, or this rank's times (pc_mpi_report). */
+pc_status pc_mpi_hca_device(MPI_Comm comm, const pc_points *points, const pc_hca_params *params,
+                            int32_t *device_labels, pc_result **result, float **centres, pc_mpi_report *report);
 
 /* Clusters of a run across ranks, the same on every rank (pc_result's are made by the core library
  * only): k, the clusters' centres (k x dim) and sizes, numbered by size, largest first, and the most

@@ -126,9 +126,11 @@ done:
     return st;
 }
 
-pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
-                     pc_result **result, float **centres)
+/* pc_mpi_hca and pc_mpi_hca_device: on_device, the rows and labels are in GPU memory. */
+static pc_status hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
+                     int on_device, pc_result **result, float **centres, pc_mpi_report *report)
 {
+    double t_start = MPI_Wtime(), t_setup = t_start, compute = 0, finish = 0, t;
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -153,6 +155,9 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: HCA takes points of 1 to 8 values, got %llu", rank, dim);
     if (st == PC_OK && total == 0)
         st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: HCA needs at least one point; the ranks hold none", rank);
+    if (st == PC_OK && on_device && params->backend != PC_BACKEND_AUTO && params->backend != PC_BACKEND_CUDA)
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: pc_mpi_hca_device: points in GPU memory need the CUDA "
+                          "backend (or AUTO), not %s", rank, pc_backend_name(params->backend));
     if (st == PC_OK && params->refine_borders)
         st = pc__mpi_fail(PC_UNSUPPORTED, "rank %d: HCA-MS (refine_borders) does not run across ranks: its border "
                           "points climb the cells' means one by one, which the streamed HCA does not do", rank);
@@ -160,6 +165,8 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
     pc_hca_params own = params ? *params : (pc_hca_params){0};
     if (st == PC_OK && own.m == 0 && total > 0 && dim >= 1 && dim <= 8)
         own.m = pc_hca_auto_m(total, (size_t)dim);
+    if (on_device)
+        own.backend = PC_BACKEND_CUDA;
     params = &own;
     if (st == PC_OK && (st = pc_hca_stream_create(params, (size_t)dim, &s)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
@@ -173,9 +180,10 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
         hi[j] = -INFINITY;
     }
     /* The rank's rows held by its stream (on its GPU with CUDA: one crossing of the bus for the three
-     * passes). */
+     * passes, none when they are there already). */
     if (st == PC_OK && n &&
-        ((st = pc_hca_stream_hold(s, points)) != PC_OK || (st = pc_hca_stream_bound_held(s)) != PC_OK ||
+        ((st = on_device ? pc_hca_stream_hold_device(s, points) : pc_hca_stream_hold(s, points)) != PC_OK ||
+         (st = pc_hca_stream_bound_held(s)) != PC_OK ||
          (st = pc_hca_stream_box(s, lo, hi)) != PC_OK))
         pc__mpi_core_fail(comm, st, NULL);
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
@@ -183,21 +191,29 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
     /* The box of all the points: min and max are exact, in any order. */
     MPI_Allreduce(lo, glo, (int)dim, MPI_DOUBLE, MPI_MIN, comm);
     MPI_Allreduce(hi, ghi, (int)dim, MPI_DOUBLE, MPI_MAX, comm);
+    t_setup = t = MPI_Wtime();
     if ((st = pc_hca_stream_set_box(s, glo, ghi)) != PC_OK || (n && (st = pc_hca_stream_add_held(s)) != PC_OK))
         pc__mpi_core_fail(comm, st, NULL);
+    compute += MPI_Wtime() - t;
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     if ((st = merge_histograms(comm, rank, size, s)) != PC_OK)
         goto done;
+    t = MPI_Wtime();
     if ((st = pc_hca_stream_finish(s, result)) != PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
+    finish = MPI_Wtime() - t;
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     size_t k = pc_result_cluster_count(*result), width = k * ((size_t)dim + 1);
     if (!(sums = calloc(width + 1, sizeof *sums)) || !(all = calloc(width + 1, sizeof *all)))
         st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank %d: out of memory for the centres", rank);
-    else if (n && (st = pc_hca_stream_label_held(s, labels, sums)) != PC_OK)
+    t = MPI_Wtime();
+    if (st == PC_OK && n &&
+        (st = on_device ? pc_hca_stream_label_held_device(s, labels, sums) : pc_hca_stream_label_held(s, labels, sums)) !=
+            PC_OK)
         pc__mpi_core_fail(comm, st, NULL);
+    compute += MPI_Wtime() - t;
     if ((st = pc__mpi_agree(comm, st)) != PC_OK)
         goto done;
     if (centres) {
@@ -214,6 +230,13 @@ pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
         st = pc__mpi_agree(comm, st);
     }
 done:
+    if (report) {
+        memset(report, 0, sizeof *report);
+        report->setup = t_setup - t_start;
+        report->compute = compute;
+        report->finish = finish;
+        report->communication = MPI_Wtime() - t_setup - compute - finish;
+    }
     if (st != PC_OK) {
         if (result) {
             pc_result_free(*result);
@@ -228,4 +251,16 @@ done:
     free(all);
     pc_hca_stream_free(s);
     return st;
+}
+
+pc_status pc_mpi_hca(MPI_Comm comm, const pc_points *points, const pc_hca_params *params, int32_t *labels,
+                     pc_result **result, float **centres)
+{
+    return hca(comm, points, params, labels, 0, result, centres, NULL);
+}
+
+pc_status pc_mpi_hca_device(MPI_Comm comm, const pc_points *points, const pc_hca_params *params,
+                            int32_t *device_labels, pc_result **result, float **centres, pc_mpi_report *report)
+{
+    return hca(comm, points, params, device_labels, 1, result, centres, report);
 }

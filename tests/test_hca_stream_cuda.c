@@ -4,7 +4,8 @@
  * shuffled order, strided rows, blocks through the GPU in pieces, the device's int32 counts folded into
  * the host's int64 histogram (forced every few hundred points, and past 2^31 points for real), merges
  * with CPU streams both ways, AUTO, labels from several threads at once, points labelled that were
- * never counted, a held block, and refusals (non-finite values, a card too small). Exits 77 (skipped) without a
+ * never counted, a held block (a copy on the GPU, or the caller's rows in GPU memory with the labels
+ * written there), and refusals (non-finite values, a card too small). Exits 77 (skipped) without a
  * CUDA device. PC_CUDA_TEST_QUICK (for compute-sanitizer) leaves out the large blocks and the 2.5e9
  * points, and takes dimension 2 only. */
 #include "check.h"
@@ -14,6 +15,9 @@
 
 #include <pthread.h>
 #include <string.h>
+#ifdef PC_TEST_HAVE_CUDART
+#include <cuda_runtime.h>
+#endif
 
 /* The test hook of src/hca/stream.c (in the static library, not in the public API): the stream's
  * device counts go to the host at least every `rows` points, and blocks go through in pieces of at most
@@ -788,6 +792,142 @@ static void held(uint64_t seed)
     free(x);
 }
 
+#ifdef PC_TEST_HAVE_CUDART
+/* The rows already in GPU memory (pc_hca_stream_hold_device) against pc_hca: every type, dense and
+ * sparse, packed and strided rows, in pieces of 997 with folds, the labels written to GPU memory
+ * (pc_hca_stream_label_held_device) and to the host (pc_hca_stream_label_held) from the same hold; and
+ * refusals: host pointers for rows or labels, a CPU stream, a non-finite value (nothing kept: a good
+ * block is held after it), the device labels of a block held from the host, labels before the finish. */
+static void held_on_device(uint64_t seed)
+{
+    const pc_dtype types[] = {PC_F32, PC_F64, PC_U8, PC_U16};
+    const char *names[] = {"f32", "f64", "u8", "u16"};
+    size_t dim = 3, n = 50000 + (size_t)(seed % 1000);
+    float *x = test_blobs(n, dim, 5, 1.5, 12, seed + 97, NULL);
+    int32_t *labels = malloc(n * sizeof *labels), *host_labels = malloc(n * sizeof *host_labels), *d_labels = NULL;
+    double *sums = malloc(64 * (dim + 1) * sizeof *sums), *host_sums = malloc(64 * (dim + 1) * sizeof *host_sums);
+    CHECK(cudaMalloc((void **)&d_labels, n * sizeof *d_labels) == cudaSuccess);
+    for (int ti = 0; ti < 4 && d_labels; ti++)
+        for (int form = 0; form < 4; form++) { /* dense, sparse, strided, pieces of 997 */
+            void *data = convert(x, n * dim, types[ti], 20);
+            size_t size = type_size(types[ti]), row = dim * size, stride = form == 2 ? row + 2 * size : row;
+            unsigned char *rows = calloc(n, stride), *d_rows = NULL;
+            for (size_t i = 0; i < n; i++)
+                memcpy(rows + i * stride, (unsigned char *)data + i * row, row);
+            CHECK(cudaMalloc((void **)&d_rows, n * stride) == cudaSuccess &&
+                  cudaMemcpy(d_rows, rows, n * stride, cudaMemcpyHostToDevice) == cudaSuccess);
+            pc_hca_params p;
+            pc_hca_params_init(&p);
+            p.m = 30;
+            p.clusters = 4;
+            if (form == 1)
+                p.memory_budget = 1024;
+            pc_points all = view(data, n, dim, types[ti]), block = view(d_rows, n, dim, types[ti]);
+            block.stride = stride;
+            pc_result *mem = reference(&all, &p), *r = NULL;
+            pc_hca_stream *s = make(&p, PC_BACKEND_CUDA, dim, form == 3 ? 997 : 0);
+            double lo[3], hi[3];
+            if (s && d_rows) {
+                CHECK_STATUS(pc_hca_stream_hold_device(s, &block), PC_OK);
+                CHECK_STATUS(pc_hca_stream_label_held_device(s, d_labels, sums), PC_INVALID_ARGUMENT);
+                CHECK_MSG(strstr(pc_last_error(), "finish") != NULL, "message: %s", pc_last_error());
+                CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
+                CHECK_STATUS(pc_hca_stream_box(s, lo, hi), PC_OK);
+                CHECK_STATUS(pc_hca_stream_set_box(s, lo, hi), PC_OK);
+                CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
+                CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+                memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+                memset(host_sums, 0, 64 * (dim + 1) * sizeof *host_sums);
+                CHECK(cudaMemset(d_labels, 0x7f, n * sizeof *d_labels) == cudaSuccess);
+                CHECK_STATUS(pc_hca_stream_label_held_device(s, labels, sums), PC_INVALID_ARGUMENT);
+                CHECK_MSG(strstr(pc_last_error(), "device_labels") != NULL, "message: %s", pc_last_error());
+                if (r) {
+                    memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+                    CHECK_STATUS(pc_hca_stream_label_held_device(s, d_labels, sums), PC_OK);
+                    CHECK_STATUS(pc_hca_stream_label_held(s, host_labels, host_sums), PC_OK);
+                }
+                CHECK(cudaMemcpy(labels, d_labels, n * sizeof *labels, cudaMemcpyDeviceToHost) == cudaSuccess);
+            }
+            char what[80];
+            const char *form_name = (const char *[]){"dense", "sparse", "strided", "pieces of 997"}[form];
+            int exact = types[ti] == PC_U8 || types[ti] == PC_U16;
+            snprintf(what, sizeof what, "held on the device %s, %s, device labels", names[ti], form_name);
+            compare(what, mem, r, labels, sums, n, dim, exact, PC_BACKEND_CUDA);
+            snprintf(what, sizeof what, "held on the device %s, %s, host labels", names[ti], form_name);
+            compare(what, mem, r, host_labels, host_sums, n, dim, exact, PC_BACKEND_CUDA);
+            pc_result_free(r);
+            pc_result_free(mem);
+            pc_hca_stream_free(s);
+            cudaFree(d_rows);
+            free(rows);
+            free(data);
+        }
+    /* Refusals. */
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.clusters = 4;
+    float *bad = malloc(n * dim * sizeof *bad), *d_bad = NULL, *d_good = NULL;
+    memcpy(bad, x, n * dim * sizeof *bad);
+    bad[dim * (n / 2) + 1] = NAN;
+    CHECK(cudaMalloc((void **)&d_bad, n * dim * sizeof *d_bad) == cudaSuccess &&
+          cudaMalloc((void **)&d_good, n * dim * sizeof *d_good) == cudaSuccess &&
+          cudaMemcpy(d_bad, bad, n * dim * sizeof *bad, cudaMemcpyHostToDevice) == cudaSuccess &&
+          cudaMemcpy(d_good, x, n * dim * sizeof *x, cudaMemcpyHostToDevice) == cudaSuccess);
+    pc_points host = view(x, n, dim, PC_F32), nan_block = view(d_bad, n, dim, PC_F32), good = view(d_good, n, dim, PC_F32);
+    pc_result *mem = reference(&host, &p), *r = NULL;
+    pc_hca_stream *cpu = make(&p, cpu_backend(), dim, 0);
+    if (cpu) {
+        CHECK_STATUS(pc_hca_stream_hold_device(cpu, &good), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "CUDA backend") != NULL, "message: %s", pc_last_error());
+    }
+    pc_hca_stream_free(cpu);
+    pc_hca_stream *s = make(&p, PC_BACKEND_CUDA, dim, 0);
+    if (s && d_bad && d_good) {
+        CHECK_STATUS(pc_hca_stream_hold_device(s, &host), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "not GPU memory") != NULL, "message: %s", pc_last_error());
+        CHECK_STATUS(pc_hca_stream_hold_device(s, &nan_block), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "pc_hca_stream_hold") && strstr(pc_last_error(), "finite"), "message: %s",
+                  pc_last_error());
+        CHECK_STATUS(pc_hca_stream_label_held_device(s, d_labels, sums), PC_INVALID_ARGUMENT);
+        CHECK_STATUS(pc_hca_stream_hold_device(s, &good), PC_OK);
+        CHECK_STATUS(pc_hca_stream_hold_device(s, &good), PC_INVALID_ARGUMENT);
+        CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+        memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+        if (r && d_labels)
+            CHECK_STATUS(pc_hca_stream_label_held_device(s, d_labels, sums), PC_OK);
+        CHECK(cudaMemcpy(labels, d_labels, n * sizeof *labels, cudaMemcpyDeviceToHost) == cudaSuccess);
+        compare("held on the device after a refused hold", mem, r, labels, sums, n, dim, 0, PC_BACKEND_CUDA);
+    }
+    pc_result_free(r);
+    pc_hca_stream_free(s);
+    /* Device labels of a block held from the host are refused (its rows may be the caller's view). */
+    r = NULL;
+    s = make(&p, PC_BACKEND_CUDA, dim, 0);
+    if (s) {
+        CHECK_STATUS(pc_hca_stream_hold(s, &host), PC_OK);
+        CHECK_STATUS(pc_hca_stream_bound_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
+        CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
+        CHECK_STATUS(pc_hca_stream_label_held_device(s, d_labels, sums), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "hold_device") != NULL, "message: %s", pc_last_error());
+    }
+    pc_result_free(r);
+    pc_hca_stream_free(s);
+    pc_result_free(mem);
+    cudaFree(d_bad);
+    cudaFree(d_good);
+    cudaFree(d_labels);
+    free(bad);
+    free(labels);
+    free(host_labels);
+    free(sums);
+    free(host_sums);
+    free(x);
+}
+#endif
+
 int main(void)
 {
     if (pc_cuda_device_count() <= 0) {
@@ -798,6 +938,9 @@ int main(void)
     quick = getenv("PC_CUDA_TEST_QUICK") != NULL;
     refusals(seed);
     held(seed);
+#ifdef PC_TEST_HAVE_CUDART
+    held_on_device(seed);
+#endif
     same_as_pc_hca(seed);
     strided_and_device_hash(seed);
     merges(seed);

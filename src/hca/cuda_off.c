@@ -31,9 +31,9 @@ pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int de
 
 void pc__hca_stream_gpu_free(pc__hca_stream_gpu *gpu) { (void)gpu; }
 
-pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *gpu, const pc_points *view)
+pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *gpu, const pc_points *view, int device_input)
 {
-    (void)gpu, (void)view;
+    (void)gpu, (void)view, (void)device_input;
     return pc__fail(PC_UNSUPPORTED, PC__HCA_NO_CUDA);
 }
 
@@ -62,9 +62,11 @@ pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *gpu, const pc__hca_fold_si
 }
 
 pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *gpu, const pc_points *block, size_t cells, const uint64_t *keys,
-                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, double *sums)
+                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, int labels_on_device,
+                                   double *sums)
 {
     (void)gpu, (void)block, (void)cells, (void)keys, (void)cluster_of_cell, (void)k, (void)labels, (void)sums;
+    (void)labels_on_device;
     return pc__fail(PC_UNSUPPORTED, PC__HCA_NO_CUDA);
 }
 

@@ -82,10 +82,13 @@ struct pc__hca_stream_gpu {
     pc__hca_binning bin_float, bin_u8, bin_u16;
     bool started, mapped;
     size_t device_memory; // params->device_memory (0: what is free)
-    // A held block (pc_hca_stream_hold): its rows packed on the GPU, read in place of the host's by
-    // every call that passes the stream's view of it (held_view).
+    // A held block (pc_hca_stream_hold): its rows on the GPU, read in place of the host's by every
+    // call that passes the stream's view of it (held_view): the copy `held` (rows packed), or the
+    // caller's own device memory (pc_hca_stream_hold_device; rows held_stride bytes apart, not ours).
     const pc_points *held_view;
     pc__device_buffer<unsigned char> held;
+    const unsigned char *held_rows;
+    size_t held_stride;
     std::mutex lock;
 };
 
@@ -106,14 +109,21 @@ size_t piece_of(const pc__hca_stream_gpu &s, const pc_points *b)
     return rows ? rows : 1;
 }
 
-bool is_held(const pc__hca_stream_gpu &s, const pc_points *b) { return b == s.held_view && s.held.ptr; }
+bool is_held(const pc__hca_stream_gpu &s, const pc_points *b) { return b == s.held_view && s.held_rows; }
+
+void forget_held(pc__hca_stream_gpu &s)
+{
+    s.held.release();
+    s.held_view = nullptr;
+    s.held_rows = nullptr;
+}
 
 // The block's rows [off, off + count) packed into the piece buffer (a held block's are there already).
 pc_status load(pc__hca_stream_gpu &s, const pc_points *b, size_t off, size_t count, pc__hca_rows *rows)
 {
     size_t rowbytes = b->dim * pc__hca_element_size(b->dtype), stride = b->stride ? b->stride : rowbytes;
     if (is_held(s, b)) {
-        *rows = {s.held.ptr + off * rowbytes, count, rowbytes, (int)b->dim, b->dtype};
+        *rows = {s.held_rows + off * s.held_stride, count, s.held_stride, (int)b->dim, b->dtype};
         return PC_OK;
     }
     *rows = {s.g.data.ptr, count, rowbytes, (int)b->dim, b->dtype};
@@ -420,10 +430,11 @@ pc_status block_bounds(pc__hca_stream_gpu &s, const pc_points *block, const char
 
 } // namespace
 
-pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *s, const pc_points *view)
+namespace {
+
+// The caller's rows copied to the GPU (packed: strided rows a piece at a time through the piece buffer).
+pc_status copy_held(pc__hca_stream_gpu &s, const pc_points *view)
 {
-    std::lock_guard<std::mutex> hold(s->lock);
-    pc__hca_device_scope on(s->g.device);
     size_t rowbytes = view->dim * pc__hca_element_size(view->dtype);
     size_t stride = view->stride ? view->stride : rowbytes;
     size_t bytes = view->n * rowbytes, free_bytes = 0, total = 0;
@@ -431,32 +442,58 @@ pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *s, const pc_points *view)
     if (bytes > free_bytes || free_bytes - bytes < DEVICE_RESERVE)
         return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA stream: a held block of %zu MiB does not fit the GPU's %zu MiB "
                         "free", bytes >> 20, free_bytes >> 20);
-    if (s->device_memory && bytes > s->device_memory) // a caller sharing the card asked for no more
+    if (s.device_memory && bytes > s.device_memory) // a caller sharing the card asked for no more
         return pc__fail(PC_DEVICE_OUT_OF_MEMORY, "HCA stream: a held block of %zu MiB is more than the %zu MiB of "
-                        "device_memory", bytes >> 20, s->device_memory >> 20);
-    pc_status st = s->held.alloc(bytes, "HCA stream: held block");
+                        "device_memory", bytes >> 20, s.device_memory >> 20);
+    pc_status st = s.held.alloc(bytes, "HCA stream: held block");
     const unsigned char *src = (const unsigned char *)view->data;
     if (st == PC_OK && stride == rowbytes)
-        st = pc__hca_stage_to_device(s->g, s->held.ptr, src, bytes);
-    // Strided rows are packed a piece at a time in the piece buffer, then moved across.
-    size_t per = piece_of(*s, view);
+        st = pc__hca_stage_to_device(s.g, s.held.ptr, src, bytes);
+    size_t per = piece_of(s, view);
     for (size_t off = 0; st == PC_OK && stride != rowbytes && off < view->n; off += per) {
         size_t count = view->n - off < per ? view->n - off : per;
-        if ((st = pc__hca_load_rows(s->g, src + off * stride, stride, rowbytes, count)) == PC_OK)
-            st = pc__cuda_status(cudaMemcpyAsync(s->held.ptr + off * rowbytes, s->g.data.ptr, count * rowbytes,
-                                                 cudaMemcpyDeviceToDevice, s->g.stream),
+        if ((st = pc__hca_load_rows(s.g, src + off * stride, stride, rowbytes, count)) == PC_OK)
+            st = pc__cuda_status(cudaMemcpyAsync(s.held.ptr + off * rowbytes, s.g.data.ptr, count * rowbytes,
+                                                 cudaMemcpyDeviceToDevice, s.g.stream),
                                  "HCA stream: held block");
     }
     if (st == PC_OK)
-        st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HCA stream: held block");
+        st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HCA stream: held block");
+    s.held_rows = s.held.ptr;
+    s.held_stride = rowbytes;
+    return st;
+}
+
+// The caller's device rows, read where they are: they must be memory of the state's GPU.
+pc_status adopt_held(pc__hca_stream_gpu &s, const pc_points *view)
+{
+    pc_status st = pc__hca_check_device_rows(view, nullptr);
+    if (st != PC_OK)
+        return st;
+    cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, view->data) == cudaSuccess && at.type == cudaMemoryTypeDevice &&
+        at.device != s.g.device)
+        return pc__fail(PC_INVALID_ARGUMENT, "points->data is memory of GPU %d, the stream runs on GPU %d", at.device,
+                        s.g.device);
+    size_t rowbytes = view->dim * pc__hca_element_size(view->dtype);
+    s.held_rows = (const unsigned char *)view->data;
+    s.held_stride = view->stride ? view->stride : rowbytes;
+    return PC_OK;
+}
+
+} // namespace
+
+pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *s, const pc_points *view, int device_input)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    pc_status st = device_input ? adopt_held(*s, view) : copy_held(*s, view);
     s->held_view = view;
     unsigned long long host[NON_FINITE + 1];
     if (st == PC_OK && (view->dtype == PC_F32 || view->dtype == PC_F64))
         st = block_bounds(*s, view, "pc_hca_stream_hold", host); // the values' one check
-    if (st != PC_OK) {
-        s->held.release();
-        s->held_view = nullptr;
-    }
+    if (st != PC_OK)
+        forget_held(*s);
     return st;
 }
 
@@ -565,7 +602,8 @@ pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *s, const pc__hca_fold_sink
 }
 
 pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block, size_t cells, const uint64_t *keys,
-                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, double *sums)
+                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, int labels_on_device,
+                                   double *sums)
 {
     std::lock_guard<std::mutex> hold(s->lock);
     pc__hca_device_scope on(s->g.device);
@@ -573,13 +611,14 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
     pc_status st;
     if (!s->started)
         return pc__fail(PC_INTERNAL_ERROR, "HCA stream: labelling on the GPU before the box is there");
+    if (labels_on_device && (st = pc__hca_check_device_rows(block, labels)) != PC_OK)
+        return st;
     if (!s->mapped) {
         st = put_map(*s, cells, keys, cluster_of_cell);
         if (st == PC_DEVICE_OUT_OF_MEMORY && s->held.ptr) {
             // The held copy gives way to the map (many cells, rows that filled the card): the rows
             // come from the caller's memory from here on, as without a held copy.
-            s->held.release();
-            s->held_view = nullptr;
+            forget_held(*s);
             pc__clear_error();
             st = put_map(*s, cells, keys, cluster_of_cell);
         }
@@ -588,6 +627,10 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
         s->mapped = true;
     }
     size_t dim = g.dim, words = k * (dim + 1), per = piece_of(*s, block);
+    // Rows on the GPU labelled into GPU memory need no piece buffer: one launch (a piece's sums stay
+    // far from overflowing their 64 bits at 2^32 rows, floats' 2^30 steps included).
+    if (labels_on_device && is_held(*s, block))
+        per = block->n < ((size_t)1 << 32) ? (block->n ? block->n : 1) : (size_t)1 << 32;
     if ((st = pc__hca_grow(g.sums, words ? words : 1, "HCA cluster sums")) != PC_OK)
         return st;
     if (checked_on_host(*s, block, per) && (st = pc_points_check(block)) != PC_OK)
@@ -627,10 +670,10 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
         if ((st = pc__cuda_status(cudaMemsetAsync(g.sums.ptr, 0, (words ? words : 1) * sizeof(unsigned long long),
                                                   g.stream),
                                   "HCA cluster sums")) != PC_OK ||
-            (st = pc__hca_cuda_label(rows, bin, pc__hca_view(g), nullptr, g.labels.ptr, k, g.sums.ptr, scale, pass)) !=
-                PC_OK ||
+            (st = pc__hca_cuda_label(rows, bin, pc__hca_view(g), nullptr, labels_on_device ? labels + off : g.labels.ptr,
+                                     k, g.sums.ptr, scale, pass)) != PC_OK ||
             (st = pc__cuda_status(cudaStreamSynchronize(g.stream), "HCA stream: label kernel")) != PC_OK ||
-            (st = pc__hca_labels_to_host(g, count, k, labels + off)) != PC_OK)
+            (!labels_on_device && (st = pc__hca_labels_to_host(g, count, k, labels + off)) != PC_OK))
             break;
         if (!sums || words == 0)
             continue;

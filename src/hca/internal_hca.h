@@ -384,10 +384,12 @@ typedef struct {
  * (the host's histogram is dense too); else, or where that does not fit, a hash of the cells. */
 pc_status pc__hca_stream_gpu_new(const pc_hca_params *params, size_t dim, int dense_allowed, pc__hca_stream_gpu **gpu);
 void pc__hca_stream_gpu_free(pc__hca_stream_gpu *gpu); /* NULL-safe */
-/* Keeps a copy of the block (the stream's own view of it, whose address marks it) on the GPU: later
- * calls given that view read the copy. Float values are checked here, once (a non-finite one refused,
- * nothing kept). PC_DEVICE_OUT_OF_MEMORY where the rows do not fit beside the state's buffers. */
-pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *gpu, const pc_points *view);
+/* Holds the block (the stream's own view of it, whose address marks it) on the GPU: later calls given
+ * that view read the rows there. Host rows (device_input 0) are copied (PC_DEVICE_OUT_OF_MEMORY where
+ * they do not fit beside the state's buffers); device rows (1: memory of the state's GPU, checked as
+ * pc_hca_plan_run_device's) are read where they are. Float values are checked here, once (a
+ * non-finite one refused, nothing kept). */
+pc_status pc__hca_stream_gpu_hold(pc__hca_stream_gpu *gpu, const pc_points *view, int device_input);
 /* Widens lo[dim], hi[dim] to the block's values; refuses (PC_INVALID_ARGUMENT, lo and hi unchanged) a
  * block with a non-finite value. The block's shape is checked by the caller. */
 pc_status pc__hca_stream_gpu_bound(pc__hca_stream_gpu *gpu, const pc_points *block, double *lo, double *hi);
@@ -398,11 +400,13 @@ pc_status pc__hca_stream_gpu_start(pc__hca_stream_gpu *gpu, const double *lo, co
 pc_status pc__hca_stream_gpu_add(pc__hca_stream_gpu *gpu, const pc_points *block, const pc__hca_fold_sink *sink);
 /* Hands every device count to sink and zeroes them (nothing to do when none is pending). */
 pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *gpu, const pc__hca_fold_sink *sink);
-/* After the finish: labels[block->n] and, unless NULL, sums (k x (dim + 1), added to). The map (the
- * cells' keys, increasing, and their clusters) goes to the device at the first call and must stay the
- * same. A block with a non-finite value is refused before any label is written. */
+/* After the finish: labels[block->n] (host memory, or the GPU's with labels_on_device) and, unless
+ * NULL, sums (k x (dim + 1), added to). The map (the cells' keys, increasing, and their clusters) goes
+ * to the device at the first call and must stay the same. A block with a non-finite value is refused
+ * before any label is written. */
 pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *gpu, const pc_points *block, size_t cells, const uint64_t *keys,
-                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, double *sums);
+                                   const int32_t *cluster_of_cell, size_t k, int32_t *labels, int labels_on_device,
+                                   double *sums);
 /* Tests: folds at least every `rows` points, and pieces of at most `rows` rows. */
 void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *gpu, uint64_t rows);
 /* Tests: the same on a stream's GPU state (PC_INVALID_ARGUMENT when the stream has none). */

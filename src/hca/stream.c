@@ -57,9 +57,10 @@ struct pc_hca_stream {
     pc__hca_stream_gpu *gpu;
     int gpu_refused;
     uint64_t gpu_blocks; /* blocks bounded or counted on the GPU */
-    /* The held block (pc_hca_stream_hold): the caller's view; its address marks the GPU's copy. */
+    /* The held block (pc_hca_stream_hold): the caller's view; its address marks the GPU's copy (or, with
+     * held_on_device, the caller's rows in GPU memory, which only the GPU reads). */
     pc_points held;
-    int holding;
+    int holding, held_on_device;
 };
 
 void pc_hca_stream_free(pc_hca_stream *s)
@@ -565,7 +566,7 @@ pc_status pc_hca_stream_hold(pc_hca_stream *s, const pc_points *block)
     /* PC_HCA_STREAM_HOLD=0 leaves the rows where they are (to measure one way against the other). */
     const char *env = getenv("PC_HCA_STREAM_HOLD");
     on_gpu = on_gpu && !(env && strcmp(env, "0") == 0);
-    if (on_gpu && (st = pc__hca_stream_gpu_hold(s->gpu, &s->held)) != PC_OK) {
+    if (on_gpu && (st = pc__hca_stream_gpu_hold(s->gpu, &s->held, 0)) != PC_OK) {
         if (st != PC_DEVICE_OUT_OF_MEMORY && !(s->asked == PC_BACKEND_AUTO && st == PC_DEVICE_ERROR)) {
             memset(&s->held, 0, sizeof s->held);
             return st;
@@ -573,6 +574,26 @@ pc_status pc_hca_stream_hold(pc_hca_stream *s, const pc_points *block)
         pc__clear_error(); /* too large for the card (or AUTO's device failing): the calls read the caller's rows */
     }
     s->holding = 1;
+    return PC_OK;
+}
+
+pc_status pc_hca_stream_hold_device(pc_hca_stream *s, const pc_points *block)
+{
+    pc_status st = check_block(s, block, "pc_hca_stream_hold_device", 1);
+    if (st != PC_OK)
+        return st;
+    if (s->holding)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_hold_device: the stream holds a block already");
+    if (s->asked != PC_BACKEND_CUDA || !s->gpu)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_hold_device: rows in GPU memory need a stream made with "
+                        "the CUDA backend");
+    s->held = *block;
+    if ((st = pc__hca_stream_gpu_hold(s->gpu, &s->held, 1)) != PC_OK) {
+        memset(&s->held, 0, sizeof s->held);
+        return st;
+    }
+    s->holding = 1;
+    s->held_on_device = 1;
     return PC_OK;
 }
 
@@ -599,6 +620,22 @@ pc_status pc_hca_stream_label_held(const pc_hca_stream *s, int32_t *labels, doub
 {
     pc_status st = need_held(s, "pc_hca_stream_label_held");
     return st != PC_OK ? st : pc_hca_stream_label(s, &s->held, labels, sums);
+}
+
+pc_status pc_hca_stream_label_held_device(const pc_hca_stream *s, int32_t *device_labels, double *sums)
+{
+    pc_status st = need_held(s, "pc_hca_stream_label_held_device");
+    if (st != PC_OK)
+        return st;
+    if (!s->held_on_device)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label_held_device: the held block is not in GPU memory "
+                        "(pc_hca_stream_hold_device)");
+    if (s->phase != FINISHED)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label_held_device: finish the stream first");
+    if (!device_labels && s->held.n)
+        return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label_held_device: device_labels must not be NULL");
+    return pc__hca_stream_gpu_label(s->gpu, &s->held, s->g.cells, s->g.key, s->cluster_of_cell, s->k, device_labels, 1,
+                                    sums);
 }
 
 /* The per-thread slices summed into the first. */
@@ -934,7 +971,7 @@ pc_status pc_hca_stream_label(const pc_hca_stream *s, const pc_points *block, in
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_label: finish the stream first");
     /* The GPU state exists only if it counted (AUTO) or was asked for; it serialises its callers. */
     if (s->gpu && (s->asked == PC_BACKEND_CUDA || block->n >= GPU_MIN_ROWS)) {
-        st = pc__hca_stream_gpu_label(s->gpu, block, s->g.cells, s->g.key, s->cluster_of_cell, s->k, labels, sums);
+        st = pc__hca_stream_gpu_label(s->gpu, block, s->g.cells, s->g.key, s->cluster_of_cell, s->k, labels, 0, sums);
         /* AUTO does not fail for want of a busy or full GPU: the CPU labels the block. */
         if (st == PC_OK || s->asked == PC_BACKEND_CUDA || (st != PC_DEVICE_OUT_OF_MEMORY && st != PC_DEVICE_ERROR))
             return st;

@@ -987,7 +987,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                 goto done;
             for (size_t c = 0; c < P; c++)
                 identity[c] = (int32_t)c;
-            st = pc__hca_stream_gpu_label(ref_gpu, points, P, g->key, identity, P, r->labels, cell_sums);
+            st = pc__hca_stream_gpu_label(ref_gpu, points, P, g->key, identity, P, r->labels, 0, cell_sums);
             free(identity);
         }
         if (st != PC_OK)
