@@ -28,6 +28,11 @@
 
 enum phase { NO_BOX, BOUNDING, BOX_SET, COUNTING, FINISHED };
 
+typedef struct {
+    uint64_t key;
+    int64_t count;
+} cell_count;
+
 struct pc_hca_stream {
     pc_hca_params params;
     size_t dim;
@@ -46,6 +51,11 @@ struct pc_hca_stream {
     uint64_t *hkey;
     int64_t *hcount;
     size_t hcap, hused;
+    /* The non-empty cells in key order as last listed (list_ready), kept until counts change: a
+     * histogram read for its size and then for its cells, and the finish after it, list them once. */
+    cell_count *list;
+    size_t list_cells;
+    int list_ready;
     /* Integer bands: the key offset of every value, per band (uint8: 256 values, uint16: 65536). */
     uint64_t *table_u8, *table_u16;
     /* After finish: the cluster of every dense slot, or of every cell (sparse). */
@@ -76,7 +86,16 @@ void pc_hca_stream_free(pc_hca_stream *s)
     free(s->table_u16);
     free(s->cluster_of_slot);
     free(s->cluster_of_cell);
+    free(s->list);
     free(s);
+}
+
+/* Counts are about to change: the listed cells are stale. */
+static void forget_cells(pc_hca_stream *s)
+{
+    free(s->list);
+    s->list = NULL;
+    s->list_ready = 0;
 }
 
 pc_status pc_hca_stream_create(const pc_hca_params *params, size_t dim, pc_hca_stream **stream)
@@ -526,6 +545,7 @@ pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
     pc_status st = check_block(s, block, "pc_hca_stream_add", 1);
     if (st != PC_OK || (st = start_counting(s, "pc_hca_stream_add")) != PC_OK)
         return st;
+    forget_cells(s);
     int on_gpu;
     if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
         return st;
@@ -642,19 +662,16 @@ pc_status pc_hca_stream_label_held_device(const pc_hca_stream *s, int32_t *devic
 static void fold_slices(pc_hca_stream *s)
 {
     size_t total = (size_t)s->total;
-    for (int t = 1; t < s->slices; t++) {
-        int64_t *slice = s->count + (size_t)t * total;
-        for (size_t c = 0; c < total; c++) {
-            s->count[c] += slice[c];
-            slice[c] = 0;
+    int64_t *count = s->count;
+    int slices = s->slices, threads = slices > 1 ? s->threads : 1;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (long c = 0; c < (long)total; c++)
+        for (int t = 1; t < slices; t++) {
+            count[c] += count[(size_t)t * total + (size_t)c];
+            count[(size_t)t * total + (size_t)c] = 0;
         }
-    }
 }
-
-typedef struct {
-    uint64_t key;
-    int64_t count;
-} cell_count;
 
 static int by_key(const void *a, const void *b)
 {
@@ -662,37 +679,86 @@ static int by_key(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The non-empty cells in increasing key order (sparse: sorted out of the hash). */
-static pc_status sorted_cells(pc_hca_stream *s, cell_count **out, size_t *cells)
+/* The dense histogram's non-empty cells in key order: counted a chunk per thread, then written at
+ * each chunk's offset (1M cells of a 4-band m = 32 grid: a fraction of a millisecond on all cores). */
+static cell_count *dense_cells(const pc_hca_stream *s, size_t *cells)
+{
+    const int64_t *count = s->count;
+    size_t total = (size_t)s->total;
+    int threads = total < SMALL_BLOCK ? 1 : s->threads;
+    size_t *start = pc__calloc((size_t)threads + 1, sizeof *start, "HCA cell list");
+    if (!start)
+        return NULL;
+    (void)threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        size_t lo = total / (size_t)nt * (size_t)t, hi = t + 1 == nt ? total : lo + total / (size_t)nt, used = 0;
+        for (size_t c = lo; c < hi; c++)
+            used += count[c] > 0;
+        start[t + 1] = used;
+    }
+    for (int t = 0; t < threads; t++)
+        start[t + 1] += start[t];
+    cell_count *list = pc__alloc(start[threads] ? start[threads] : 1, sizeof *list, "HCA cell list");
+    if (list) {
+#pragma omp parallel num_threads(threads) if (threads > 1)
+        {
+            int t = 0, nt = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            nt = omp_get_num_threads();
+#endif
+            size_t lo = total / (size_t)nt * (size_t)t, hi = t + 1 == nt ? total : lo + total / (size_t)nt, q = start[t];
+            for (size_t c = lo; c < hi; c++)
+                if (count[c] > 0)
+                    list[q++] = (cell_count){c, count[c]};
+        }
+        *cells = start[threads];
+    }
+    free(start);
+    return list;
+}
+
+/* The non-empty cells in increasing key order (sparse: sorted out of the hash), listed once until the
+ * counts change (forget_cells); the stream keeps the list. */
+static pc_status sorted_cells(pc_hca_stream *s, const cell_count **out, size_t *cells)
 {
     *out = NULL;
     *cells = 0;
     if (s->phase != COUNTING)
         return PC_OK;
+    if (s->list_ready) {
+        *out = s->list;
+        *cells = s->list_cells;
+        return PC_OK;
+    }
     pc_status st = fold_gpu(s);
     if (st != PC_OK)
         return st;
     size_t used = 0;
+    cell_count *list;
     if (s->dense) {
         fold_slices(s);
-        for (uint64_t c = 0; c < s->total; c++)
-            used += s->count[c] > 0;
-    } else
-        used = s->hused;
-    cell_count *list = pc__alloc(used ? used : 1, sizeof *list, "HCA cell list");
-    if (!list)
-        return PC_OUT_OF_MEMORY;
-    size_t q = 0;
-    if (s->dense) {
-        for (uint64_t c = 0; c < s->total; c++)
-            if (s->count[c] > 0)
-                list[q++] = (cell_count){c, s->count[c]};
+        if (!(list = dense_cells(s, &used)))
+            return PC_OUT_OF_MEMORY;
     } else {
+        used = s->hused;
+        if (!(list = pc__alloc(used ? used : 1, sizeof *list, "HCA cell list")))
+            return PC_OUT_OF_MEMORY;
+        size_t q = 0;
         for (size_t i = 0; i < s->hcap; i++)
             if (s->hkey[i] != EMPTY_KEY)
                 list[q++] = (cell_count){s->hkey[i], s->hcount[i]};
         qsort(list, used, sizeof *list, by_key);
     }
+    s->list = list;
+    s->list_cells = used;
+    s->list_ready = 1;
     *out = list;
     *cells = used;
     return PC_OK;
@@ -707,13 +773,12 @@ pc_status pc_hca_stream_histogram(const pc_hca_stream *cs, size_t *cells, uint64
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_histogram: the stream is finished");
     /* Folding the threads' slices changes the representation, not the histogram. */
     pc_hca_stream *s = (pc_hca_stream *)cs;
-    cell_count *list;
+    const cell_count *list;
     size_t used;
     pc_status st = sorted_cells(s, &list, &used);
     if (st != PC_OK)
         return st;
     if (keys && counts && *cells < used) {
-        free(list);
         return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_histogram: room for %zu cells, the histogram has %zu", *cells,
                         used);
     }
@@ -723,7 +788,6 @@ pc_status pc_hca_stream_histogram(const pc_hca_stream *cs, size_t *cells, uint64
             counts[c] = list[c].count;
         }
     *cells = used;
-    free(list);
     return PC_OK;
 }
 
@@ -740,6 +804,7 @@ pc_status pc_hca_stream_add_histogram(pc_hca_stream *s, size_t cells, const uint
             return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_add_histogram: entry %zu (cell %llu, count %lld) is "
                             "not a cell of a %d^%zu grid with a count >= 0", c, (unsigned long long)keys[c],
                             (long long)counts[c], s->g.m, s->dim);
+    forget_cells(s);
     for (size_t c = 0; c < cells; c++) {
         if (s->dense)
             s->count[keys[c]] += counts[c];
@@ -793,27 +858,24 @@ pc_status pc_hca_stream_merge(pc_hca_stream *into, const pc_hca_stream *from)
 /* The grid pc_hca would have built: cells in key order with their densities; dense slots. */
 static pc_status grid_from_histogram(pc_hca_stream *s)
 {
-    cell_count *list;
+    const cell_count *list;
     size_t cells;
     pc_status st = sorted_cells(s, &list, &cells);
     if (st != PC_OK)
         return st;
     if (cells > (size_t)INT32_MAX) {
-        free(list);
         return pc__fail(PC_INVALID_ARGUMENT, "HCA handles up to 2^31 - 1 non-empty cells, the histogram has %zu", cells);
     }
     pc__hca_grid *g = &s->g;
     g->key = pc__alloc(cells, sizeof *g->key, "HCA cells");
     g->density = pc__alloc(cells, sizeof *g->density, "HCA densities");
-    if (!g->key || !g->density) {
-        free(list);
+    if (!g->key || !g->density)
         return PC_OUT_OF_MEMORY;
-    }
     for (size_t c = 0; c < cells; c++) {
         g->key[c] = list[c].key;
         g->density[c] = list[c].count;
     }
-    free(list);
+    forget_cells(s);
     g->cells = cells;
     g->n = (size_t)s->points;
     /* Dense slots (int32: cells < 2^31 whenever m^dim is) where pc_hca's rule would have them. */
@@ -824,7 +886,10 @@ static pc_status grid_from_histogram(pc_hca_stream *s)
         g->slot = pc__alloc((size_t)s->total, sizeof *g->slot, "HCA dense grid");
         if (!g->slot)
             return PC_OUT_OF_MEMORY;
-        for (uint64_t c = 0; c < s->total; c++)
+        int threads = s->total < SMALL_BLOCK ? 1 : s->threads;
+        (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (long c = 0; c < (long)s->total; c++)
             g->slot[c] = -1;
         for (size_t c = 0; c < cells; c++)
             g->slot[g->key[c]] = (int32_t)c;
@@ -882,9 +947,14 @@ pc_status pc_hca_stream_finish(pc_hca_stream *s, pc_result **result)
     if (s->g.dense) { /* labelling looks clusters up by slot directly */
         s->cluster_of_slot = s->g.slot;
         s->g.slot = NULL;
-        for (uint64_t c = 0; c < s->total; c++)
-            if (s->cluster_of_slot[c] >= 0)
-                s->cluster_of_slot[c] = s->cluster_of_cell[s->cluster_of_slot[c]];
+        int32_t *slot = s->cluster_of_slot;
+        const int32_t *cluster = s->cluster_of_cell;
+        int threads = s->total < SMALL_BLOCK ? 1 : s->threads;
+        (void)threads;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (long c = 0; c < (long)s->total; c++)
+            if (slot[c] >= 0)
+                slot[c] = cluster[slot[c]];
         s->g.dense = 0; /* the grid's own lookups (none from here on) would search the sorted keys */
     }
     pc__result_add_stage(r, "histogram", s->seconds_counting);
