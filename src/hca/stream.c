@@ -686,7 +686,8 @@ static cell_count *dense_cells(const pc_hca_stream *s, size_t *cells)
     const int64_t *count = s->count;
     size_t total = (size_t)s->total;
     int threads = total < SMALL_BLOCK ? 1 : s->threads;
-    size_t *start = pc__calloc((size_t)threads + 1, sizeof *start, "HCA cell list");
+    size_t *start = calloc((size_t)threads + 1, sizeof *start);
+    cell_count *list = NULL;
     if (!start)
         return NULL;
     (void)threads;
@@ -701,26 +702,21 @@ static cell_count *dense_cells(const pc_hca_stream *s, size_t *cells)
         for (size_t c = lo; c < hi; c++)
             used += count[c] > 0;
         start[t + 1] = used;
-    }
-    for (int t = 0; t < threads; t++)
-        start[t + 1] += start[t];
-    cell_count *list = pc__alloc(start[threads] ? start[threads] : 1, sizeof *list, "HCA cell list");
-    if (list) {
-#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp barrier
+#pragma omp single
         {
-            int t = 0, nt = 1;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-            nt = omp_get_num_threads();
-#endif
-            size_t lo = total / (size_t)nt * (size_t)t, hi = t + 1 == nt ? total : lo + total / (size_t)nt, q = start[t];
-            for (size_t c = lo; c < hi; c++)
-                if (count[c] > 0)
-                    list[q++] = (cell_count){c, count[c]};
-        }
-        *cells = start[threads];
+            for (int q = 0; q < nt; q++)
+                start[q + 1] += start[q];
+            *cells = start[nt];
+            list = malloc((start[nt] ? start[nt] : 1) * sizeof *list);
+        } /* (every thread waits here for the offsets and the list) */
+        for (size_t c = lo, q = start[t]; list && c < hi; c++)
+            if (count[c] > 0)
+                list[q++] = (cell_count){c, count[c]};
     }
     free(start);
+    if (!list)
+        pc__fail(PC_OUT_OF_MEMORY, "out of memory for the HCA cell list");
     return list;
 }
 
