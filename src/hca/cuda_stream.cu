@@ -49,6 +49,21 @@ __global__ void gather_kernel(const uint64_t *hash_key, const int32_t *hash_val,
     }
 }
 
+// The non-zero counters of a dense grid, packed in no particular order (the host adds them up): a fold
+// moves the non-empty cells (thousands) instead of every counter (m^dim, a million at 4 bands).
+__global__ void gather_dense_kernel(const int32_t *slot, uint64_t total, uint64_t *keys, int32_t *counts,
+                                    unsigned long long *used)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < total; i += (uint64_t)gridDim.x * blockDim.x) {
+        int32_t c = slot[i];
+        if (c != 0) {
+            unsigned long long at = atomicAdd(used, 1ull);
+            keys[at] = i;
+            counts[at] = c;
+        }
+    }
+}
+
 // The map of a dense grid: slot[key] = cluster (every slot was set to -1 before).
 __global__ void map_dense_kernel(int32_t *slot, const uint64_t *keys, const int32_t *clusters, size_t cells)
 {
@@ -174,36 +189,14 @@ bool checked_on_device(const pc__hca_stream_gpu &s, const pc_points *b, size_t p
     return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n <= per && !is_held(s, b);
 }
 
-pc_status fold_dense(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *chunk)
+// The gathered cells (g.key, g.density: `used` of them, counted on the device) handed to the sink a
+// chunk at a time.
+pc_status hand_over(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
+                    unsigned char *count_chunk)
 {
     pc__hca_gpu &g = s.g;
-    uint64_t most = s.pending < g.total ? s.pending : g.total;
-    pc_status st = sink->reserve(sink->ctx, (size_t)most);
-    if (st != PC_OK)
-        return st;
-    const uint64_t per = PC__HCA_STAGE_BYTES / sizeof(int32_t);
-    for (uint64_t first = 0; first < g.total; first += per) {
-        size_t n = (size_t)(g.total - first < per ? g.total - first : per);
-        PC_CUDA_TRY(cudaMemcpyAsync(chunk, g.slot.ptr + first, n * sizeof(int32_t), cudaMemcpyDeviceToHost, g.stream),
-                    "HCA stream: counts to the host");
-        PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: counts to the host");
-        sink->add(sink->ctx, first, nullptr, (const int32_t *)chunk, n);
-    }
-    PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0, g.total * sizeof(int32_t), g.stream), "HCA stream: counts");
-    return PC_OK;
-}
-
-pc_status fold_sparse(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
-                      unsigned char *count_chunk)
-{
-    pc__hca_gpu &g = s.g;
-    unsigned long long *used_d = g.scalars.ptr + GATHERED, used = 0;
-    PC_CUDA_TRY(cudaMemsetAsync(used_d, 0, sizeof *used_d, g.stream), "HCA stream: gathering the counts");
-    gather_kernel<<<blocks_for(g.hash_mask + 1, g.sms), THREADS, 0, g.stream>>>(g.hash_key.ptr, g.hash_val.ptr,
-                                                                              g.hash_mask + 1, g.key.ptr,
-                                                                              g.density.ptr, used_d);
-    PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
-    PC_CUDA_TRY(cudaMemcpyAsync(&used, used_d, sizeof used, cudaMemcpyDeviceToHost, g.stream),
+    unsigned long long used = 0;
+    PC_CUDA_TRY(cudaMemcpyAsync(&used, g.scalars.ptr + GATHERED, sizeof used, cudaMemcpyDeviceToHost, g.stream),
                 "HCA stream: gathering the counts");
     PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: gathering the counts");
     // Should the host have no room, the device keeps its counts: nothing is lost.
@@ -222,6 +215,43 @@ pc_status fold_sparse(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsi
         PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: counts to the host");
         sink->add(sink->ctx, 0, (const uint64_t *)key_chunk, (const int32_t *)count_chunk, n);
     }
+    return PC_OK;
+}
+
+pc_status fold_dense(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
+                     unsigned char *count_chunk)
+{
+    pc__hca_gpu &g = s.g;
+    // At most as many non-empty cells as points counted since the last fold, or as cells.
+    uint64_t most = s.pending < g.total ? s.pending : g.total;
+    pc_status st;
+    if ((st = pc__hca_grow(g.key, (size_t)most, "HCA stream: gathered counts")) != PC_OK ||
+        (st = pc__hca_grow(g.density, (size_t)most, "HCA stream: gathered counts")) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(g.scalars.ptr + GATHERED, 0, sizeof(unsigned long long), g.stream),
+                "HCA stream: gathering the counts");
+    gather_dense_kernel<<<blocks_for(g.total, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, g.total, g.key.ptr,
+                                                                            g.density.ptr, g.scalars.ptr + GATHERED);
+    PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
+    if ((st = hand_over(s, sink, key_chunk, count_chunk)) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0, g.total * sizeof(int32_t), g.stream), "HCA stream: counts");
+    return PC_OK;
+}
+
+pc_status fold_sparse(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
+                      unsigned char *count_chunk)
+{
+    pc__hca_gpu &g = s.g;
+    PC_CUDA_TRY(cudaMemsetAsync(g.scalars.ptr + GATHERED, 0, sizeof(unsigned long long), g.stream),
+                "HCA stream: gathering the counts");
+    gather_kernel<<<blocks_for(g.hash_mask + 1, g.sms), THREADS, 0, g.stream>>>(g.hash_key.ptr, g.hash_val.ptr,
+                                                                              g.hash_mask + 1, g.key.ptr,
+                                                                              g.density.ptr, g.scalars.ptr + GATHERED);
+    PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
+    pc_status st = hand_over(s, sink, key_chunk, count_chunk);
+    if (st != PC_OK)
+        return st;
     PC_CUDA_TRY(cudaMemsetAsync(g.hash_key.ptr, 0xff, (g.hash_mask + 1) * sizeof(uint64_t), g.stream),
                 "HCA stream: counts");
     PC_CUDA_TRY(cudaMemsetAsync(g.hash_val.ptr, 0, (g.hash_mask + 1) * sizeof(int32_t), g.stream), "HCA stream: counts");
@@ -232,9 +262,10 @@ pc_status fold(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink)
 {
     if (s.pending == 0)
         return PC_OK;
-    // Host chunks: the pinned staging buffers (idle between calls), or ordinary memory without them.
+    // Host chunks: the pinned staging buffers where a copy made them (idle between calls), else ordinary
+    // memory (the gathered cells are few: not worth pinning buffers for them).
     unsigned char *a, *b, *owned = nullptr;
-    if (pc__hca_have_staging(s.g)) {
+    if (s.g.staging[0] && s.g.staging[1]) {
         a = s.g.staging[0];
         b = s.g.staging[1];
     } else {
@@ -244,7 +275,7 @@ pc_status fold(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink)
         a = owned;
         b = owned + PC__HCA_STAGE_BYTES;
     }
-    pc_status st = s.g.dense ? fold_dense(s, sink, a) : fold_sparse(s, sink, a, b);
+    pc_status st = s.g.dense ? fold_dense(s, sink, a, b) : fold_sparse(s, sink, a, b);
     if (st == PC_OK)
         st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HCA stream: counts");
     free(owned);
