@@ -621,7 +621,8 @@ size_t pc_result_member_components(const pc_result *result, size_t member);
  *   4. pc_hca_stream_label over any blocks, from any threads at once (it does not change the stream).
  * Totals may exceed pc_hca's limit of 2^31 - 1 points; labels and counts are per block. The memory
  * taken is the histogram's: m^dim int64 counts when that fits params->memory_budget, else 16 bytes
- * per non-empty cell; blocks are read in place and never kept (but a held block's copy on the GPU,
+ * per non-empty cell (and, from a read of the histogram to the next add, its list of non-empty cells,
+ * 16 bytes each); blocks are read in place and never kept (but a held block's copy on the GPU,
  * pc_hca_stream_hold). The backend runs the box, the counting
  * and the labelling of each block: sequential, OpenMP, or CUDA. With CUDA a block goes to the GPU (in
  * pieces when it exceeds params->device_memory) and is counted there in int32 counts that are added to
@@ -684,7 +685,8 @@ pc_status pc_hca_stream_label_held(const pc_hca_stream *stream, int32_t *labels,
  * plain calls, which read host memory), and must stay valid and unchanged until the stream is freed. */
 pc_status pc_hca_stream_hold_device(pc_hca_stream *stream, const pc_points *block);
 /* After finish: the labels of a block held by pc_hca_stream_hold_device into device_labels (n int32
- * of the same GPU's memory; the labels never cross the bus), sums as pc_hca_stream_label's (host
+ * of the same GPU's memory, aligned; else PC_INVALID_ARGUMENT before any kernel runs; the labels never
+ * cross the bus), sums as pc_hca_stream_label's (host
  * memory). Whatever fails leaves device_labels' contents unspecified. */
 pc_status pc_hca_stream_label_held_device(const pc_hca_stream *stream, int32_t *device_labels, double *sums);
 

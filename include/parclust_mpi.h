@@ -40,9 +40,10 @@ pc_status pc_mpi_agree(MPI_Comm comm, pc_status status, const char *message);
 /* Where a run's time went on this rank, in seconds: setup (the scan, its merge and the start), compute
  * (adding the rank's points and stepping, in the iterations), communication (the reductions and
  * exchanges of the iterations, waiting for the slowest rank included) and finish (below). HCA
- * (pc_mpi_hca_device): setup = the stream, the hold and the box; compute = counting and labelling the
- * rank's rows; communication = the histograms' merge, the agreements and the sums, waiting included;
- * finish = the components, dendrogram and cut from the summed histogram (on every rank). */
+ * (pc_mpi_hca_device): setup = the checks, the stream, the hold and the box (their agreements and
+ * reductions included); compute = counting and labelling the rank's rows; communication = the rest: the
+ * histograms' merge, the later agreements and the centres' sums, waiting included; finish = the
+ * components, dendrogram and cut from the summed histogram (on every rank). */
 typedef struct {
     double setup, compute, communication;
     /* k-means: the inertia of the final labels to the final centres (pc_kmeans's; the result's is the

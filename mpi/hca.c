@@ -142,8 +142,8 @@ static pc_status hca(MPI_Comm comm, const pc_points *points, const pc_hca_params
     if (centres)
         *centres = NULL;
     if (!points || !params || !result || (points->n && !labels))
-        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: pc_mpi_hca: points, params, result and (with rows) labels "
-                          "must not be NULL", rank);
+        st = pc__mpi_fail(PC_INVALID_ARGUMENT, "rank %d: %s: points, params, result and (with rows) labels must "
+                          "not be NULL", rank, on_device ? "pc_mpi_hca_device" : "pc_mpi_hca");
     unsigned long long dim = points ? points->dim : 0, dlo = 0, dhi = 0, n = points ? points->n : 0, total = 0;
     MPI_Allreduce(&dim, &dlo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
     MPI_Allreduce(&dim, &dhi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);

@@ -796,8 +796,9 @@ static void held(uint64_t seed)
 /* The rows already in GPU memory (pc_hca_stream_hold_device) against pc_hca: every type, dense and
  * sparse, packed and strided rows, in pieces of 997 with folds, the labels written to GPU memory
  * (pc_hca_stream_label_held_device) and to the host (pc_hca_stream_label_held) from the same hold; and
- * refusals: host pointers for rows or labels, a CPU stream, a non-finite value (nothing kept: a good
- * block is held after it), the device labels of a block held from the host, labels before the finish. */
+ * refusals: host pointers for rows or labels, misaligned labels, labels on another GPU (where there are
+ * two), a CPU stream, a non-finite value (nothing kept: a good block is held after it), the device
+ * labels of a block held from the host, labels before the finish. */
 static void held_on_device(uint64_t seed)
 {
     const pc_dtype types[] = {PC_F32, PC_F64, PC_U8, PC_U16};
@@ -895,6 +896,20 @@ static void held_on_device(uint64_t seed)
         CHECK_STATUS(pc_hca_stream_add_held(s), PC_OK);
         CHECK_STATUS(pc_hca_stream_finish(s, &r), PC_OK);
         memset(sums, 0, 64 * (dim + 1) * sizeof *sums);
+        /* Labels misaligned, or in another GPU's memory, are refused before any kernel writes them. */
+        CHECK_STATUS(pc_hca_stream_label_held_device(s, (int32_t *)((char *)d_labels + 2), sums), PC_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pc_last_error(), "aligned") != NULL, "message: %s", pc_last_error());
+        int32_t *other = NULL;
+        if (pc_cuda_device_count() > 1 && pc_cuda_select_device(1) == PC_OK &&
+            cudaMalloc((void **)&other, n * sizeof *other) == cudaSuccess) {
+            CHECK_STATUS(pc_cuda_select_device(0), PC_OK);
+            CHECK_STATUS(pc_hca_stream_label_held_device(s, other, sums), PC_INVALID_ARGUMENT);
+            CHECK_MSG(strstr(pc_last_error(), "GPU 1") != NULL, "message: %s", pc_last_error());
+            CHECK_STATUS(pc_cuda_select_device(1), PC_OK);
+            cudaFree(other);
+        }
+        CHECK_STATUS(pc_cuda_select_device(0), PC_OK);
+        CHECK(cudaMemset(d_labels, 0x7f, n * sizeof *d_labels) == cudaSuccess);
         if (r && d_labels)
             CHECK_STATUS(pc_hca_stream_label_held_device(s, d_labels, sums), PC_OK);
         CHECK(cudaMemcpy(labels, d_labels, n * sizeof *labels, cudaMemcpyDeviceToHost) == cudaSuccess);

@@ -722,17 +722,23 @@ pc_status pc__hca_check_device_rows(const pc_points *points, const int32_t *devi
         return pc__fail(PC_INVALID_ARGUMENT, "stride %zu is shorter than a row (%zu bytes)", stride, rowbytes);
     if (((uintptr_t)points->data | stride) % elem != 0 || (uintptr_t)device_labels % 4 != 0)
         return pc__fail(PC_INVALID_ARGUMENT, "device points and labels must be aligned to their element size");
-    // A host pointer here would fault inside a kernel and take the CUDA context down with it.
+    // A host pointer, or another GPU's memory, would fault inside a kernel and take the CUDA context
+    // down with it.
     cudaPointerAttributes at;
+    int device = 0;
+    PC_CUDA_TRY(cudaGetDevice(&device), "checking device memory");
     for (const void *p : {(const void *)points->data, (const void *)device_labels}) {
         if (!p)
             continue;
+        const char *name = p == points->data ? "points->data" : "device_labels";
         if (cudaPointerGetAttributes(&at, p) != cudaSuccess ||
             (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)) {
             cudaGetLastError();
-            return pc__fail(PC_INVALID_ARGUMENT, "%s is not GPU memory (cudaMalloc'd or managed)",
-                            p == points->data ? "points->data" : "device_labels");
+            return pc__fail(PC_INVALID_ARGUMENT, "%s is not GPU memory (cudaMalloc'd or managed)", name);
         }
+        if (at.type == cudaMemoryTypeDevice && at.device != device)
+            return pc__fail(PC_INVALID_ARGUMENT, "%s is memory of GPU %d; the work runs on GPU %d", name, at.device,
+                            device);
     }
     return PC_OK;
 }

@@ -51,14 +51,14 @@ __global__ void gather_kernel(const uint64_t *hash_key, const int32_t *hash_val,
 
 // The non-zero counters of a dense grid, packed in no particular order (the host adds them up): a fold
 // moves the non-empty cells (thousands) instead of every counter (m^dim, a million at 4 bands).
-__global__ void gather_dense_kernel(const int32_t *slot, uint64_t total, uint64_t *keys, int32_t *counts,
+__global__ void gather_dense_kernel(const int32_t *slot, uint64_t first, uint64_t n, uint64_t *keys, int32_t *counts,
                                     unsigned long long *used)
 {
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < total; i += (uint64_t)gridDim.x * blockDim.x) {
-        int32_t c = slot[i];
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        int32_t c = slot[first + i];
         if (c != 0) {
             unsigned long long at = atomicAdd(used, 1ull);
-            keys[at] = i;
+            keys[at] = first + i;
             counts[at] = c;
         }
     }
@@ -189,10 +189,10 @@ bool checked_on_device(const pc__hca_stream_gpu &s, const pc_points *b, size_t p
     return (b->dtype == PC_F32 || b->dtype == PC_F64) && b->n <= per && !is_held(s, b);
 }
 
-// The gathered cells (g.key, g.density: `used` of them, counted on the device) handed to the sink a
-// chunk at a time.
-pc_status hand_over(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
-                    unsigned char *count_chunk)
+// The gathered cells (keys and counts in device memory, `used` of them as counted in the scalars)
+// handed to the sink a chunk at a time.
+pc_status hand_over(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, const uint64_t *keys, const int32_t *counts,
+                    unsigned char *key_chunk, unsigned char *count_chunk)
 {
     pc__hca_gpu &g = s.g;
     unsigned long long used = 0;
@@ -206,11 +206,9 @@ pc_status hand_over(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsign
     const size_t per = PC__HCA_STAGE_BYTES / sizeof(uint64_t);
     for (size_t first = 0; first < used; first += per) {
         size_t n = used - first < per ? (size_t)(used - first) : per;
-        PC_CUDA_TRY(cudaMemcpyAsync(key_chunk, g.key.ptr + first, n * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                                    g.stream),
+        PC_CUDA_TRY(cudaMemcpyAsync(key_chunk, keys + first, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, g.stream),
                     "HCA stream: counts to the host");
-        PC_CUDA_TRY(cudaMemcpyAsync(count_chunk, g.density.ptr + first, n * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                    g.stream),
+        PC_CUDA_TRY(cudaMemcpyAsync(count_chunk, counts + first, n * sizeof(int32_t), cudaMemcpyDeviceToHost, g.stream),
                     "HCA stream: counts to the host");
         PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: counts to the host");
         sink->add(sink->ctx, 0, (const uint64_t *)key_chunk, (const int32_t *)count_chunk, n);
@@ -218,23 +216,27 @@ pc_status hand_over(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsign
     return PC_OK;
 }
 
+// A range of slots has no more non-empty cells than slots: ranges as long as the piece buffers (idle
+// during a fold; the last piece's kernel is ahead on the same stream) gather into them, within the
+// device memory the state was sized to.
 pc_status fold_dense(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsigned char *key_chunk,
                      unsigned char *count_chunk)
 {
     pc__hca_gpu &g = s.g;
-    // At most as many non-empty cells as points counted since the last fold, or as cells.
-    uint64_t most = s.pending < g.total ? s.pending : g.total;
+    uint64_t *keys = (uint64_t *)g.data.ptr;
+    int32_t *counts = g.labels.ptr;
+    uint64_t range = s.piece_bytes / sizeof(uint64_t) < s.piece_rows ? s.piece_bytes / sizeof(uint64_t) : s.piece_rows;
     pc_status st;
-    if ((st = pc__hca_grow(g.key, (size_t)most, "HCA stream: gathered counts")) != PC_OK ||
-        (st = pc__hca_grow(g.density, (size_t)most, "HCA stream: gathered counts")) != PC_OK)
-        return st;
-    PC_CUDA_TRY(cudaMemsetAsync(g.scalars.ptr + GATHERED, 0, sizeof(unsigned long long), g.stream),
-                "HCA stream: gathering the counts");
-    gather_dense_kernel<<<blocks_for(g.total, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, g.total, g.key.ptr,
-                                                                            g.density.ptr, g.scalars.ptr + GATHERED);
-    PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
-    if ((st = hand_over(s, sink, key_chunk, count_chunk)) != PC_OK)
-        return st;
+    for (uint64_t first = 0; first < g.total; first += range) {
+        uint64_t n = g.total - first < range ? g.total - first : range;
+        PC_CUDA_TRY(cudaMemsetAsync(g.scalars.ptr + GATHERED, 0, sizeof(unsigned long long), g.stream),
+                    "HCA stream: gathering the counts");
+        gather_dense_kernel<<<blocks_for(n, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, first, n, keys, counts,
+                                                                          g.scalars.ptr + GATHERED);
+        PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
+        if ((st = hand_over(s, sink, keys, counts, key_chunk, count_chunk)) != PC_OK)
+            return st;
+    }
     PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0, g.total * sizeof(int32_t), g.stream), "HCA stream: counts");
     return PC_OK;
 }
@@ -249,7 +251,7 @@ pc_status fold_sparse(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsi
                                                                               g.hash_mask + 1, g.key.ptr,
                                                                               g.density.ptr, g.scalars.ptr + GATHERED);
     PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
-    pc_status st = hand_over(s, sink, key_chunk, count_chunk);
+    pc_status st = hand_over(s, sink, g.key.ptr, g.density.ptr, key_chunk, count_chunk);
     if (st != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(g.hash_key.ptr, 0xff, (g.hash_mask + 1) * sizeof(uint64_t), g.stream),
@@ -495,17 +497,12 @@ pc_status copy_held(pc__hca_stream_gpu &s, const pc_points *view)
     return st;
 }
 
-// The caller's device rows, read where they are: they must be memory of the state's GPU.
+// The caller's device rows, read where they are (memory of the state's GPU, the current one here).
 pc_status adopt_held(pc__hca_stream_gpu &s, const pc_points *view)
 {
     pc_status st = pc__hca_check_device_rows(view, nullptr);
     if (st != PC_OK)
         return st;
-    cudaPointerAttributes at;
-    if (cudaPointerGetAttributes(&at, view->data) == cudaSuccess && at.type == cudaMemoryTypeDevice &&
-        at.device != s.g.device)
-        return pc__fail(PC_INVALID_ARGUMENT, "points->data is memory of GPU %d, the stream runs on GPU %d", at.device,
-                        s.g.device);
     size_t rowbytes = view->dim * pc__hca_element_size(view->dtype);
     s.held_rows = (const unsigned char *)view->data;
     s.held_stride = view->stride ? view->stride : rowbytes;
@@ -658,10 +655,10 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block
         s->mapped = true;
     }
     size_t dim = g.dim, words = k * (dim + 1), per = piece_of(*s, block);
-    // Rows on the GPU labelled into GPU memory need no piece buffer: one launch (a piece's sums stay
-    // far from overflowing their 64 bits at 2^32 rows, floats' 2^30 steps included).
+    // Rows on the GPU labelled into GPU memory need no piece buffer: launches of up to 2^31 - 1 rows (the
+    // test hook's fold_rows, lower), whose sums stay far from overflowing 64 bits (floats' 2^30 steps).
     if (labels_on_device && is_held(*s, block))
-        per = block->n < ((size_t)1 << 32) ? (block->n ? block->n : 1) : (size_t)1 << 32;
+        per = block->n < s->fold_rows ? (block->n ? block->n : 1) : (size_t)s->fold_rows;
     if ((st = pc__hca_grow(g.sums, words ? words : 1, "HCA cluster sums")) != PC_OK)
         return st;
     if (checked_on_host(*s, block, per) && (st = pc_points_check(block)) != PC_OK)

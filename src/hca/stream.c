@@ -686,7 +686,7 @@ static cell_count *dense_cells(const pc_hca_stream *s, size_t *cells)
     const int64_t *count = s->count;
     size_t total = (size_t)s->total;
     int threads = total < SMALL_BLOCK ? 1 : s->threads;
-    size_t *start = calloc((size_t)threads + 1, sizeof *start);
+    size_t *start = pc__calloc((size_t)threads + 1, sizeof *start, "HCA cell list");
     cell_count *list = NULL;
     if (!start)
         return NULL;
