@@ -254,7 +254,7 @@ unsigned blocks_for(size_t count, int sms)
 
 template <typename T> pc_status upload(pc__device_buffer<T> &d, const T *h, size_t n, cudaStream_t stream, const char *what)
 {
-    pc_status st = d.alloc(n, what);
+    pc_status st = pc__hca_grow(d, n, what);
     if (st == PC_OK && n)
         st = pc__cuda_status(cudaMemcpyAsync(d.ptr, h, n * sizeof(T), cudaMemcpyHostToDevice, stream), what);
     return st;
@@ -312,18 +312,22 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         sc.factor[j] = j < dim ? pc__climb_factor(g->lo[j], g->hi[j]) : 0;
     int packed = integer && rowbytes <= 8;
     size_t record = packed ? 8 : rowbytes;
-    pc__device_buffer<uint8_t> d_border;
-    pc__device_buffer<int32_t> d_cluster, index, index_sorted, run, reached, unresolved_list;
-    pc__device_buffer<unsigned long long> cell_sums, scalars, delta;
-    pc__device_buffer<unsigned char> rows, temp;
-    pc__device_buffer<uint64_t> keys, keys_sorted;
-    pc__device_buffer<int2> changed_list;
+    // The plan's buffers, grown as needed (every one is written before it is read, or zeroed here).
+    pc__hca_refine_buffers &b = s.refine;
+    auto &d_border = b.border;
+    auto &d_cluster = b.cluster, &index = b.index, &index_sorted = b.index_sorted, &run = b.run;
+    auto &reached = b.reached, &unresolved_list = b.unresolved;
+    auto &cell_sums = b.cell_sums, &scalars = b.scalars, &delta = b.delta;
+    auto &rows = b.rows, &temp = b.temp;
+    auto &keys = b.keys, &keys_sorted = b.keys_sorted;
+    auto &changed_list = b.changed;
     if ((st = upload(d_border, h.is_border, cells, stream, "HCA-MS border cells")) != PC_OK ||
         (st = upload(d_cluster, cluster_of_cell, cells, stream, "HCA-MS cell clusters")) != PC_OK ||
-        (st = cell_sums.alloc(cells * dim, "HCA-MS cell sums")) != PC_OK ||
-        (st = scalars.alloc(4, "HCA-MS counters")) != PC_OK || (st = index.alloc(count, "HCA-MS border points")) != PC_OK ||
-        (st = packed ? keys.alloc(count, "HCA-MS border rows") : rows.alloc(count * rowbytes, "HCA-MS border rows")) !=
-            PC_OK)
+        (st = pc__hca_grow(cell_sums, cells * dim, "HCA-MS cell sums")) != PC_OK ||
+        (st = pc__hca_grow(scalars, 4, "HCA-MS counters")) != PC_OK ||
+        (st = pc__hca_grow(index, count, "HCA-MS border points")) != PC_OK ||
+        (st = packed ? pc__hca_grow(keys, count, "HCA-MS border rows")
+                     : pc__hca_grow(rows, count * rowbytes, "HCA-MS border rows")) != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(cell_sums.ptr, 0, cells * dim * sizeof(unsigned long long), stream), "HCA-MS cell sums");
     PC_CUDA_TRY(cudaMemsetAsync(scalars.ptr, 0, 4 * sizeof(unsigned long long), stream), "HCA-MS counters");
@@ -389,9 +393,9 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         return st;
     if (!(h.reach.climb.h > 0))
         return PC_OK; // a zero bandwidth moves nothing: every point keeps its cell's cluster
-    pc__device_buffer<uint64_t> d_block_key;
-    pc__device_buffer<double> d_ref, d_weight;
-    pc__device_buffer<uint32_t> d_block_start;
+    auto &d_block_key = b.block_key;
+    auto &d_ref = b.ref, &d_weight = b.weight;
+    auto &d_block_start = b.block_start;
     pc__hca_climb dc = h.reach.climb;
     if ((st = upload(d_block_key, dc.block_key, dc.refs, stream, "HCA-MS references")) != PC_OK ||
         (st = upload(d_ref, dc.ref, dc.refs * dim, stream, "HCA-MS references")) != PC_OK ||
@@ -411,16 +415,16 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     size_t climbs = count;
     if (packed) {
         size_t bytes = 0, scan_bytes = 0;
-        if ((st = keys_sorted.alloc(count, "HCA-MS sorted keys")) != PC_OK ||
-            (st = index_sorted.alloc(count, "HCA-MS sorted keys")) != PC_OK ||
-            (st = run.alloc(count, "HCA-MS runs")) != PC_OK)
+        if ((st = pc__hca_grow(keys_sorted, count, "HCA-MS sorted keys")) != PC_OK ||
+            (st = pc__hca_grow(index_sorted, count, "HCA-MS sorted keys")) != PC_OK ||
+            (st = pc__hca_grow(run, count, "HCA-MS runs")) != PC_OK)
             return st;
         int bits = (int)(8 * rowbytes);
         PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
                                                     index_sorted.ptr, (int)count, 0, bits, stream),
                     "HCA-MS sort");
         PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, run.ptr, run.ptr, (int)count, stream), "HCA-MS scan");
-        if ((st = temp.alloc(bytes > scan_bytes ? bytes : scan_bytes, "HCA-MS sort scratch")) != PC_OK)
+        if ((st = pc__hca_grow(temp, bytes > scan_bytes ? bytes : scan_bytes, "HCA-MS sort scratch")) != PC_OK)
             return st;
         PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.ptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
                                                     index_sorted.ptr, (int)count, 0, bits, stream),
@@ -439,8 +443,8 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         starts = (const unsigned char *)keys.ptr; // the distinct keys, in place of the unsorted ones
         point_index = index_sorted.ptr;
     }
-    if ((st = reached.alloc(climbs, "HCA-MS climbs")) != PC_OK ||
-        (st = unresolved_list.alloc(climbs, "HCA-MS climbs")) != PC_OK)
+    if ((st = pc__hca_grow(reached, climbs, "HCA-MS climbs")) != PC_OK ||
+        (st = pc__hca_grow(unresolved_list, climbs, "HCA-MS climbs")) != PC_OK)
         return st;
     climb<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms), THREADS, 0, stream>>>(starts, climbs, record, t, dc, grid, d_cluster.ptr, reached.ptr,
                                                            scalars.ptr + 1, unresolved_list.ptr);
@@ -471,8 +475,8 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         }
     }
     size_t words = k * (dim + 1);
-    if ((st = delta.alloc(words, "HCA-MS cluster sums")) != PC_OK ||
-        (!device_labels && (st = changed_list.alloc(count, "HCA-MS changed points")) != PC_OK))
+    if ((st = pc__hca_grow(delta, words, "HCA-MS cluster sums")) != PC_OK ||
+        (!device_labels && (st = pc__hca_grow(changed_list, count, "HCA-MS changed points")) != PC_OK))
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(delta.ptr, 0, words * sizeof(unsigned long long), stream), "HCA-MS cluster sums");
     apply<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(count, point_index, starts, record, packed ? run.ptr : nullptr,
