@@ -12,10 +12,11 @@
  * labels and their inertia; per iteration = (compute + communication) / iterations; HCA: the whole
  * call (labels' pages touched before), and its floor (the ranks reading their pixels and writing int32
  * labels once, at once: host memory's share; with --device 1 each rank's pixels and labels are in its
- * GPU's memory, pc_mpi_hca_device, the median of --repeats calls and the finish's stages); mean shift: setup = the points' check, compute = the
- * climbs, communication = the gather of the points and the merge), and a checksum of the result
+ * GPU's memory, pc_mpi_hca_device, the median of --repeats calls, its parts and the finish's stages);
+ * mean shift: setup = the points' check, compute = the climbs, communication = the gather of the points and the merge), and a checksum of the result
  * (k-means: the inertia; HCA and mean shift: the cluster sizes' hash) that must not depend on P. */
 #include "parclust_mpi.h"
+#include "bench_util.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -220,13 +221,7 @@ static int bench_hca(int argc, char **argv, int rank, int size, pc_backend backe
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
-    for (int a = 1; a < repeats; a++) /* sorted: the median (rank 0's slowest-rank times) */
-        for (int b = a; b > 0 && walls[b] < walls[b - 1]; b--) {
-            double w = walls[b];
-            walls[b] = walls[b - 1];
-            walls[b - 1] = w;
-        }
-    double wall = walls[repeats / 2];
+    double wall = median(walls, repeats); /* (the calls' slowest-rank times, sorted) */
     /* The last call's parts, each the slowest rank's. */
     double setup = slowest(report.setup), compute = slowest(report.compute);
     double communication = slowest(report.communication), finish = slowest(report.finish);

@@ -652,6 +652,29 @@ static void refusals(uint64_t seed)
     free(x);
 }
 
+/* The held blocks' parameters: m 30, 4 clusters; sparse: a budget that keeps the histograms sparse. */
+static pc_hca_params held_params(int sparse)
+{
+    pc_hca_params p;
+    pc_hca_params_init(&p);
+    p.m = 30;
+    p.clusters = 4;
+    if (sparse)
+        p.memory_budget = 1024;
+    return p;
+}
+
+/* n rows of `row` bytes copied `stride` bytes apart, the gaps 0xff (NaN for floats: never read). */
+static unsigned char *strided_copy(const void *data, size_t n, size_t row, size_t stride)
+{
+    unsigned char *out = malloc(n * stride);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(out + i * stride, (const unsigned char *)data + i * row, row);
+        memset(out + i * stride + row, 0xff, stride - row);
+    }
+    return out;
+}
+
 /* Finish a stream that holds a block, then label the held block: the result, labels and sums (room
  * for 64 clusters, zeroed first). */
 static pc_result *finish_and_label_held(pc_hca_stream *s, int32_t *labels, double *sums, size_t dim)
@@ -680,17 +703,8 @@ static void held(uint64_t seed)
         for (int form = 0; form < 5; form++) { /* dense, sparse, pieces, strided, the caller's view */
             void *data = convert(x, n * dim, types[ti], 20);
             size_t size = type_size(types[ti]), pad = 2 * size;
-            unsigned char *padded = malloc(n * (dim * size + pad));
-            for (size_t i = 0; i < n; i++) {
-                memcpy(padded + i * (dim * size + pad), (unsigned char *)data + i * dim * size, dim * size);
-                memset(padded + i * (dim * size + pad) + dim * size, 0xff, pad); /* (NaN for floats: never read) */
-            }
-            pc_hca_params p;
-            pc_hca_params_init(&p);
-            p.m = 30;
-            p.clusters = 4;
-            if (form == 1)
-                p.memory_budget = 1024;
+            unsigned char *padded = strided_copy(data, n, dim * size, dim * size + pad);
+            pc_hca_params p = held_params(form == 1);
             pc_points all = view(data, n, dim, types[ti]), block = all;
             if (form == 3) {
                 block = view(padded, n, dim, types[ti]);
@@ -812,17 +826,10 @@ static void held_on_device(uint64_t seed)
         for (int form = 0; form < 4; form++) { /* dense, sparse, strided, pieces of 997 */
             void *data = convert(x, n * dim, types[ti], 20);
             size_t size = type_size(types[ti]), row = dim * size, stride = form == 2 ? row + 2 * size : row;
-            unsigned char *rows = calloc(n, stride), *d_rows = NULL;
-            for (size_t i = 0; i < n; i++)
-                memcpy(rows + i * stride, (unsigned char *)data + i * row, row);
+            unsigned char *rows = strided_copy(data, n, row, stride), *d_rows = NULL;
             CHECK(cudaMalloc((void **)&d_rows, n * stride) == cudaSuccess &&
                   cudaMemcpy(d_rows, rows, n * stride, cudaMemcpyHostToDevice) == cudaSuccess);
-            pc_hca_params p;
-            pc_hca_params_init(&p);
-            p.m = 30;
-            p.clusters = 4;
-            if (form == 1)
-                p.memory_budget = 1024;
+            pc_hca_params p = held_params(form == 1);
             pc_points all = view(data, n, dim, types[ti]), block = view(d_rows, n, dim, types[ti]);
             block.stride = stride;
             pc_result *mem = reference(&all, &p), *r = NULL;

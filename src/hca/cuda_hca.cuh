@@ -135,9 +135,8 @@ pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning
                                  size_t cells, int32_t *cell_of_row, unsigned long long *sums,
                                  const pc__hca_point_pass &pass);
 
-// The device state of one plan: buffers grow to the largest run seen and are kept.
 // HCA-MS's device buffers (cuda_refine.cu), kept from one run of a plan to the next: allocating them
-// anew took 0.3-0.4 ms of the RGB image's ~6 ms refinement.
+// anew took 0.3-0.5 ms of the RGB image's ~5.7 ms refinement.
 struct pc__hca_refine_buffers {
     pc__device_buffer<uint8_t> border;
     pc__device_buffer<int32_t> cluster, index, index_sorted, run, reached, unresolved;
@@ -149,6 +148,7 @@ struct pc__hca_refine_buffers {
     pc__device_buffer<int2> changed;
 };
 
+// The device state of one plan: buffers grow to the largest run seen and are kept.
 struct pc__hca_gpu {
     size_t n, dim, rowbytes, elem;
     pc_dtype dtype;
@@ -198,9 +198,10 @@ struct pc__hca_gpu {
 // What cuda.cu's plan and cuda_stream.cu's stream share (cuda.cu).
 // The stream, device, SM count and shared memory limit of the current GPU into s.
 pc_status pc__hca_gpu_open(pc__hca_gpu &s);
-// Rows in GPU memory as a caller gives them (plans' device input, pc_heca_device): a stride of at least a
-// row, points and labels aligned to their element size, and both GPU memory (cudaMalloc'd or managed: a
-// host pointer would fault inside a kernel and take the CUDA context down); device_labels may be NULL.
+// Rows in GPU memory as a caller gives them (plans' device input, pc_heca_device, a stream's block held
+// on the device and its labels): a stride of at least a row, points and labels aligned to their element
+// size, and both GPU memory (cudaMalloc'd or managed) of the current device: a host pointer or another
+// GPU's memory would fault inside a kernel and take the CUDA context down. device_labels may be NULL.
 pc_status pc__hca_check_device_rows(const pc_points *points, const int32_t *device_labels);
 // Waits for and destroys the stream, the staging buffers and their events (the device buffers free
 // themselves with s).

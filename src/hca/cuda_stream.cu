@@ -133,7 +133,8 @@ void forget_held(pc__hca_stream_gpu &s)
     s.held_rows = nullptr;
 }
 
-// The block's rows [off, off + count) packed into the piece buffer (a held block's are there already).
+// The block's rows [off, off + count) packed into the piece buffer (a held block's are on the GPU
+// already: read where they are, the copy's or the caller's).
 pc_status load(pc__hca_stream_gpu &s, const pc_points *b, size_t off, size_t count, pc__hca_rows *rows)
 {
     size_t rowbytes = b->dim * pc__hca_element_size(b->dtype), stride = b->stride ? b->stride : rowbytes;
