@@ -621,6 +621,7 @@ void pc__hca_gpu_close(pc__hca_gpu &s)
         s.staged[b] = nullptr;
     }
     free_ring(s);
+    pc__hca_refine_close(s.refine);
     cudaGetLastError();
 }
 

@@ -199,6 +199,25 @@ __global__ void link_kernel(pc__hca_dgrid g, pc__hca_binning b, const uint64_t *
     link[c] = best;
 }
 
+// HCA-MS (ALGORITHMS.md section 3b): a cell is a border cell when a non-empty neighbour (corners
+// included, as refine.c's pc__hca_border_cells) is of another cluster; its points are counted.
+__global__ void border_kernel(pc__hca_dgrid g, pc__hca_binning b, const uint64_t *key, const int32_t *density,
+                              const int32_t *cluster, size_t cells, uint8_t *is_border, unsigned long long *points)
+{
+    size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cells)
+        return;
+    int32_t own = cluster[c];
+    bool border = false;
+    for_neighbours(key[c], b, false, [&](uint64_t k) {
+        int32_t x = border ? -1 : pc__hca_find_cell(g, k);
+        border |= x >= 0 && cluster[x] != own;
+    });
+    is_border[c] = border;
+    if (border)
+        atomicAdd(points, (unsigned long long)density[c]);
+}
+
 // Step 3: links point to strictly denser (or equally dense, larger) cells, so chains end. Pointer
 // jumping halves every chain a pass (equal densities along a lattice make chains m cells long, too
 // long to walk cell by cell); a root only ever moves up its chain, so reading an entry another
@@ -496,6 +515,17 @@ pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, si
         (st = sort_pairs(s, s.edge_h_sorted.ptr, s.edge_h.ptr, s.edge_ab_sorted.ptr, s.edge_ab.ptr, e)) != PC_OK)
         return st;
     *edges = e; // sorted: edge_ab, edge_h
+    return PC_OK;
+}
+
+pc_status pc__hca_cuda_border_cells(pc__hca_gpu &s, size_t cells, const int32_t *cluster, uint8_t *is_border,
+                                    unsigned long long *points)
+{
+    if (cells)
+        border_kernel<<<(unsigned)blocks_for(cells), THREADS, 0, s.stream>>>(pc__hca_view(s), s.bin, s.key.ptr,
+                                                                             s.density.ptr, cluster, cells, is_border,
+                                                                             points);
+    PC_CUDA_LAUNCHED("HCA-MS border cells");
     return PC_OK;
 }
 

@@ -131,22 +131,41 @@ pc_status pc__hca_cuda_histograms(const pc__hca_rows &rows, const pc__hca_grids 
 // done) and the caller sums another way.
 #define PC__HCA_CELL_SUM_RANGES 8
 bool pc__hca_cell_sums_apply(size_t cells, size_t dim, pc_dtype dtype, size_t shared_optin); // it would not decline
+// HCA-MS's border points, gathered by the same pass (gather not NULL): each row of a flagged cell gets a
+// place (*count, on the device, counts them), its number plus `offset` in index[place], and its bytes as
+// a little-endian key in keys[place] (rows of at most 8 bytes) or in rows[place * rowbytes ...]. The
+// places' order is free (HCA-MS sorts the keys, or climbs each row).
+struct pc__hca_gather {
+    const uint8_t *flagged;
+    unsigned long long *count;
+    int32_t *index;
+    uint64_t *keys;
+    unsigned char *rows;
+    size_t rowbytes, offset;
+};
 pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                                  size_t cells, int32_t *cell_of_row, unsigned long long *sums,
-                                 const pc__hca_point_pass &pass);
+                                 const pc__hca_gather *gather, const pc__hca_point_pass &pass);
 
 // HCA-MS's device buffers (cuda_refine.cu), kept from one run of a plan to the next: allocating them
 // anew took 0.3-0.5 ms of the RGB image's ~5.7 ms refinement.
 struct pc__hca_refine_buffers {
     pc__device_buffer<uint8_t> border;
-    pc__device_buffer<int32_t> cluster, index, index_sorted, run, reached, unresolved;
+    pc__device_buffer<int32_t> index, index_sorted, run, run_start, reached, left, unresolved;
     pc__device_buffer<unsigned long long> cell_sums, scalars, delta;
     pc__device_buffer<unsigned char> rows, temp;
     pc__device_buffer<uint64_t> keys, keys_sorted, block_key;
     pc__device_buffer<double> ref, weight;
     pc__device_buffer<uint32_t> block_start;
     pc__device_buffer<int2> changed;
+    // The cells' sums go to the host on a stream of their own while the border points are gathered and
+    // sorted on the plan's; made on first use (none: the plan's stream, one step after the other).
+    cudaStream_t side = nullptr;
+    cudaEvent_t sums_ready = nullptr;
+    bool side_tried = false;
 };
+// Waits for and destroys the side stream and its event.
+void pc__hca_refine_close(pc__hca_refine_buffers &b);
 
 // The device state of one plan: buffers grow to the largest run seen and are kept.
 struct pc__hca_gpu {
@@ -259,6 +278,10 @@ pc_status pc__hca_cuda_cells(pc__hca_gpu &s, size_t *cells);
 pc_status pc__hca_cuda_components(pc__hca_gpu &s, size_t cells, size_t *components);
 pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, size_t *edges);
 pc_status pc__hca_cuda_spanning_forest(pc__hca_gpu &s, size_t components, size_t edges, size_t *forest_edges);
+// HCA-MS's border cells (cluster: each cell's, on the device): is_border a byte a cell, the points they
+// hold added to *points (device).
+pc_status pc__hca_cuda_border_cells(pc__hca_gpu &s, size_t cells, const int32_t *cluster, uint8_t *is_border,
+                                    unsigned long long *points);
 
 // Labels of fewer than 255 clusters as bytes (-1 as 255).
 pc_status pc__hca_cuda_narrow(const int32_t *labels, uint8_t *bytes, size_t n, cudaStream_t stream);

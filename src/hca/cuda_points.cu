@@ -340,15 +340,46 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
     }
 }
 
+// HCA-MS: a warp's rows of flagged cells given their places (one atomic a warp) and gathered.
+__device__ __forceinline__ void gather_flagged(const pc__hca_gather &g, const unsigned char *row, size_t i,
+                                               int32_t cell)
+{
+    bool flagged = cell >= 0 && g.flagged[cell];
+    unsigned mask = __ballot_sync(0xffffffffu, flagged);
+    if (!mask)
+        return;
+    int lane = threadIdx.x & 31;
+    unsigned long long base = 0;
+    if (lane == 0)
+        base = atomicAdd(g.count, (unsigned long long)__popc(mask));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    if (!flagged)
+        return;
+    size_t place = base + __popc(mask & ((1u << lane) - 1));
+    g.index[place] = (int32_t)(g.offset + i);
+    if (g.keys) {
+        uint64_t k = 0;
+        for (size_t b = 0; b < g.rowbytes; b++)
+            k |= (uint64_t)row[b] << (8 * b);
+        g.keys[place] = k;
+    } else {
+        for (size_t b = 0; b < g.rowbytes; b++)
+            g.rows[place * g.rowbytes + b] = row[b];
+    }
+}
+
 // Integer rows: each row's cell into cell_of_row, and every cell's band values summed. A block keeps the
 // sums of one range of `span` cells in shared 32-bit words (its rows few enough that none overflows) and
 // adds them to the 64-bit sums once; with more cells than one block's shared memory holds, `ranges`
-// blocks read the same rows, each summing its own range (range 0 writes the cells).
+// blocks read the same rows, each summing its own range (range 0 writes the cells and gathers: HCA-MS's
+// border points in the pass that sums their cells, where a pass of their own took 0.9 ms of the RGB
+// image's refinement).
 template <typename T, int DIM>
 __global__ void __launch_bounds__(BLOCK) cell_sums_kernel(pc__hca_rows rows, pc__hca_binning bin, pc__hca_dgrid grid,
                                                           uint32_t cells, uint32_t span, uint32_t ranges,
                                                           size_t rows_per_block, int32_t *cell_of_row,
-                                                          unsigned long long *sums)
+                                                          unsigned long long *sums, pc__hca_gather gather,
+                                                          bool gathers)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     const uint16_t *table = stage_table<T>(bin, reinterpret_cast<uint16_t *>(smem));
@@ -360,10 +391,15 @@ __global__ void __launch_bounds__(BLOCK) cell_sums_kernel(pc__hca_rows rows, pc_
     __syncthreads();
     size_t start = (size_t)(blockIdx.x / ranges) * rows_per_block;
     size_t end = start + rows_per_block < rows.rows ? start + rows_per_block : rows.rows;
-    for (size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-        const unsigned char *row = rows.data + i * rows.stride;
-        int32_t cell = pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim));
-        if (range == 0 && cell_of_row)
+    bool gathering = gathers && range == 0;
+    // Whole warps step together (the gather's ballots); a row past the end has no cell.
+    for (size_t i0 = start; i0 < end; i0 += blockDim.x) {
+        size_t i = i0 + threadIdx.x;
+        const unsigned char *row = rows.data + (i < end ? i : start) * rows.stride;
+        int32_t cell = i < end ? pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim)) : -1;
+        if (gathering)
+            gather_flagged(gather, row, i, cell);
+        if (range == 0 && cell_of_row && i < end)
             cell_of_row[i] = cell;
         uint32_t local = (uint32_t)cell - first_cell;
         if (cell < 0 || local >= span)
@@ -522,6 +558,7 @@ struct cell_sums_launch {
     size_t cells;
     int32_t *cell_of_row;
     unsigned long long *sums;
+    const pc__hca_gather *gather;
     const pc__hca_point_pass &pass;
     template <typename T, int DIM> pc_status operator()() const
     {
@@ -547,7 +584,8 @@ struct cell_sums_launch {
             size_t per = (rows.rows + stretches - 1) / stretches;
             stretches = per ? (rows.rows + per - 1) / per : 1;
             kernel<<<(unsigned)(stretches * ranges), BLOCK, smem, pass.stream>>>(
-                rows, bin, grid, (uint32_t)cells, (uint32_t)span, (uint32_t)ranges, per ? per : 1, cell_of_row, sums);
+                rows, bin, grid, (uint32_t)cells, (uint32_t)span, (uint32_t)ranges, per ? per : 1, cell_of_row, sums,
+                gather ? *gather : pc__hca_gather{}, gather != nullptr);
             PC_CUDA_LAUNCHED("HCA cell sums kernel");
             return PC_OK;
         }
@@ -588,9 +626,9 @@ pc_status pc__hca_cuda_narrow(const int32_t *labels, uint8_t *bytes, size_t n, c
 
 pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                                  size_t cells, int32_t *cell_of_row, unsigned long long *sums,
-                                 const pc__hca_point_pass &pass)
+                                 const pc__hca_gather *gather, const pc__hca_point_pass &pass)
 {
-    cell_sums_launch f{rows, bin, grid, cells, cell_of_row, sums, pass};
+    cell_sums_launch f{rows, bin, grid, cells, cell_of_row, sums, gather, pass};
     return dispatch(rows, f);
 }
 

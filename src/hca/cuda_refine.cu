@@ -110,10 +110,10 @@ __device__ __forceinline__ void add_to_cell(const unsigned char *row, pc_dtype t
 }
 
 // Every row's cell summed; the rows of border cells gathered (index and row, or the row as a 64-bit key).
-// SUMS: in global memory (SUMS_GLOBAL), through the block's table above (SUMS_TABLE: dim <= SUM_MAX_DIM,
-// SUM_SHARED_BYTES of dynamic shared memory), or not here (SUMS_NONE: integer rows, whose sums HCA's cell
-// sums pass takes in dense shared arrays). Integers, so the order of the adds does not matter.
-enum { SUMS_GLOBAL = 0, SUMS_TABLE = 1, SUMS_NONE = 2 };
+// SUMS: in global memory (SUMS_GLOBAL) or through the block's table above (SUMS_TABLE: dim <= SUM_MAX_DIM,
+// SUM_SHARED_BYTES of dynamic shared memory). Integers, so the order of the adds does not matter. (Integer
+// rows are summed and gathered by HCA's cell sums pass instead, in dense shared arrays.)
+enum { SUMS_GLOBAL = 0, SUMS_TABLE = 1 };
 template <int SUMS>
 __global__ void sum_and_gather(const unsigned char *data, size_t count, size_t stride, size_t offset, pc_dtype t,
                                pc__hca_binning bin, pc__hca_dgrid grid, fixed_scale sc, const uint8_t *is_border,
@@ -139,8 +139,7 @@ __global__ void sum_and_gather(const unsigned char *data, size_t count, size_t s
         bool valid = i < count;
         const unsigned char *row = data + (valid ? i : i0) * stride;
         int32_t cell = valid ? pc__hca_find_cell(grid, key_of_row(row, t, bin)) : -1;
-        if (SUMS != SUMS_NONE)
-            add_to_cell(row, t, cell, lane, dim, bin, sc, table_key, table_sum, cell_sums, probes, TABLE);
+        add_to_cell(row, t, cell, lane, dim, bin, sc, table_key, table_sum, cell_sums, probes, TABLE);
         bool border = cell >= 0 && is_border[cell];
         unsigned mask = __ballot_sync(0xffffffffu, border);
         if (!mask)
@@ -178,21 +177,27 @@ __global__ void mark_heads(const uint64_t *keys, size_t count, int32_t *head)
         head[i] = i == 0 || keys[i] != keys[i - 1];
 }
 
-__global__ void scatter_heads(const uint64_t *keys, const int32_t *run, size_t count, uint64_t *unique)
+// Each run's key and where it begins among the sorted points.
+__global__ void scatter_heads(const uint64_t *keys, const int32_t *run, size_t count, uint64_t *unique,
+                              int32_t *run_start)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += gridDim.x * (size_t)blockDim.x)
-        if (i == 0 || keys[i] != keys[i - 1])
+        if (i == 0 || keys[i] != keys[i - 1]) {
             unique[run[i] - 1] = keys[i];
+            run_start[run[i] - 1] = (int32_t)i;
+        }
 }
 
 // One climb a group of PC__CLIMB_LANES threads of a warp, a lane each (refine_climb.h's step): the
-// cluster reached, or -2 with the start's number listed for the host. The group's threads take the
+// cluster reached, or -2 with the start's number listed for the host, and the cluster of the start's own
+// cell (left: apply compares the two without finding a cell a point). The group's threads take the
 // same steps (their sums are the same after the shuffles), so they stay together. Registers for 6
 // blocks an SM (a few spilled): the RGB image's 26,618 climbs then fit about one wave; its climbs took
 // ~0.9 ms less than at 4 blocks (54 registers) or 8 (H200, alternated, RESULTS.md session 19).
-__global__ void __launch_bounds__(THREADS, 6) climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c,
-                      pc__hca_dgrid grid, const int32_t *cluster_of_cell, int32_t *reached,
-                      unsigned long long *unresolved, int32_t *unresolved_list)
+__global__ void __launch_bounds__(THREADS, 6)
+    climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c, pc__hca_binning bin,
+          pc__hca_dgrid grid, const int32_t *cluster_of_cell, int32_t *reached, int32_t *left,
+          unsigned long long *unresolved, int32_t *unresolved_list)
 {
     size_t first = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / PC__CLIMB_LANES;
     size_t groups = gridDim.x * (size_t)blockDim.x / PC__CLIMB_LANES;
@@ -204,6 +209,7 @@ __global__ void __launch_bounds__(THREADS, 6) climb(const unsigned char *starts,
         pc__climb_run(&c, x);
         if (threadIdx.x % PC__CLIMB_LANES)
             continue;
+        left[r] = cluster_of_cell[pc__hca_find_cell(grid, key_of_row(row, t, bin))];
         int32_t cell = pc__hca_find_cell(grid, pc__climb_key(&c, x));
         if (cell >= 0) {
             reached[r] = cluster_of_cell[cell];
@@ -214,35 +220,65 @@ __global__ void __launch_bounds__(THREADS, 6) climb(const unsigned char *starts,
     }
 }
 
-// Each border point's new cluster against its cell's: changed labels, the clusters' sums moved.
-__global__ void apply(size_t count, const int32_t *index, const unsigned char *starts, size_t record,
-                      const int32_t *run, const int32_t *reached, pc_dtype t, pc__hca_binning bin, pc__hca_dgrid grid,
-                      fixed_scale sc, const int32_t *cluster_of_cell, int32_t *device_labels,
-                      unsigned long long *changed, int2 *changed_list, unsigned long long *delta)
+// Each climb's points that change cluster (all of its run, or its one row: run_start NULL): counted, and
+// the clusters' sums moved, once a run (its points share the value): a run of many points once, where
+// the points one by one were 8 atomic adds each onto the same 32 words of the RGB image's clusters.
+__global__ void apply_runs(size_t climbs, const int32_t *run_start, size_t count, const unsigned char *starts,
+                           size_t record, const int32_t *reached, const int32_t *left, pc_dtype t,
+                           pc__hca_binning bin, fixed_scale sc, unsigned long long *changed, unsigned long long *delta)
 {
     int dim = bin.dim;
-    for (size_t q = blockIdx.x * (size_t)blockDim.x + threadIdx.x; q < count; q += gridDim.x * (size_t)blockDim.x) {
-        size_t r = run ? (size_t)run[q] - 1 : q;
-        const unsigned char *row = starts + r * record;
-        int32_t to = reached[r], from = cluster_of_cell[pc__hca_find_cell(grid, key_of_row(row, t, bin))];
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < climbs; r += gridDim.x * (size_t)blockDim.x) {
+        int32_t to = reached[r], from = left[r];
         if (to == from)
             continue;
-        unsigned long long at = atomicAdd(changed, 1ull);
-        if (device_labels)
-            device_labels[index[q]] = to;
-        else
-            changed_list[at] = make_int2(index[q], to);
+        long long points = run_start ? (r + 1 < climbs ? run_start[r + 1] : (long long)count) - run_start[r] : 1;
+        const unsigned char *row = starts + r * record;
+        atomicAdd(changed, (unsigned long long)points);
+        // Modulo 2^64 as the point by point adds were: the same sums.
         for (int j = 0; j < dim; j++) {
-            long long v = fixed_value(row, t, j, bin, sc);
+            unsigned long long v = (unsigned long long)fixed_value(row, t, j, bin, sc) * (unsigned long long)points;
             if (from >= 0)
-                atomicAdd(&delta[(size_t)from * (dim + 1) + j], (unsigned long long)-v);
+                atomicAdd(&delta[(size_t)from * (dim + 1) + j], 0ull - v);
             if (to >= 0)
-                atomicAdd(&delta[(size_t)to * (dim + 1) + j], (unsigned long long)v);
+                atomicAdd(&delta[(size_t)to * (dim + 1) + j], v);
         }
         if (from >= 0)
-            atomicAdd(&delta[(size_t)from * (dim + 1) + dim], (unsigned long long)-1ll);
+            atomicAdd(&delta[(size_t)from * (dim + 1) + dim], 0ull - (unsigned long long)points);
         if (to >= 0)
-            atomicAdd(&delta[(size_t)to * (dim + 1) + dim], 1ull);
+            atomicAdd(&delta[(size_t)to * (dim + 1) + dim], (unsigned long long)points);
+    }
+}
+
+// Each border point that changes cluster: its label in device_labels, or listed (index, cluster) for
+// the host's labels, a warp's places claimed at once.
+__global__ void apply_points(size_t count, const int32_t *index, const int32_t *run, const int32_t *reached,
+                             const int32_t *left, int32_t *device_labels, unsigned long long *listed,
+                             int2 *changed_list)
+{
+    int lane = threadIdx.x & 31;
+    size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32, warps = gridDim.x * (size_t)blockDim.x / 32;
+    for (size_t q0 = warp * 32; q0 < count; q0 += warps * 32) {
+        size_t q = q0 + lane, r = 0;
+        bool moves = false;
+        if (q < count) {
+            r = run ? (size_t)run[q] - 1 : q;
+            moves = reached[r] != left[r];
+        }
+        if (device_labels) {
+            if (moves)
+                device_labels[index[q]] = reached[r];
+            continue;
+        }
+        unsigned mask = __ballot_sync(0xffffffffu, moves);
+        if (!mask)
+            continue;
+        unsigned long long base = 0;
+        if (lane == 0)
+            base = atomicAdd(listed, (unsigned long long)__popc(mask));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (moves)
+            changed_list[base + __popc(mask & ((1u << lane) - 1))] = make_int2(index[q], reached[r]);
     }
 }
 
@@ -268,7 +304,6 @@ template <typename T> pc_status download(T *h, const T *d, size_t n, cudaStream_
 }
 
 struct host_arrays {
-    uint8_t *is_border = nullptr;
     int64_t *sums = nullptr;
     double *mean = nullptr;
     int32_t *list = nullptr;
@@ -277,7 +312,6 @@ struct host_arrays {
     host_arrays() { memset(&reach, 0, sizeof reach); }
     ~host_arrays()
     {
-        free(is_border);
         free(sums);
         free(mean);
         free(list);
@@ -286,6 +320,20 @@ struct host_arrays {
     }
 };
 
+// The side stream and its event, made once a plan (false: none to be had, the plan's stream serves).
+bool have_side(pc__hca_refine_buffers &b)
+{
+    if (!b.side_tried) {
+        b.side_tried = true;
+        if (cudaStreamCreateWithFlags(&b.side, cudaStreamNonBlocking) != cudaSuccess ||
+            cudaEventCreateWithFlags(&b.sums_ready, cudaEventDisableTiming) != cudaSuccess) {
+            pc__hca_refine_close(b);
+            cudaGetLastError();
+        }
+    }
+    return b.side && b.sums_ready;
+}
+
 pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int32_t *device_labels,
                  int32_t *host_labels, const pc_hca_params *params, pc__hca_grid *g, const int32_t *cluster_of_cell,
                  size_t k, double *sums, pc_result *r)
@@ -293,54 +341,55 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     size_t n = points->n, dim = s.dim, cells = g->cells, rowbytes = s.rowbytes;
     size_t stride = points->stride ? points->stride : rowbytes;
     pc_dtype t = s.dtype;
-    int integer = t == PC_U8 || t == PC_U16, threads = pc_openmp_max_threads();
+    int integer = t == PC_U8 || t == PC_U16;
     host_arrays h;
     pc_status st;
-    // Border cells and their points on the host (the cells are few); the neighbour offsets first.
-    if (!g->delta)
-        pc__hca_grid_deltas(g);
-    if (!(h.is_border = (uint8_t *)pc__alloc(cells, 1, "HCA-MS border cells")))
-        return PC_OUT_OF_MEMORY;
-    size_t count = (size_t)pc__hca_border_cells(g, cluster_of_cell, h.is_border, threads);
-    r->border_points = (int64_t)count;
-    r->changed_points = 0;
-    if (count == 0)
-        return PC_OK;
     cudaStream_t stream = s.stream;
-    fixed_scale sc;
-    for (size_t j = 0; j < PC__HCA_MAX_DIM; j++)
-        sc.factor[j] = j < dim ? pc__climb_factor(g->lo[j], g->hi[j]) : 0;
-    int packed = integer && rowbytes <= 8;
-    size_t record = packed ? 8 : rowbytes;
     // The plan's buffers, grown as needed (every one is written before it is read, or zeroed here).
+    // s.cluster holds each cell's cluster since the label stage.
     pc__hca_refine_buffers &b = s.refine;
     auto &d_border = b.border;
-    auto &d_cluster = b.cluster, &index = b.index, &index_sorted = b.index_sorted, &run = b.run;
-    auto &reached = b.reached, &unresolved_list = b.unresolved;
+    auto &index = b.index, &index_sorted = b.index_sorted, &run = b.run, &run_start = b.run_start;
+    auto &reached = b.reached, &left = b.left, &unresolved_list = b.unresolved;
     auto &cell_sums = b.cell_sums, &scalars = b.scalars, &delta = b.delta;
     auto &rows = b.rows, &temp = b.temp;
     auto &keys = b.keys, &keys_sorted = b.keys_sorted;
     auto &changed_list = b.changed;
-    if ((st = upload(d_border, h.is_border, cells, stream, "HCA-MS border cells")) != PC_OK ||
-        (st = upload(d_cluster, cluster_of_cell, cells, stream, "HCA-MS cell clusters")) != PC_OK ||
-        (st = pc__hca_grow(cell_sums, cells * dim, "HCA-MS cell sums")) != PC_OK ||
-        (st = pc__hca_grow(scalars, 4, "HCA-MS counters")) != PC_OK ||
+    const int32_t *d_cluster = s.cluster.ptr;
+    pc__hca_dgrid grid = pc__hca_view(s);
+    int packed = integer && rowbytes <= 8;
+    size_t record = packed ? 8 : rowbytes;
+    // Integer rows' cells are summed, and their border points gathered, by HCA's cell sums pass (each
+    // block a range of cells in dense shared 32-bit sums: 0.5 ms on the RGB image against the table's
+    // 3.1; up to 8 ranges, a pass each). Other rows' sums go through each block's shared table (dim <=
+    // SUM_MAX_DIM), as many blocks as are resident at once, each flushing its table once. For benchmarks
+    // and tests: PC_HCA_REFINE_TABLE_SUMS=1 takes the table for integer rows too,
+    // PC_HCA_REFINE_GLOBAL_SUMS=1 global memory only.
+    bool dense_sums = pc__hca_cell_sums_apply(cells, dim, t, (size_t)s.shared_optin) &&
+                      !getenv("PC_HCA_REFINE_GLOBAL_SUMS") && !getenv("PC_HCA_REFINE_TABLE_SUMS");
+    // The border cells, on the device (0.04 ms for the RGB image's, 0.4 on the host), and their points.
+    if ((st = pc__hca_grow(d_border, cells, "HCA-MS border cells")) != PC_OK ||
+        (st = pc__hca_grow(scalars, 5, "HCA-MS counters")) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(scalars.ptr, 0, 5 * sizeof(unsigned long long), stream), "HCA-MS counters");
+    if ((st = pc__hca_cuda_border_cells(s, cells, d_cluster, d_border.ptr, scalars.ptr + 3)) != PC_OK)
+        return st;
+    unsigned long long count = 0;
+    if ((st = download(&count, scalars.ptr + 3, 1, stream, "HCA-MS border cells")) != PC_OK)
+        return st;
+    r->border_points = (int64_t)count;
+    r->changed_points = 0;
+    if (count == 0)
+        return PC_OK;
+    fixed_scale sc;
+    for (size_t j = 0; j < PC__HCA_MAX_DIM; j++)
+        sc.factor[j] = j < dim ? pc__climb_factor(g->lo[j], g->hi[j]) : 0;
+    if ((st = pc__hca_grow(cell_sums, cells * dim, "HCA-MS cell sums")) != PC_OK ||
         (st = pc__hca_grow(index, count, "HCA-MS border points")) != PC_OK ||
         (st = packed ? pc__hca_grow(keys, count, "HCA-MS border rows")
                      : pc__hca_grow(rows, count * rowbytes, "HCA-MS border rows")) != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(cell_sums.ptr, 0, cells * dim * sizeof(unsigned long long), stream), "HCA-MS cell sums");
-    PC_CUDA_TRY(cudaMemsetAsync(scalars.ptr, 0, 4 * sizeof(unsigned long long), stream), "HCA-MS counters");
-    // The pass over the points: the device's input, or the host's in the backend's pieces. Integer rows'
-    // cells are summed first by HCA's cell sums pass (each block a range of cells in dense shared 32-bit
-    // sums: 0.5 ms on the RGB image against the table's 3.1; up to 8 ranges, a pass each), and this pass
-    // only gathers. Other rows' sums go through each block's shared table (dim <= SUM_MAX_DIM), as many
-    // blocks as are resident at once, each flushing its table once. For benchmarks and tests:
-    // PC_HCA_REFINE_TABLE_SUMS=1 takes the table for integer rows too, PC_HCA_REFINE_GLOBAL_SUMS=1
-    // global memory only.
-    pc__hca_dgrid grid = pc__hca_view(s);
-    bool dense_sums = pc__hca_cell_sums_apply(cells, dim, t, (size_t)s.shared_optin) &&
-                      !getenv("PC_HCA_REFINE_GLOBAL_SUMS") && !getenv("PC_HCA_REFINE_TABLE_SUMS");
     int resident = 0;
     if (!dense_sums && dim <= (size_t)SUM_MAX_DIM && cells < SUM_EMPTY && SUM_SHARED_BYTES <= (size_t)s.shared_optin &&
         !getenv("PC_HCA_REFINE_GLOBAL_SUMS")) {
@@ -354,6 +403,10 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     }
     const char *probes_env = getenv("PC_HCA_REFINE_TABLE_PROBES");
     int probes = probes_env ? std::max(1, std::min(SUM_SLOTS, atoi(probes_env))) : SUM_PROBES;
+    bool side = have_side(b);
+    // The pass over the points: the device's input, or the host's in the backend's pieces. Once the
+    // cells' sums are made, their event lets the side stream take them to the host while this stream
+    // sorts the border values.
     size_t piece = device_input ? n : s.piece_rows;
     for (size_t off = 0; off < n; off += piece) {
         size_t c = n - off < piece ? n - off : piece;
@@ -367,26 +420,64 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         }
         if (dense_sums) {
             pc__hca_rows piece_rows = {data, c, row_stride, (int)dim, t};
-            st = pc__hca_cuda_cell_sums(piece_rows, s.bin, grid, cells, nullptr, cell_sums.ptr,
+            pc__hca_gather gather = {d_border.ptr, scalars.ptr, index.ptr, packed ? keys.ptr : nullptr,
+                                     rows.ptr, rowbytes, off};
+            st = pc__hca_cuda_cell_sums(piece_rows, s.bin, grid, cells, nullptr, cell_sums.ptr, &gather,
                                         {s.sms, stream, (size_t)s.shared_optin});
             if (st != PC_OK)
                 return st == PC_UNSUPPORTED ? pc__fail(PC_INTERNAL_ERROR, "HCA-MS: no cell sums pass") : st;
+            continue;
         }
-        auto pass = dense_sums ? sum_and_gather<SUMS_NONE>
-                    : resident > 0 ? sum_and_gather<SUMS_TABLE>
-                                   : sum_and_gather<SUMS_GLOBAL>;
+        auto pass = resident > 0 ? sum_and_gather<SUMS_TABLE> : sum_and_gather<SUMS_GLOBAL>;
         unsigned blocks = resident > 0 ? std::min(blocks_for(c, s.sms), (unsigned)resident) : blocks_for(c, s.sms);
         pass<<<blocks, THREADS, resident > 0 ? SUM_SHARED_BYTES : 0, stream>>>(
             data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr, scalars.ptr, index.ptr, rows.ptr,
-            keys.ptr, rowbytes, probes);
-        PC_CUDA_LAUNCHED("HCA-MS cell sums");
+            packed ? keys.ptr : nullptr, rowbytes, probes);
+        PC_CUDA_LAUNCHED("HCA-MS border points");
     }
-    // The means and the references, on the host as the CPU makes them.
+    if (side)
+        PC_CUDA_TRY(cudaEventRecord(b.sums_ready, stream), "HCA-MS cell sums");
+    // The starts: distinct keys (sorted, runs numbered from 1), or the gathered rows.
+    const unsigned char *starts = rows.ptr;
+    const int32_t *point_index = index.ptr;
+    size_t climbs = count;
+    if (packed) {
+        size_t bytes = 0, scan_bytes = 0;
+        if ((st = pc__hca_grow(keys_sorted, count, "HCA-MS sorted keys")) != PC_OK ||
+            (st = pc__hca_grow(index_sorted, count, "HCA-MS sorted keys")) != PC_OK ||
+            (st = pc__hca_grow(run, count, "HCA-MS runs")) != PC_OK ||
+            (st = pc__hca_grow(run_start, count, "HCA-MS runs")) != PC_OK)
+            return st;
+        int bits = (int)(8 * rowbytes);
+        PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
+                                                    index_sorted.ptr, (int)count, 0, bits, stream),
+                    "HCA-MS sort");
+        PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, run.ptr, run.ptr, (int)count, stream), "HCA-MS scan");
+        if ((st = pc__hca_grow(temp, bytes > scan_bytes ? bytes : scan_bytes, "HCA-MS sort scratch")) != PC_OK)
+            return st;
+        PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.ptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
+                                                    index_sorted.ptr, (int)count, 0, bits, stream),
+                    "HCA-MS sort");
+        mark_heads<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(keys_sorted.ptr, count, run.ptr);
+        PC_CUDA_LAUNCHED("HCA-MS runs");
+        scan_bytes = temp.count;
+        PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.ptr, scan_bytes, run.ptr, run.ptr, (int)count, stream),
+                    "HCA-MS scan");
+        scatter_heads<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(keys_sorted.ptr, run.ptr, count, keys.ptr,
+                                                                       run_start.ptr);
+        PC_CUDA_LAUNCHED("HCA-MS runs");
+        starts = (const unsigned char *)keys.ptr; // the distinct keys, in place of the unsorted ones
+        point_index = index_sorted.ptr;
+    }
+    // The means and the references, on the host as the CPU makes them, while the device sorts.
     h.sums = (int64_t *)pc__alloc(cells * dim, sizeof(int64_t), "HCA-MS cell sums");
     h.mean = (double *)pc__alloc(cells * dim, sizeof(double), "HCA-MS cell means");
     if (!h.sums || !h.mean)
         return PC_OUT_OF_MEMORY;
-    if ((st = download((unsigned long long *)h.sums, cell_sums.ptr, cells * dim, stream, "HCA-MS cell sums")) != PC_OK)
+    if (side)
+        PC_CUDA_TRY(cudaStreamWaitEvent(b.side, b.sums_ready, 0), "HCA-MS cell sums");
+    if ((st = download((unsigned long long *)h.sums, cell_sums.ptr, cells * dim, side ? b.side : stream,
+                       "HCA-MS cell sums")) != PC_OK)
         return st;
     pc__hca_means_from_sums(g, t, h.sums, h.mean);
     if ((st = pc__hca_reach_setup(&h.reach, g, h.mean, cluster_of_cell, params)) != PC_OK)
@@ -409,45 +500,19 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
     dc.ref = d_ref.ptr;
     dc.ref_dim = nullptr; /* the CPU's */
     dc.weight = d_weight.ptr;
-    // The starts: distinct keys (sorted, runs numbered from 1), or the gathered rows.
-    const unsigned char *starts = rows.ptr;
-    const int32_t *point_index = index.ptr;
-    size_t climbs = count;
     if (packed) {
-        size_t bytes = 0, scan_bytes = 0;
-        if ((st = pc__hca_grow(keys_sorted, count, "HCA-MS sorted keys")) != PC_OK ||
-            (st = pc__hca_grow(index_sorted, count, "HCA-MS sorted keys")) != PC_OK ||
-            (st = pc__hca_grow(run, count, "HCA-MS runs")) != PC_OK)
-            return st;
-        int bits = (int)(8 * rowbytes);
-        PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
-                                                    index_sorted.ptr, (int)count, 0, bits, stream),
-                    "HCA-MS sort");
-        PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, run.ptr, run.ptr, (int)count, stream), "HCA-MS scan");
-        if ((st = pc__hca_grow(temp, bytes > scan_bytes ? bytes : scan_bytes, "HCA-MS sort scratch")) != PC_OK)
-            return st;
-        PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.ptr, bytes, keys.ptr, keys_sorted.ptr, index.ptr,
-                                                    index_sorted.ptr, (int)count, 0, bits, stream),
-                    "HCA-MS sort");
-        mark_heads<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(keys_sorted.ptr, count, run.ptr);
-        PC_CUDA_LAUNCHED("HCA-MS runs");
-        scan_bytes = temp.count;
-        PC_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.ptr, scan_bytes, run.ptr, run.ptr, (int)count, stream),
-                    "HCA-MS scan");
         int32_t runs = 0;
         if ((st = download(&runs, run.ptr + count - 1, 1, stream, "HCA-MS runs")) != PC_OK)
             return st;
         climbs = (size_t)runs;
-        scatter_heads<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(keys_sorted.ptr, run.ptr, count, keys.ptr);
-        PC_CUDA_LAUNCHED("HCA-MS runs");
-        starts = (const unsigned char *)keys.ptr; // the distinct keys, in place of the unsorted ones
-        point_index = index_sorted.ptr;
     }
     if ((st = pc__hca_grow(reached, climbs, "HCA-MS climbs")) != PC_OK ||
+        (st = pc__hca_grow(left, climbs, "HCA-MS climbs")) != PC_OK ||
         (st = pc__hca_grow(unresolved_list, climbs, "HCA-MS climbs")) != PC_OK)
         return st;
-    climb<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms), THREADS, 0, stream>>>(starts, climbs, record, t, dc, grid, d_cluster.ptr, reached.ptr,
-                                                           scalars.ptr + 1, unresolved_list.ptr);
+    climb<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms), THREADS, 0, stream>>>(
+        starts, climbs, record, t, dc, s.bin, grid, d_cluster, reached.ptr, left.ptr, scalars.ptr + 1,
+        unresolved_list.ptr);
     PC_CUDA_LAUNCHED("HCA-MS climbs");
     unsigned long long unresolved = 0;
     if ((st = download(&unresolved, scalars.ptr + 1, 1, stream, "HCA-MS climbs")) != PC_OK)
@@ -479,9 +544,13 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         (!device_labels && (st = pc__hca_grow(changed_list, count, "HCA-MS changed points")) != PC_OK))
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(delta.ptr, 0, words * sizeof(unsigned long long), stream), "HCA-MS cluster sums");
-    apply<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(count, point_index, starts, record, packed ? run.ptr : nullptr,
-                                                          reached.ptr, t, s.bin, grid, sc, d_cluster.ptr, device_labels,
-                                                          scalars.ptr + 2, changed_list.ptr, delta.ptr);
+    apply_runs<<<blocks_for(climbs, s.sms), THREADS, 0, stream>>>(climbs, packed ? run_start.ptr : nullptr, count,
+                                                                starts, record, reached.ptr, left.ptr, t, s.bin, sc,
+                                                                scalars.ptr + 2, delta.ptr);
+    PC_CUDA_LAUNCHED("HCA-MS apply");
+    apply_points<<<blocks_for(count, s.sms), THREADS, 0, stream>>>(count, point_index, packed ? run.ptr : nullptr,
+                                                                   reached.ptr, left.ptr, device_labels,
+                                                                   scalars.ptr + 4, changed_list.ptr);
     PC_CUDA_LAUNCHED("HCA-MS apply");
     unsigned long long changed = 0;
     if ((st = download(&changed, scalars.ptr + 2, 1, stream, "HCA-MS apply")) != PC_OK)
@@ -512,6 +581,18 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
 }
 
 } // namespace
+
+void pc__hca_refine_close(pc__hca_refine_buffers &b)
+{
+    if (b.side) {
+        cudaStreamSynchronize(b.side);
+        cudaStreamDestroy(b.side);
+    }
+    if (b.sums_ready)
+        cudaEventDestroy(b.sums_ready);
+    b.side = nullptr;
+    b.sums_ready = nullptr;
+}
 
 pc_status pc__hca_cuda_refine(struct pc__hca_gpu *gpu, const pc_points *points, int device_input,
                               int32_t *device_labels, int32_t *host_labels, const pc_hca_params *params,

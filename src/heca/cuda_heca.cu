@@ -271,7 +271,7 @@ pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *ce
     // (dim + 1): the values, floats in fixed point over the box, then the count).
     bool by_ranges = false;
     if (integer) {
-        st = pc__hca_cuda_cell_sums(s->rows, bin, grid, g->cells, cell_of_point, s->g.sums.ptr, pass_of(*s));
+        st = pc__hca_cuda_cell_sums(s->rows, bin, grid, g->cells, cell_of_point, s->g.sums.ptr, nullptr, pass_of(*s));
         if (st != PC_OK && st != PC_UNSUPPORTED)
             return st;
         by_ranges = st == PC_OK;
