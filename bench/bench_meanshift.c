@@ -9,8 +9,9 @@
  *   bench_meanshift gpu       [--sizes 100,...,250000] [--floor 3.3e12]   naive, tiled, fast side by side
  *   bench_meanshift gpu-tile  [--n 10000]     seed 000's TILE_WIDTH sweep 16..1024
  *   bench_meanshift gpu-bindi                 seed 001's workload, block-size sweep
- *   bench_meanshift gpu-exp   [--sizes 100000,250000] [--paths dot,dot:1,mma:0,mma:3]   the gaussian's
- *                             kernels of issue 17 (PC_MEANSHIFT_CUDA_PATH), modes against the first
+ *   bench_meanshift gpu-exp   [--sizes 100000,250000] [--paths dot,dot:1,mma:0,mma:3] [--box 10]   the
+ *                             gaussian's kernels of issue 17 (PC_MEANSHIFT_CUDA_PATH), modes against the first
+ *                             (--box: the clusters' centres in [-box, box]^3; 1 overlaps them all)
  * GPU times are the iterations alone (CUDA events); "with copies" adds upload and download.
  */
 #include "parclust.h"
@@ -353,15 +354,16 @@ static void bench_gpu_bindi(void)
 
 /* Issue 17: the same run through each path of the gaussian without cut-off (PC_MEANSHIFT_CUDA_PATH),
  * 10 iterations, h = 2; the modes of every path against the first path's, in units of h. */
-static void bench_gpu_exp(const char *sizes, const char *paths)
+static void bench_gpu_exp(const char *sizes, const char *paths, double box)
 {
     gpu_header();
-    printf("| N | path | shift (s, median of 3) | pairs/s | vs first | largest mode difference / h | clusters |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("| N | path | shift (s, median of 3) | pairs/s | vs first | largest mode difference / h | clusters | "
+           "upload (s; the spatial order's sort included) |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
     char *list = strdup(sizes);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         size_t n = strtoull(tok, NULL, 10), dim = 3;
-        float *pts = generate(PC_DATASET_AGNOLUCCI, n, dim, 3, 1.0, 10.0, NULL);
+        float *pts = generate(PC_DATASET_AGNOLUCCI, n, dim, 3, 1.0, box, NULL);
         float *first = malloc(n * dim * sizeof *first);
         double first_s = 0, pairs = (double)n * (double)n * 10;
         char *pl = strdup(paths), *save = NULL;
@@ -371,7 +373,7 @@ static void bench_gpu_exp(const char *sizes, const char *paths)
             pc_meanshift_params p;
             gpu_params(&p, 2.0, 10, PC_CUDA_KERNEL_FAST, 0);
             pc_points v = pc_points_f32(pts, n, dim);
-            double tk[3];
+            double tk[3], tu[3];
             double worst = 0;
             size_t clusters = 0;
             for (int r = 0; r < 3; r++) {
@@ -380,13 +382,15 @@ static void bench_gpu_exp(const char *sizes, const char *paths)
                     fprintf(stderr, "GPU mean shift (%s) failed: %s\n", path, pc_last_error());
                     exit(1);
                 }
-                tk[r] = 0;
+                tk[r] = tu[r] = 0;
                 for (size_t st = 0; st < pc_result_stage_count(res); st++) {
                     const char *name;
                     double sec;
                     pc_result_stage(res, st, &name, &sec);
                     if (strcmp(name, "shift") == 0)
                         tk[r] = sec;
+                    if (strcmp(name, "upload") == 0)
+                        tu[r] = sec;
                 }
                 const float *m = pc_result_modes(res);
                 if (r == 2 && index == 0)
@@ -398,10 +402,11 @@ static void bench_gpu_exp(const char *sizes, const char *paths)
                 pc_result_free(res);
             }
             qsort(tk, 3, sizeof *tk, cmp_double);
+            qsort(tu, 3, sizeof *tu, cmp_double);
             if (index == 0)
                 first_s = tk[1];
-            printf("| %zu | %s | %.5f | %.3g | %.2fx | %.2g | %zu |\n", n, path, tk[1], pairs / tk[1], first_s / tk[1],
-                   worst, clusters);
+            printf("| %zu | %s | %.5f | %.3g | %.2fx | %.2g | %zu | %.4f |\n", n, path, tk[1], pairs / tk[1],
+                   first_s / tk[1], worst, clusters, tu[1]);
             fflush(stdout);
         }
         unsetenv("PC_MEANSHIFT_CUDA_PATH");
@@ -444,7 +449,8 @@ int main(int argc, char **argv)
         bench_gpu_bindi();
     else if (strcmp(what, "gpu-exp") == 0)
         bench_gpu_exp(arg(argc, argv, "--sizes", "100000,250000"),
-                      arg(argc, argv, "--paths", "dot,dot:1,dot:2,mma:0,mma:2,mma:3,mma:4"));
+                      arg(argc, argv, "--paths", "dot,dot:1,dot:2,mma:0,mma:2,mma:3,mma:4"),
+                      atof(arg(argc, argv, "--box", "10")));
     else {
         fprintf(stderr, "usage: bench_meanshift agnolucci|threads|bindi|grid|highd|gpu|gpu-tile|gpu-bindi|gpu-exp [options]\n");
         return 2;

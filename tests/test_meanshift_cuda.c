@@ -171,6 +171,31 @@ int main(void)
         compare(&b, ++s, 1);
     }
     unsetenv("PC_MEANSHIFT_CUDA_PATH");
+    /* The tensor-core kernel skips the tiles of references whose every weight is 0 in its half-precision
+     * pieces: the modes must be those of every tile computed, bit for bit (a skip of a tile whose
+     * weights are not all 0 moves them). Clusters 6 apart (neighbours within reach, the next ones
+     * not) and 20 apart (each alone). */
+    for (size_t t = 0; t < 6; t++) {
+        size_t d = 1 + t % 3;
+        float *pts = test_lattice(sizes[1], d, 5, 0.8, t < 3 ? 6 : 20, ++s, NULL);
+        pc_meanshift_params p;
+        pc_meanshift_params_init(&p);
+        p.bandwidth = 1.3;
+        p.max_iter = 6;
+        p.eps = 0;
+        p.backend = PC_BACKEND_CUDA;
+        pc_result *skipped = run(pts, sizes[1], d, &p);
+        setenv("PC_MEANSHIFT_CUDA_PATH", "mma:0:noskip", 1);
+        pc_result *all = run(pts, sizes[1], d, &p);
+        unsetenv("PC_MEANSHIFT_CUDA_PATH");
+        CHECK_MSG(skipped && all && !memcmp(pc_result_modes(skipped), pc_result_modes(all),
+                                            sizes[1] * d * sizeof(float)),
+                  "dim %zu, clusters %d apart: the modes with far tiles skipped differ from every tile's", d,
+                  t < 3 ? 6 : 20);
+        pc_result_free(skipped);
+        pc_result_free(all);
+        free(pts);
+    }
     /* Many dimensions: the wide kernel (D > 64) and the kernels below it, every kernel function. */
     const size_t wide_dims[] = {9, 37, 100, 256};
     for (size_t d = 0; d < sizeof wide_dims / sizeof wide_dims[0]; d++)

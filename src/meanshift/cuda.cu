@@ -6,6 +6,7 @@
 // references are sorted into a neighbour grid and a query visits only the 3^D cells around it.
 #include "../cuda/common.cuh"
 
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_fp16.h>
 
@@ -338,6 +339,18 @@ constexpr int MMA_QUERIES = 4 * MMA_WARP_TILES * 16;   // a block's queries
 constexpr int MMA_GROUP_U4 = 48;                        // 16 references packed: 768 bytes
 constexpr float MMA_BIAS = 8.0f;                        // weights are 2^8 exp2(-|q - r|^2)
 constexpr float MMA_MIN_WEIGHT = 1.0f;                  // below: redone by the exact kernel
+// Far references add nothing: a weight exp2(e) at or below 2^-25 is 0 in both halves hi and lo (half's
+// least step is 2^-24, round to nearest), and exp2(-26) with ex2.approx's error is below it. The
+// packed references end with each tile's (FAST_BLOCK references') bounding box; a tile whose box is
+// more than sqrt(MMA_FAR) scaled units from the box of the block's queries is skipped (not even
+// staged), and one that far from a warp's queries is not computed by that warp: every e there is below
+// 8 - MMA_FAR = -27, and E's 22 bits of |q|^2 <= 4096 are good to 0.002. The sums are the same bit for
+// bit as with every tile computed. The points are put in a spatial order first (spatial_order), so
+// that a block's queries and a tile's references are near neighbours. On an H100, agnolucci's 250k
+// points (two clusters apart): 0.192 -> 0.145-0.152 s; its clusters all overlapping (nothing skipped):
+// 0.192 -> 0.201 s (RESULTS.md, 2026-11-27 session 21). A test of every lane's exponents a 16 x 16
+// tile (a vote) skipped more but cost more: 0.155-0.159 s, and 0.221 overlapping (H200).
+constexpr float MMA_FAR = 35.0f;
 
 __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
@@ -424,22 +437,73 @@ __global__ void pack_mma_refs(const float *ref, int n, int n_pad, int dim, __hal
         group[256 + col * 16 + 2 * at + (r % 2)] = __float2half_rn(c[col]);
 }
 
+// Each tile's bounding box after the packed references (two float4 a tile: lo, hi; 0 beyond D).
+__global__ void __launch_bounds__(FAST_BLOCK) mma_tile_boxes(const float *ref, int n, int dim, float4 *boxes)
+{
+    __shared__ float lo[3][FAST_BLOCK / 32], hi[3][FAST_BLOCK / 32];
+    int j = blockIdx.x * FAST_BLOCK + threadIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    for (int k = 0; k < 3; k++) {
+        float v = k < dim && j < n ? ref[(size_t)k * n + j] : 0.0f;
+        float a = j < n ? v : INFINITY, b = j < n ? v : -INFINITY;
+        for (int o = 16; o > 0; o >>= 1) {
+            a = fminf(a, __shfl_xor_sync(0xffffffffu, a, o));
+            b = fmaxf(b, __shfl_xor_sync(0xffffffffu, b, o));
+        }
+        if (lane == 0) {
+            lo[k][warp] = a;
+            hi[k][warp] = b;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float l[3], h[3];
+        for (int k = 0; k < 3; k++) {
+            l[k] = lo[k][0];
+            h[k] = hi[k][0];
+            for (int w = 1; w < FAST_BLOCK / 32; w++) {
+                l[k] = fminf(l[k], lo[k][w]);
+                h[k] = fmaxf(h[k], hi[k][w]);
+            }
+        }
+        boxes[2 * blockIdx.x] = make_float4(l[0], l[1], l[2], 0.0f);
+        boxes[2 * blockIdx.x + 1] = make_float4(h[0], h[1], h[2], 0.0f);
+    }
+}
+
+// Squared distance between a tile's box and the queries' box `at` of mma_dot_kernel's shared boxes (0
+// where they overlap).
+__device__ __forceinline__ float box_gap2(float4 lo, float4 hi, const float (*boxes)[3][5], int at)
+{
+    float gx = fmaxf(0.0f, fmaxf(lo.x - boxes[1][0][at], boxes[0][0][at] - hi.x));
+    float gy = fmaxf(0.0f, fmaxf(lo.y - boxes[1][1][at], boxes[0][1][at] - hi.y));
+    float gz = fmaxf(0.0f, fmaxf(lo.z - boxes[1][2][at], boxes[0][2][at] - hi.z));
+    return gx * gx + gy * gy + gz * gz;
+}
+
 template <int D, int P>
 __global__ void __launch_bounds__(FAST_BLOCK)
     mma_dot_kernel(const void *__restrict__ refs, int n, int chunk, const float *__restrict__ pos,
-                   const int *__restrict__ active, int count, float r2, float *__restrict__ partial)
+                   const int *__restrict__ active, int count, float far, float *__restrict__ partial)
 {
-    (void)r2;
+    // `far`, in the cut-off's place (there is none here): MMA_FAR, or infinity to skip no tile.
     const uint4 *__restrict__ packed = static_cast<const uint4 *>(refs);
+    const int n_pad = (n + FAST_BLOCK - 1) / FAST_BLOCK * FAST_BLOCK;
+    const float4 *__restrict__ boxes = reinterpret_cast<const float4 *>(packed + (size_t)(n_pad / 16) * MMA_GROUP_U4);
     __shared__ uint4 tile[FAST_BLOCK / 16 * MMA_GROUP_U4];
     __shared__ uint32_t qrec[4][MMA_WARP_TILES * 16][9]; // a query's 8 words (+1: fewer bank conflicts)
+    __shared__ float qbox[2][3][5]; // the queries' boxes (lo / hi, dimension): a warp's each, the block's at 4
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int qbase = blockIdx.x * MMA_QUERIES + warp * MMA_WARP_TILES * 16;
+    float qlo[3] = {INFINITY, INFINITY, INFINITY}, qhi[3] = {-INFINITY, -INFINITY, -INFINITY};
     // Each lane writes the A rows (16 halves) of MMA_WARP_TILES / 2 queries.
     for (int h = 0; h < MMA_WARP_TILES / 2; h++) {
         int row = lane + 32 * h, i = active[min(qbase + row, count - 1)];
         float x = pos[i], y = D >= 2 ? pos[(size_t)n + i] : 0.0f, z = D >= 3 ? pos[2 * (size_t)n + i] : 0.0f;
         float a[16], v[3] = {x, y, z};
+        for (int k = 0; k < 3; k++) {
+            qlo[k] = fminf(qlo[k], v[k]);
+            qhi[k] = fmaxf(qhi[k], v[k]);
+        }
         for (int k = 0; k < 3; k++) {
             float hi, lo;
             split2(2.0f * v[k], &hi, &lo);
@@ -453,7 +517,23 @@ __global__ void __launch_bounds__(FAST_BLOCK)
         for (int w = 0; w < 8; w++)
             qrec[warp][row][w] = half2_bits(a[2 * w], a[2 * w + 1]);
     }
-    __syncwarp();
+    for (int k = 0; k < 3; k++) {
+        for (int o = 16; o > 0; o >>= 1) {
+            qlo[k] = fminf(qlo[k], __shfl_xor_sync(0xffffffffu, qlo[k], o));
+            qhi[k] = fmaxf(qhi[k], __shfl_xor_sync(0xffffffffu, qhi[k], o));
+        }
+        if (lane == 0) {
+            qbox[0][k][warp] = qlo[k];
+            qbox[1][k][warp] = qhi[k];
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < 3) {
+        int k = threadIdx.x;
+        qbox[0][k][4] = fminf(fminf(qbox[0][k][0], qbox[0][k][1]), fminf(qbox[0][k][2], qbox[0][k][3]));
+        qbox[1][k][4] = fmaxf(fmaxf(qbox[1][k][0], qbox[1][k][1]), fmaxf(qbox[1][k][2], qbox[1][k][3]));
+    }
+    __syncthreads();
     uint32_t qa[MMA_WARP_TILES][4];
     float tot[MMA_WARP_TILES][4];
 #pragma unroll
@@ -466,11 +546,20 @@ __global__ void __launch_bounds__(FAST_BLOCK)
     }
     const int begin = blockIdx.y * chunk, end = min(n, begin + chunk);
     for (int base = begin; base < end; base += FAST_BLOCK) {
+        // Every thread reads the same box: the whole block skips the tile or none does; then each warp
+        // against its own queries' box (shared memory) computes the tile or not.
+        const float4 rlo = boxes[2 * (base / FAST_BLOCK)], rhi = boxes[2 * (base / FAST_BLOCK) + 1];
+        if (box_gap2(rlo, rhi, qbox, 4) > far)
+            continue;
         const uint4 *src = packed + (size_t)(base / 16) * MMA_GROUP_U4;
 #pragma unroll
         for (int r = 0; r < MMA_GROUP_U4 * FAST_BLOCK / 16 / FAST_BLOCK; r++)
             tile[threadIdx.x + r * FAST_BLOCK] = src[threadIdx.x + r * FAST_BLOCK];
         __syncthreads();
+        if (box_gap2(rlo, rhi, qbox, warp) > far) {
+            __syncthreads();
+            continue;
+        }
         // One tile's sums, then added to the totals (see fast_dot_kernel).
         float acc[MMA_WARP_TILES][4];
 #pragma unroll
@@ -654,11 +743,21 @@ __global__ void pack_dot_refs(const float *ref, int n, int dim, float4 *ref4)
 
 // Keeps the points still moving; the order of the new list does not matter (each point's sums do
 // not depend on where it sits in the list).
+// The points still climbing, each block's in their order (one place claimed a block): neighbours in
+// the spatial order stay together, for mma_dot_kernel's tiles.
 __global__ void compact_active(const int *active, int count, const unsigned char *stopped, int *next, int *next_count)
 {
+    using scan = cub::BlockScan<int, 256>;
+    __shared__ typename scan::TempStorage temp;
+    __shared__ int base;
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < count && !stopped[active[t]])
-        next[atomicAdd(next_count, 1)] = active[t];
+    int keep = t < count && !stopped[active[t]], at, total;
+    scan(temp).ExclusiveSum(keep, at, total);
+    if (threadIdx.x == 0)
+        base = total ? atomicAdd(next_count, total) : 0;
+    __syncthreads();
+    if (keep)
+        next[base + at] = active[t];
 }
 
 // ---------------------------------------------------------------- neighbour grid (finite radius)
@@ -796,6 +895,7 @@ struct run_state {
     bool mma = false; // the gaussian without cut-off on the tensor cores (mma_dot_kernel)
     int poly = 0;     // exp2 on the FMA pipe: of 8 (mma) or of FAST_QUERIES (fast_dot_kernel)
     bool redo_all = false;
+    bool skip = true;
     long long redone = 0;
 };
 
@@ -832,7 +932,8 @@ typedef void (*fast_kernel_fn)(const void *, int, int, const float *, const int 
 // between the MUFU unit and the FMA pipe. PC_MEANSHIFT_CUDA_PATH (for benchmarks and tests):
 // "mma" (default, P = 0) and "mma:P" = mma_dot_kernel with P of 8 exp2 by exp2_poly; "dot" =
 // fast_dot_kernel, round one's; "dot:Q" = Q of its 4 queries a thread by exp2_poly; a suffix ":redo"
-// has every point redone by the exact kernel (a test of that way). mma with every exp2 on the MUFU
+// has every point redone by the exact kernel (a test of that way), ":noskip" has mma compute every
+// tile (to check that skipping the far ones changes nothing). mma with every exp2 on the MUFU
 // unit is the default since its run on an H200 (bench/RESULTS.md, 2026-11-23, session 7): 250k x 3D x
 // 10 iterations 0.198 s against round one's 0.220 s, modes within 3.2e-5 h of it; a polynomial share
 // only slowed every path down.
@@ -840,6 +941,7 @@ struct dot_path {
     bool mma = true;
     int poly = 0;
     bool redo_all = false;
+    bool skip = true; // ":noskip": every tile computed (to check that skipping changes nothing)
 };
 
 dot_path read_dot_path()
@@ -855,6 +957,7 @@ dot_path read_dot_path()
         d.poly = atoi(colon + 1);
     d.poly = std::max(0, std::min(d.mma ? 8 : FAST_QUERIES, d.poly));
     d.redo_all = strstr(e, ":redo") != nullptr;
+    d.skip = strstr(e, ":noskip") == nullptr;
     return d;
 }
 
@@ -960,7 +1063,8 @@ pc_status launch_fast_kernel(run_state &s, bool dot, bool safe, int count, const
             return st;
     }
     const void *refs = mma ? (const void *)s.packed.ptr : dot ? (const void *)s.ref4.ptr : (const void *)s.ref.ptr;
-    kernel<<<dim3(qblocks, splits), FAST_BLOCK>>>(refs, n, chunk, s.pos.ptr, active, count, s.r2, s.partial.ptr);
+    float r2 = !mma ? s.r2 : s.skip ? MMA_FAR : INFINITY; // mma: the skip's bound in the cut-off's place
+    kernel<<<dim3(qblocks, splits), FAST_BLOCK>>>(refs, n, chunk, s.pos.ptr, active, count, r2, s.partial.ptr);
     PC_CUDA_LAUNCHED("fast mean shift kernel");
     int fb = blocks_for(count, 256);
     float min_ws = !mma ? 0.0f : s.redo_all ? INFINITY : MMA_MIN_WEIGHT;
@@ -1081,6 +1185,8 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
             if (st == PC_OK && s.mma) {
                 int n_pad = blocks_for(n, FAST_BLOCK) * FAST_BLOCK;
                 pack_mma_refs<<<blocks_for(n_pad, 256), 256>>>(s.ref.ptr, n, n_pad, (int)s.dim, s.packed.ptr);
+                mma_tile_boxes<<<n_pad / FAST_BLOCK, FAST_BLOCK>>>(
+                    s.ref.ptr, n, (int)s.dim, reinterpret_cast<float4 *>(s.packed.ptr + (size_t)n_pad * MMA_GROUP_U4 * 8 / 16));
                 st = pc__cuda_status(cudaGetLastError(), "reference packing kernel");
             }
             if (st == PC_OK && s.use_grid)
@@ -1129,6 +1235,86 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
     return st;
 }
 
+// x's low 10 bits spread 3 apart (bit b to bit 3b), and its low 15 bits spread 2 apart.
+__device__ __forceinline__ uint32_t spread3(uint32_t x)
+{
+    x &= 0x3ffu;
+    x = (x | (x << 16)) & 0x030000ffu;
+    x = (x | (x << 8)) & 0x0300f00fu;
+    x = (x | (x << 4)) & 0x030c30c3u;
+    return (x | (x << 2)) & 0x09249249u;
+}
+__device__ __forceinline__ uint32_t spread2(uint32_t x)
+{
+    x &= 0x7fffu;
+    x = (x | (x << 8)) & 0x00ff00ffu;
+    x = (x | (x << 4)) & 0x0f0f0f0fu;
+    x = (x | (x << 2)) & 0x33333333u;
+    return (x | (x << 1)) & 0x55555555u;
+}
+
+struct morton_frame {
+    float lo[3], step[3]; // cell = (x - lo) * step, in 0 .. 2^(30 / dim) - 1
+};
+
+// Each point's Morton key (30 bits: 10 a dimension in 3D, 15 in 2D, 30 in 1D) and its number.
+__global__ void morton_keys(const float *ref, int n, int dim, morton_frame f, unsigned long long *keys, int *order)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    uint32_t c[3] = {0, 0, 0};
+    for (int k = 0; k < dim && k < 3; k++)
+        c[k] = (uint32_t)fmaxf(0.0f, (ref[(size_t)k * n + i] - f.lo[k]) * f.step[k]);
+    keys[i] = dim == 3   ? spread3(c[0]) << 2 | spread3(c[1]) << 1 | spread3(c[2])
+              : dim == 2 ? spread2(c[0]) << 1 | spread2(c[1])
+                         : c[0] & 0x3fffffffu;
+    order[i] = i;
+}
+
+__global__ void permute_points(const float *src, int n, int dim, const int *order, float *dst)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n)
+        for (int k = 0; k < dim; k++)
+            dst[(size_t)k * n + p] = src[(size_t)k * n + order[p]];
+}
+
+// The points (scaled, dimension-major hs, bounds lo and hi) put in a spatial order on the device, for
+// mma_dot_kernel's skip of far tiles: order[p] (host) = the point now at place p, by its Morton key,
+// and hs rewritten in that order. A sort on the device: 2-3 ms of the host's for 250k points, most of
+// it first touches of the sort's memory.
+pc_status spatial_order(run_state &s, float *hs, const float *lo, const float *hi, int *order)
+{
+    int n = (int)s.n, dim = (int)s.dim, blocks = blocks_for(n, 256);
+    morton_frame f;
+    int bits = 30 / dim;
+    for (int k = 0; k < 3; k++) {
+        f.lo[k] = k < dim ? lo[k] : 0.0f;
+        f.step[k] = k < dim && hi[k] > lo[k] ? (float)((1u << bits) - 1) / (hi[k] - lo[k]) : 0.0f;
+    }
+    size_t bytes = (size_t)n * dim * sizeof(float), temp = 0;
+    PC_CUDA_TRY(cudaMemcpy(s.ref.ptr, hs, bytes, cudaMemcpyHostToDevice), "upload");
+    morton_keys<<<blocks, 256>>>(s.ref.ptr, n, dim, f, s.keys.ptr, s.order.ptr);
+    PC_CUDA_LAUNCHED("spatial order kernel");
+    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
+                                                s.order_sorted.ptr, n, 0, 30),
+                "spatial order (size query)");
+    if (temp > s.sort_temp.count) {
+        pc_status st = s.sort_temp.alloc(temp, "spatial order scratch");
+        if (st != PC_OK)
+            return st;
+    }
+    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(s.sort_temp.ptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
+                                                s.order_sorted.ptr, n, 0, 30),
+                "spatial order");
+    permute_points<<<blocks, 256>>>(s.ref.ptr, n, dim, s.order_sorted.ptr, s.pos.ptr);
+    PC_CUDA_LAUNCHED("spatial order kernel");
+    PC_CUDA_TRY(cudaMemcpy(hs, s.pos.ptr, bytes, cudaMemcpyDeviceToHost), "download");
+    PC_CUDA_TRY(cudaMemcpy(order, s.order_sorted.ptr, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost), "download");
+    return PC_OK;
+}
+
 } // namespace
 
 extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t dim, const pc__ms_setup *setup,
@@ -1170,12 +1356,17 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         return PC_OUT_OF_MEMORY;
     }
     double max_qq = 0;
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (size_t i = 0; i < n; i++) {
         double qq = 0;
         for (size_t k = 0; k < dim; k++) {
             float v = (float)((points[i * dim + k] - centre[k]) * scale);
             hs[k * n + i] = v;
             qq += (double)v * v;
+            if (k < 3) {
+                lo[k] = fminf(lo[k], v);
+                hi[k] = fmaxf(hi[k], v);
+            }
         }
         max_qq = fmax(max_qq, qq);
     }
@@ -1192,34 +1383,61 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         s.mma = dot && path.mma && max_qq <= 4096.0;
         s.poly = dot && (s.mma || !path.mma) ? path.poly : 0;
         s.redo_all = path.redo_all;
+        s.skip = path.skip;
     }
     s.use_grid = setup->use_grid && plan_grid(s, hs, setup->radius * scale);
+    // The mma kernel's points in a spatial order (order[p]: the point at place p; place[i]: where point
+    // i is), so that its tiles of far references are skipped; the modes go back in the caller's order.
+    bool ordered = s.mma && n > 1;
+    int *order = nullptr, *place = nullptr;
 
     pc_status st;
     if ((st = s.ref.alloc(n * dim, "references")) != PC_OK || (st = s.pos.alloc(n * dim, "positions")) != PC_OK ||
         (st = s.active.alloc(n, "active list")) != PC_OK || (st = s.next_active.alloc(n, "active list")) != PC_OK ||
         (st = s.counter.alloc(1, "counter")) != PC_OK || (st = s.stopped.alloc(n, "stop flags")) != PC_OK ||
         (dot && (st = s.ref4.alloc(n, "packed references")) != PC_OK) ||
-        (s.mma && (st = s.packed.alloc((size_t)blocks_for((long long)n, FAST_BLOCK) * FAST_BLOCK * MMA_GROUP_U4 * 8 / 16,
+        (s.mma && (st = s.packed.alloc((size_t)blocks_for((long long)n, FAST_BLOCK) * FAST_BLOCK * MMA_GROUP_U4 * 8 / 16 +
+                                           (size_t)blocks_for((long long)n, FAST_BLOCK) * 16, // the tiles' boxes
                                        "packed references")) != PC_OK) ||
         (s.mma && (st = s.redo.alloc(n + 1, "redo list")) != PC_OK) ||
         (dim > MAX_GPU_DIM && (st = s.partial.alloc(n * dim, "per-point sums")) != PC_OK))
         goto done;
-    if (s.use_grid &&
+    if ((s.use_grid || ordered) &&
         ((st = s.keys.alloc(n, "grid keys")) != PC_OK || (st = s.keys_sorted.alloc(n, "grid keys")) != PC_OK ||
-         (st = s.order.alloc(n, "grid order")) != PC_OK || (st = s.order_sorted.alloc(n, "grid order")) != PC_OK ||
-         (st = s.sref.alloc(n * dim, "sorted references")) != PC_OK))
+         (st = s.order.alloc(n, "grid order")) != PC_OK || (st = s.order_sorted.alloc(n, "grid order")) != PC_OK))
         goto done;
+    if (s.use_grid && (st = s.sref.alloc(n * dim, "sorted references")) != PC_OK)
+        goto done;
+    if (ordered) {
+        order = (int *)pc__alloc(n, sizeof(int), "spatial order");
+        place = (int *)pc__alloc(n, sizeof(int), "spatial order");
+        if (!order || !place) {
+            st = PC_OUT_OF_MEMORY;
+            goto done;
+        }
+        if ((st = spatial_order(s, hs, lo, hi, order)) != PC_OK)
+            goto done;
+        for (size_t p = 0; p < n; p++)
+            place[order[p]] = (int)p;
+    }
     {
         int *iota = (int *)pc__alloc(n, sizeof(int), "active list");
         if (!iota) {
             st = PC_OUT_OF_MEMORY;
             goto done;
         }
-        // The climbing points first .. first + count - 1; every position is there, as the kernels index
-        // positions and references alike, but only the active ones move.
-        for (size_t i = 0; i < setup->count; i++)
-            iota[i] = (int)(setup->first + i);
+        // The climbing points first .. first + count - 1 (at their places, in the places' order); every
+        // position is there, as the kernels index positions and references alike, but only the active
+        // ones move.
+        if (order) {
+            size_t c = 0;
+            for (size_t p = 0; p < n; p++)
+                if ((size_t)order[p] >= setup->first && (size_t)order[p] < setup->first + setup->count)
+                    iota[c++] = (int)p;
+        } else {
+            for (size_t i = 0; i < setup->count; i++)
+                iota[i] = (int)(setup->first + i);
+        }
         st = pc__cuda_status(cudaMemcpy(s.active.ptr, iota, setup->count * sizeof(int), cudaMemcpyHostToDevice),
                              "upload");
         free(iota);
@@ -1237,12 +1455,16 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
     if ((st = pc__cuda_status(cudaMemcpy(hs, s.pos.ptr, n * dim * sizeof(float), cudaMemcpyDeviceToHost),
                               "download")) != PC_OK)
         goto done;
-    for (size_t i = 0; i < setup->count; i++)
+    for (size_t i = 0; i < setup->count; i++) {
+        size_t at = place ? (size_t)place[setup->first + i] : setup->first + i;
         for (size_t k = 0; k < dim; k++)
-            modes[i * dim + k] = (float)(hs[k * n + setup->first + i] / scale + centre[k]);
+            modes[i * dim + k] = (float)(hs[k * n + at] / scale + centre[k]);
+    }
     stage_seconds[2] = pc__now() - t0;
 done:
     free(hs);
     free(centre);
+    free(order);
+    free(place);
     return st;
 }
