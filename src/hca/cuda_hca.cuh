@@ -158,8 +158,8 @@ struct pc__hca_refine_buffers {
     pc__device_buffer<double> ref, weight;
     pc__device_buffer<uint32_t> block_start;
     pc__device_buffer<int2> changed;
-    // The cells' sums go to the host on a stream of their own while the border points are gathered and
-    // sorted on the plan's; made on first use (none: the plan's stream, one step after the other).
+    // The cells' sums go to the host on a stream of their own while the plan's sorts the border
+    // values; made on first use (none: the plan's stream, one step after the other).
     cudaStream_t side = nullptr;
     cudaEvent_t sums_ready = nullptr;
     bool side_tried = false;

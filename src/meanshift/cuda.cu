@@ -344,7 +344,8 @@ constexpr float MMA_MIN_WEIGHT = 1.0f;                  // below: redone by the 
 // packed references end with each tile's (FAST_BLOCK references') bounding box; a tile whose box is
 // more than sqrt(MMA_FAR) scaled units from the box of the block's queries is skipped (not even
 // staged), and one that far from a warp's queries is not computed by that warp: every e there is below
-// 8 - MMA_FAR = -27, and E's 22 bits of |q|^2 <= 4096 are good to 0.002. The sums are the same bit for
+// 8 - MMA_FAR = -27, two units from -25; E's error (its pieces' 22 bits of |q|^2 <= 4096, the products'
+// accumulation) is a few hundredths at worst. The sums are the same bit for
 // bit as with every tile computed. The points are put in a spatial order first (spatial_order), so
 // that a block's queries and a tile's references are near neighbours. On an H100, agnolucci's 250k
 // points (two clusters apart): 0.192 -> 0.145-0.152 s; its clusters all overlapping (nothing skipped):
@@ -556,41 +557,40 @@ __global__ void __launch_bounds__(FAST_BLOCK)
         for (int r = 0; r < MMA_GROUP_U4 * FAST_BLOCK / 16 / FAST_BLOCK; r++)
             tile[threadIdx.x + r * FAST_BLOCK] = src[threadIdx.x + r * FAST_BLOCK];
         __syncthreads();
-        if (box_gap2(rlo, rhi, qbox, warp) > far) {
-            __syncthreads();
-            continue;
-        }
-        // One tile's sums, then added to the totals (see fast_dot_kernel).
-        float acc[MMA_WARP_TILES][4];
+        // A warp's queries that far too: this warp leaves the tile (one barrier for every thread).
+        if (box_gap2(rlo, rhi, qbox, warp) <= far) {
+            // One tile's sums, then added to the totals (see fast_dot_kernel).
+            float acc[MMA_WARP_TILES][4];
 #pragma unroll
-        for (int mt = 0; mt < MMA_WARP_TILES; mt++)
-            acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
-        const int groups = min(FAST_BLOCK, end - base + 15) / 16;
-        for (int grp = 0; grp < groups; grp++) {
-            const unsigned char *gp = reinterpret_cast<const unsigned char *>(tile + grp * MMA_GROUP_U4);
-            const uint2 b0 = *reinterpret_cast<const uint2 *>(gp + g * 32 + t * 8);
-            const uint2 b1 = *reinterpret_cast<const uint2 *>(gp + 256 + g * 32 + t * 8);
-            const uint2 bs = *reinterpret_cast<const uint2 *>(gp + 512 + g * 32 + t * 8);
+            for (int mt = 0; mt < MMA_WARP_TILES; mt++)
+                acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
+            const int groups = min(FAST_BLOCK, end - base + 15) / 16;
+            for (int grp = 0; grp < groups; grp++) {
+                const unsigned char *gp = reinterpret_cast<const unsigned char *>(tile + grp * MMA_GROUP_U4);
+                const uint2 b0 = *reinterpret_cast<const uint2 *>(gp + g * 32 + t * 8);
+                const uint2 b1 = *reinterpret_cast<const uint2 *>(gp + 256 + g * 32 + t * 8);
+                const uint2 bs = *reinterpret_cast<const uint2 *>(gp + 512 + g * 32 + t * 8);
 #pragma unroll
-            for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
-                float e[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-                mma_16816(e, qa[mt], b0.x, b0.y);
-                mma_16816(e + 4, qa[mt], b1.x, b1.y);
+                for (int mt = 0; mt < MMA_WARP_TILES; mt++) {
+                    float e[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+                    mma_16816(e, qa[mt], b0.x, b0.y);
+                    mma_16816(e + 4, qa[mt], b1.x, b1.y);
 #pragma unroll
-                for (int k = 0; k < 8; k++)
-                    e[k] = k < P ? exp2_poly<4>(e[k]) : ex2(e[k]);
-                uint32_t hi[4], lo[4];
+                    for (int k = 0; k < 8; k++)
+                        e[k] = k < P ? exp2_poly<4>(e[k]) : ex2(e[k]);
+                    uint32_t hi[4], lo[4];
 #pragma unroll
-                for (int k = 0; k < 4; k++)
-                    split_half2(e[2 * k], e[2 * k + 1], &hi[k], &lo[k]);
-                mma_16816(acc[mt], hi, bs.x, bs.y);
-                mma_16816(acc[mt], lo, bs.x, bs.y);
+                    for (int k = 0; k < 4; k++)
+                        split_half2(e[2 * k], e[2 * k + 1], &hi[k], &lo[k]);
+                    mma_16816(acc[mt], hi, bs.x, bs.y);
+                    mma_16816(acc[mt], lo, bs.x, bs.y);
+                }
             }
-        }
 #pragma unroll
-        for (int mt = 0; mt < MMA_WARP_TILES; mt++)
-            for (int k = 0; k < 4; k++)
-                tot[mt][k] += acc[mt][k];
+            for (int mt = 0; mt < MMA_WARP_TILES; mt++)
+                for (int k = 0; k < 4; k++)
+                    tot[mt][k] += acc[mt][k];
+        }
         __syncthreads();
     }
     // Lane (g, t) holds columns 2t, 2t + 1 of rows g and g + 8: x = col 0 + col 4, y = 1 + 5,
@@ -741,10 +741,9 @@ __global__ void pack_dot_refs(const float *ref, int n, int dim, float4 *ref4)
     ref4[j] = make_float4(x, y, z, -(x * x + y * y + z * z));
 }
 
-// Keeps the points still moving; the order of the new list does not matter (each point's sums do
-// not depend on where it sits in the list).
-// The points still climbing, each block's in their order (one place claimed a block): neighbours in
-// the spatial order stay together, for mma_dot_kernel's tiles.
+// Keeps the points still moving. Each point's sums do not depend on where it sits in the list, but
+// each block's 256 keep their order (one place claimed a block, blocks in the order they arrive):
+// neighbours in the spatial order stay together, for mma_dot_kernel's tiles.
 __global__ void compact_active(const int *active, int count, const unsigned char *stopped, int *next, int *next_count)
 {
     using scan = cub::BlockScan<int, 256>;
@@ -1171,7 +1170,9 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
     PC_CUDA_TRY(cudaEventCreate(&stop), "cudaEventCreate");
     float total_ms = 0.0f;
     int count = (int)setup->count, it = 0; // the climbing points (the active list holds their indices)
-    st = pc__cuda_status(cudaMemcpy(s.ref.ptr, hs, s.n * s.dim * sizeof(float), cudaMemcpyHostToDevice), "upload");
+    // hs NULL: the references are there already (spatial_order).
+    st = hs ? pc__cuda_status(cudaMemcpy(s.ref.ptr, hs, s.n * s.dim * sizeof(float), cudaMemcpyHostToDevice), "upload")
+            : PC_OK;
     while (st == PC_OK && it < setup->max_iter && count > 0) {
         cudaEventRecord(start);
         if (it == 0 || setup->blurring) {
@@ -1254,7 +1255,8 @@ __device__ __forceinline__ uint32_t spread2(uint32_t x)
 }
 
 struct morton_frame {
-    float lo[3], step[3]; // cell = (x - lo) * step, in 0 .. 2^(30 / dim) - 1
+    float lo[3], step[3]; // cell = (x - lo) * step, in 0 .. top = 2^(30 / dim) - 1
+    uint32_t top;
 };
 
 // Each point's Morton key (30 bits: 10 a dimension in 3D, 15 in 2D, 30 in 1D) and its number.
@@ -1264,8 +1266,8 @@ __global__ void morton_keys(const float *ref, int n, int dim, morton_frame f, un
     if (i >= n)
         return;
     uint32_t c[3] = {0, 0, 0};
-    for (int k = 0; k < dim && k < 3; k++)
-        c[k] = (uint32_t)fmaxf(0.0f, (ref[(size_t)k * n + i] - f.lo[k]) * f.step[k]);
+    for (int k = 0; k < dim && k < 3; k++) // clamped: (float)(2^30 - 1) is 2^30
+        c[k] = min((uint32_t)fmaxf(0.0f, (ref[(size_t)k * n + i] - f.lo[k]) * f.step[k]), f.top);
     keys[i] = dim == 3   ? spread3(c[0]) << 2 | spread3(c[1]) << 1 | spread3(c[2])
               : dim == 2 ? spread2(c[0]) << 1 | spread2(c[1])
                          : c[0] & 0x3fffffffu;
@@ -1281,14 +1283,15 @@ __global__ void permute_points(const float *src, int n, int dim, const int *orde
 }
 
 // The points (scaled, dimension-major hs, bounds lo and hi) put in a spatial order on the device, for
-// mma_dot_kernel's skip of far tiles: order[p] (host) = the point now at place p, by its Morton key,
-// and hs rewritten in that order. A sort on the device: 2-3 ms of the host's for 250k points, most of
-// it first touches of the sort's memory.
-pc_status spatial_order(run_state &s, float *hs, const float *lo, const float *hi, int *order)
+// mma_dot_kernel's skip of far tiles: order[p] (host) = the point now at place p, by its Morton key;
+// the positions and the references in that order on the device (hs as it was). A sort on the device:
+// the host's took 15-20 ms for 250k points, most of it first touches of the sort's memory.
+pc_status spatial_order(run_state &s, const float *hs, const float *lo, const float *hi, int *order)
 {
     int n = (int)s.n, dim = (int)s.dim, blocks = blocks_for(n, 256);
     morton_frame f;
     int bits = 30 / dim;
+    f.top = (1u << bits) - 1;
     for (int k = 0; k < 3; k++) {
         f.lo[k] = k < dim ? lo[k] : 0.0f;
         f.step[k] = k < dim && hi[k] > lo[k] ? (float)((1u << bits) - 1) / (hi[k] - lo[k]) : 0.0f;
@@ -1310,7 +1313,7 @@ pc_status spatial_order(run_state &s, float *hs, const float *lo, const float *h
                 "spatial order");
     permute_points<<<blocks, 256>>>(s.ref.ptr, n, dim, s.order_sorted.ptr, s.pos.ptr);
     PC_CUDA_LAUNCHED("spatial order kernel");
-    PC_CUDA_TRY(cudaMemcpy(hs, s.pos.ptr, bytes, cudaMemcpyDeviceToHost), "download");
+    PC_CUDA_TRY(cudaMemcpy(s.ref.ptr, s.pos.ptr, bytes, cudaMemcpyDeviceToDevice), "spatial order");
     PC_CUDA_TRY(cudaMemcpy(order, s.order_sorted.ptr, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost), "download");
     return PC_OK;
 }
@@ -1441,7 +1444,7 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         st = pc__cuda_status(cudaMemcpy(s.active.ptr, iota, setup->count * sizeof(int), cudaMemcpyHostToDevice),
                              "upload");
         free(iota);
-        if (st == PC_OK)
+        if (st == PC_OK && !ordered) // else spatial_order put them there
             st = pc__cuda_status(cudaMemcpy(s.pos.ptr, hs, n * dim * sizeof(float), cudaMemcpyHostToDevice), "upload");
         if (st == PC_OK)
             st = pc__cuda_status(cudaMemset(s.stopped.ptr, 0, n), "cudaMemset");
@@ -1449,7 +1452,7 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
             goto done;
     }
     stage_seconds[0] = pc__now() - t0;
-    if ((st = run(s, setup, o, hs, dot, safe, iterations, &stage_seconds[1])) != PC_OK)
+    if ((st = run(s, setup, o, ordered ? nullptr : hs, dot, safe, iterations, &stage_seconds[1])) != PC_OK)
         goto done;
     t0 = pc__now();
     if ((st = pc__cuda_status(cudaMemcpy(hs, s.pos.ptr, n * dim * sizeof(float), cudaMemcpyDeviceToHost),
