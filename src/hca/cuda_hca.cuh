@@ -143,6 +143,37 @@ struct pc__hca_gather {
     unsigned char *rows;
     size_t rowbytes, offset;
 };
+// Consecutive places, counted by *count, for the lanes of a warp whose `flag` is set (one atomic a
+// warp; every lane of the warp calls it): this lane's place, meaningful where its flag is set.
+__device__ __forceinline__ unsigned long long pc__hca_warp_place(unsigned long long *count, bool flag)
+{
+    unsigned mask = __ballot_sync(0xffffffffu, flag);
+    int lane = threadIdx.x & 31;
+    unsigned long long base = 0;
+    if (lane == 0 && mask)
+        base = atomicAdd(count, (unsigned long long)__popc(mask));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    return base + __popc(mask & ((1u << lane) - 1));
+}
+// Row i (its bytes at `row`) gathered where its cell is flagged; every lane of the warp calls it.
+__device__ __forceinline__ void pc__hca_gather_row(const pc__hca_gather &g, const unsigned char *row, size_t i,
+                                                   int32_t cell)
+{
+    bool flagged = cell >= 0 && g.flagged[cell];
+    unsigned long long place = pc__hca_warp_place(g.count, flagged);
+    if (!flagged)
+        return;
+    g.index[place] = (int32_t)(g.offset + i);
+    if (g.keys) {
+        uint64_t k = 0;
+        for (size_t b = 0; b < g.rowbytes; b++)
+            k |= (uint64_t)row[b] << (8 * b);
+        g.keys[place] = k;
+    } else {
+        for (size_t b = 0; b < g.rowbytes; b++)
+            g.rows[place * g.rowbytes + b] = row[b];
+    }
+}
 pc_status pc__hca_cuda_cell_sums(const pc__hca_rows &rows, const pc__hca_binning &bin, const pc__hca_dgrid &grid,
                                  size_t cells, int32_t *cell_of_row, unsigned long long *sums,
                                  const pc__hca_gather *gather, const pc__hca_point_pass &pass);

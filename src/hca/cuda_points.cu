@@ -340,34 +340,6 @@ __global__ void __launch_bounds__(BLOCK) label_kernel(pc__hca_rows rows, pc__hca
     }
 }
 
-// HCA-MS: a warp's rows of flagged cells given their places (one atomic a warp) and gathered.
-__device__ __forceinline__ void gather_flagged(const pc__hca_gather &g, const unsigned char *row, size_t i,
-                                               int32_t cell)
-{
-    bool flagged = cell >= 0 && g.flagged[cell];
-    unsigned mask = __ballot_sync(0xffffffffu, flagged);
-    if (!mask)
-        return;
-    int lane = threadIdx.x & 31;
-    unsigned long long base = 0;
-    if (lane == 0)
-        base = atomicAdd(g.count, (unsigned long long)__popc(mask));
-    base = __shfl_sync(0xffffffffu, base, 0);
-    if (!flagged)
-        return;
-    size_t place = base + __popc(mask & ((1u << lane) - 1));
-    g.index[place] = (int32_t)(g.offset + i);
-    if (g.keys) {
-        uint64_t k = 0;
-        for (size_t b = 0; b < g.rowbytes; b++)
-            k |= (uint64_t)row[b] << (8 * b);
-        g.keys[place] = k;
-    } else {
-        for (size_t b = 0; b < g.rowbytes; b++)
-            g.rows[place * g.rowbytes + b] = row[b];
-    }
-}
-
 // Integer rows: each row's cell into cell_of_row, and every cell's band values summed. A block keeps the
 // sums of one range of `span` cells in shared 32-bit words (its rows few enough that none overflows) and
 // adds them to the 64-bit sums once; with more cells than one block's shared memory holds, `ranges`
@@ -398,7 +370,7 @@ __global__ void __launch_bounds__(BLOCK) cell_sums_kernel(pc__hca_rows rows, pc_
         const unsigned char *row = rows.data + (i < end ? i : start) * rows.stride;
         int32_t cell = i < end ? pc__hca_find_cell(grid, row_key<T, DIM>(row, bin, table, rows.dim)) : -1;
         if (gathering)
-            gather_flagged(gather, row, i, cell);
+            pc__hca_gather_row(gather, row, i, cell);
         if (range == 0 && cell_of_row && i < end)
             cell_of_row[i] = cell;
         uint32_t local = (uint32_t)cell - first_cell;

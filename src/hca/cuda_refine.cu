@@ -109,16 +109,15 @@ __device__ __forceinline__ void add_to_cell(const unsigned char *row, pc_dtype t
     }
 }
 
-// Every row's cell summed; the rows of border cells gathered (index and row, or the row as a 64-bit key).
+// Every row's cell summed; the rows of border cells gathered (pc__hca_gather_row).
 // SUMS: in global memory (SUMS_GLOBAL) or through the block's table above (SUMS_TABLE: dim <= SUM_MAX_DIM,
 // SUM_SHARED_BYTES of dynamic shared memory). Integers, so the order of the adds does not matter. (Integer
 // rows are summed and gathered by HCA's cell sums pass instead, in dense shared arrays.)
 enum { SUMS_GLOBAL = 0, SUMS_TABLE = 1 };
 template <int SUMS>
-__global__ void sum_and_gather(const unsigned char *data, size_t count, size_t stride, size_t offset, pc_dtype t,
-                               pc__hca_binning bin, pc__hca_dgrid grid, fixed_scale sc, const uint8_t *is_border,
-                               unsigned long long *cell_sums, unsigned long long *gathered, int32_t *index,
-                               unsigned char *rows, uint64_t *keys, size_t rowbytes, int probes)
+__global__ void sum_and_gather(const unsigned char *data, size_t count, size_t stride, pc_dtype t, pc__hca_binning bin,
+                               pc__hca_dgrid grid, fixed_scale sc, unsigned long long *cell_sums,
+                               pc__hca_gather gather, int probes)
 {
     constexpr bool TABLE = SUMS == SUMS_TABLE;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -140,27 +139,7 @@ __global__ void sum_and_gather(const unsigned char *data, size_t count, size_t s
         const unsigned char *row = data + (valid ? i : i0) * stride;
         int32_t cell = valid ? pc__hca_find_cell(grid, key_of_row(row, t, bin)) : -1;
         add_to_cell(row, t, cell, lane, dim, bin, sc, table_key, table_sum, cell_sums, probes, TABLE);
-        bool border = cell >= 0 && is_border[cell];
-        unsigned mask = __ballot_sync(0xffffffffu, border);
-        if (!mask)
-            continue;
-        unsigned long long base = 0;
-        if (lane == 0)
-            base = atomicAdd(gathered, (unsigned long long)__popc(mask));
-        base = __shfl_sync(0xffffffffu, base, 0);
-        if (border) {
-            size_t slot = base + __popc(mask & ((1u << lane) - 1));
-            index[slot] = (int32_t)(offset + i);
-            if (keys) {
-                uint64_t k = 0;
-                for (size_t b = 0; b < rowbytes; b++)
-                    k |= (uint64_t)row[b] << (8 * b);
-                keys[slot] = k;
-            } else {
-                for (size_t b = 0; b < rowbytes; b++)
-                    rows[slot * rowbytes + b] = row[b];
-            }
-        }
+        pc__hca_gather_row(gather, row, i, cell);
     }
     if (TABLE) {
         __syncthreads();
@@ -270,15 +249,9 @@ __global__ void apply_points(size_t count, const int32_t *index, const int32_t *
                 device_labels[index[q]] = reached[r];
             continue;
         }
-        unsigned mask = __ballot_sync(0xffffffffu, moves);
-        if (!mask)
-            continue;
-        unsigned long long base = 0;
-        if (lane == 0)
-            base = atomicAdd(listed, (unsigned long long)__popc(mask));
-        base = __shfl_sync(0xffffffffu, base, 0);
+        unsigned long long place = pc__hca_warp_place(listed, moves);
         if (moves)
-            changed_list[base + __popc(mask & ((1u << lane) - 1))] = make_int2(index[q], reached[r]);
+            changed_list[place] = make_int2(index[q], reached[r]);
     }
 }
 
@@ -418,10 +391,10 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
             data = s.data.ptr;
             row_stride = rowbytes;
         }
+        pc__hca_gather gather = {d_border.ptr, scalars.ptr, index.ptr, packed ? keys.ptr : nullptr, rows.ptr, rowbytes,
+                                 off};
         if (dense_sums) {
             pc__hca_rows piece_rows = {data, c, row_stride, (int)dim, t};
-            pc__hca_gather gather = {d_border.ptr, scalars.ptr, index.ptr, packed ? keys.ptr : nullptr,
-                                     rows.ptr, rowbytes, off};
             st = pc__hca_cuda_cell_sums(piece_rows, s.bin, grid, cells, nullptr, cell_sums.ptr, &gather,
                                         {s.sms, stream, (size_t)s.shared_optin});
             if (st != PC_OK)
@@ -430,9 +403,8 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         }
         auto pass = resident > 0 ? sum_and_gather<SUMS_TABLE> : sum_and_gather<SUMS_GLOBAL>;
         unsigned blocks = resident > 0 ? std::min(blocks_for(c, s.sms), (unsigned)resident) : blocks_for(c, s.sms);
-        pass<<<blocks, THREADS, resident > 0 ? SUM_SHARED_BYTES : 0, stream>>>(
-            data, c, row_stride, off, t, s.bin, grid, sc, d_border.ptr, cell_sums.ptr, scalars.ptr, index.ptr, rows.ptr,
-            packed ? keys.ptr : nullptr, rowbytes, probes);
+        pass<<<blocks, THREADS, resident > 0 ? SUM_SHARED_BYTES : 0, stream>>>(data, c, row_stride, t, s.bin, grid, sc,
+                                                                               cell_sums.ptr, gather, probes);
         PC_CUDA_LAUNCHED("HCA-MS border points");
     }
     if (side)

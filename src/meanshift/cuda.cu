@@ -352,6 +352,11 @@ constexpr float MMA_MIN_WEIGHT = 1.0f;                  // below: redone by the 
 // 0.192 -> 0.201 s (RESULTS.md, 2026-11-27 session 21). A test of every lane's exponents a 16 x 16
 // tile (a vote) skipped more but cost more: 0.155-0.159 s, and 0.221 overlapping (H200).
 constexpr float MMA_FAR = 35.0f;
+// Where the tiles' boxes begin after n packed references, in halves (the packing's, padded to tiles).
+__host__ __device__ inline size_t mma_boxes_at(int n)
+{
+    return (size_t)((n + FAST_BLOCK - 1) / FAST_BLOCK * FAST_BLOCK) * MMA_GROUP_U4 / 2;
+}
 
 __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
@@ -488,8 +493,8 @@ __global__ void __launch_bounds__(FAST_BLOCK)
 {
     // `far`, in the cut-off's place (there is none here): MMA_FAR, or infinity to skip no tile.
     const uint4 *__restrict__ packed = static_cast<const uint4 *>(refs);
-    const int n_pad = (n + FAST_BLOCK - 1) / FAST_BLOCK * FAST_BLOCK;
-    const float4 *__restrict__ boxes = reinterpret_cast<const float4 *>(packed + (size_t)(n_pad / 16) * MMA_GROUP_U4);
+    const float4 *__restrict__ boxes =
+        reinterpret_cast<const float4 *>(static_cast<const __half *>(refs) + mma_boxes_at(n));
     __shared__ uint4 tile[FAST_BLOCK / 16 * MMA_GROUP_U4];
     __shared__ uint32_t qrec[4][MMA_WARP_TILES * 16][9]; // a query's 8 words (+1: fewer bank conflicts)
     __shared__ float qbox[2][3][5]; // the queries' boxes (lo / hi, dimension): a warp's each, the block's at 4
@@ -788,6 +793,8 @@ __global__ void grid_keys(const float *ref, int n, int dim, grid_view g, unsigne
     order[j] = j;
 }
 
+// The points (dimension-major) at their places in `order`: sref[p] = ref[order[p]] (the grid's references
+// in key order, spatial_order's points in Morton order).
 __global__ void grid_gather(const float *ref, int n, int dim, const int *order, float *sref)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1107,24 +1114,35 @@ pc_status launch_grid_kernel(run_state &s, int count)
     return PC_OK;
 }
 
+// s.keys (their low `bits` bits) with the points' numbers s.order sorted into s.keys_sorted and
+// s.order_sorted, the scratch grown as needed.
+pc_status sort_keys(run_state &s, int bits, const char *what)
+{
+    size_t temp = 0;
+    int n = (int)s.n;
+    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
+                                                s.order_sorted.ptr, n, 0, bits),
+                what);
+    if (temp > s.sort_temp.count) {
+        pc_status st = s.sort_temp.alloc(temp, what);
+        if (st != PC_OK)
+            return st;
+    }
+    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(s.sort_temp.ptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
+                                                s.order_sorted.ptr, n, 0, bits),
+                what);
+    return PC_OK;
+}
+
 // Sorts the current references into grid cells (keys, then references in key order).
 pc_status build_grid(run_state &s)
 {
     int n = (int)s.n, dim = (int)s.dim, blocks = blocks_for(n, 256);
     grid_keys<<<blocks, 256>>>(s.ref.ptr, n, dim, s.grid, s.keys.ptr, s.order.ptr);
     PC_CUDA_LAUNCHED("grid key kernel");
-    size_t temp = 0;
-    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
-                                                s.order_sorted.ptr, n, 0, 16 * dim),
-                "grid sort (size query)");
-    if (temp > s.sort_temp.count) {
-        pc_status st = s.sort_temp.alloc(temp, "grid sort scratch");
-        if (st != PC_OK)
-            return st;
-    }
-    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(s.sort_temp.ptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
-                                                s.order_sorted.ptr, n, 0, 16 * dim),
-                "grid sort");
+    pc_status st = sort_keys(s, 16 * dim, "grid sort");
+    if (st != PC_OK)
+        return st;
     grid_gather<<<blocks, 256>>>(s.ref.ptr, n, dim, s.order_sorted.ptr, s.sref.ptr);
     PC_CUDA_LAUNCHED("grid gather kernel");
     s.grid.keys = s.keys_sorted.ptr;
@@ -1186,8 +1204,8 @@ pc_status run(run_state &s, const pc__ms_setup *setup, const pc__ms_cuda_options
             if (st == PC_OK && s.mma) {
                 int n_pad = blocks_for(n, FAST_BLOCK) * FAST_BLOCK;
                 pack_mma_refs<<<blocks_for(n_pad, 256), 256>>>(s.ref.ptr, n, n_pad, (int)s.dim, s.packed.ptr);
-                mma_tile_boxes<<<n_pad / FAST_BLOCK, FAST_BLOCK>>>(
-                    s.ref.ptr, n, (int)s.dim, reinterpret_cast<float4 *>(s.packed.ptr + (size_t)n_pad * MMA_GROUP_U4 * 8 / 16));
+                mma_tile_boxes<<<n_pad / FAST_BLOCK, FAST_BLOCK>>>(s.ref.ptr, n, (int)s.dim,
+                                                                   reinterpret_cast<float4 *>(s.packed.ptr + mma_boxes_at(n)));
                 st = pc__cuda_status(cudaGetLastError(), "reference packing kernel");
             }
             if (st == PC_OK && s.use_grid)
@@ -1274,14 +1292,6 @@ __global__ void morton_keys(const float *ref, int n, int dim, morton_frame f, un
     order[i] = i;
 }
 
-__global__ void permute_points(const float *src, int n, int dim, const int *order, float *dst)
-{
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n)
-        for (int k = 0; k < dim; k++)
-            dst[(size_t)k * n + p] = src[(size_t)k * n + order[p]];
-}
-
 // The points (scaled, dimension-major hs, bounds lo and hi) put in a spatial order on the device, for
 // mma_dot_kernel's skip of far tiles: order[p] (host) = the point now at place p, by its Morton key;
 // the positions and the references in that order on the device (hs as it was). A sort on the device:
@@ -1296,22 +1306,14 @@ pc_status spatial_order(run_state &s, const float *hs, const float *lo, const fl
         f.lo[k] = k < dim ? lo[k] : 0.0f;
         f.step[k] = k < dim && hi[k] > lo[k] ? (float)((1u << bits) - 1) / (hi[k] - lo[k]) : 0.0f;
     }
-    size_t bytes = (size_t)n * dim * sizeof(float), temp = 0;
+    size_t bytes = (size_t)n * dim * sizeof(float);
     PC_CUDA_TRY(cudaMemcpy(s.ref.ptr, hs, bytes, cudaMemcpyHostToDevice), "upload");
     morton_keys<<<blocks, 256>>>(s.ref.ptr, n, dim, f, s.keys.ptr, s.order.ptr);
     PC_CUDA_LAUNCHED("spatial order kernel");
-    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
-                                                s.order_sorted.ptr, n, 0, 30),
-                "spatial order (size query)");
-    if (temp > s.sort_temp.count) {
-        pc_status st = s.sort_temp.alloc(temp, "spatial order scratch");
-        if (st != PC_OK)
-            return st;
-    }
-    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(s.sort_temp.ptr, temp, s.keys.ptr, s.keys_sorted.ptr, s.order.ptr,
-                                                s.order_sorted.ptr, n, 0, 30),
-                "spatial order");
-    permute_points<<<blocks, 256>>>(s.ref.ptr, n, dim, s.order_sorted.ptr, s.pos.ptr);
+    pc_status st = sort_keys(s, 30, "spatial order");
+    if (st != PC_OK)
+        return st;
+    grid_gather<<<blocks, 256>>>(s.ref.ptr, n, dim, s.order_sorted.ptr, s.pos.ptr);
     PC_CUDA_LAUNCHED("spatial order kernel");
     PC_CUDA_TRY(cudaMemcpy(s.ref.ptr, s.pos.ptr, bytes, cudaMemcpyDeviceToDevice), "spatial order");
     PC_CUDA_TRY(cudaMemcpy(order, s.order_sorted.ptr, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost), "download");
@@ -1399,9 +1401,8 @@ extern "C" pc_status pc__meanshift_cuda(const float *points, size_t n, size_t di
         (st = s.active.alloc(n, "active list")) != PC_OK || (st = s.next_active.alloc(n, "active list")) != PC_OK ||
         (st = s.counter.alloc(1, "counter")) != PC_OK || (st = s.stopped.alloc(n, "stop flags")) != PC_OK ||
         (dot && (st = s.ref4.alloc(n, "packed references")) != PC_OK) ||
-        (s.mma && (st = s.packed.alloc((size_t)blocks_for((long long)n, FAST_BLOCK) * FAST_BLOCK * MMA_GROUP_U4 * 8 / 16 +
-                                           (size_t)blocks_for((long long)n, FAST_BLOCK) * 16, // the tiles' boxes
-                                       "packed references")) != PC_OK) ||
+        (s.mma && (st = s.packed.alloc(mma_boxes_at((int)n) + (size_t)blocks_for((long long)n, FAST_BLOCK) * 16,
+                                       "packed references and their tiles' boxes")) != PC_OK) ||
         (s.mma && (st = s.redo.alloc(n + 1, "redo list")) != PC_OK) ||
         (dim > MAX_GPU_DIM && (st = s.partial.alloc(n * dim, "per-point sums")) != PC_OK))
         goto done;
