@@ -525,10 +525,10 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
         memcpy(a, starts + i * dim, dim * sizeof *a);
         memcpy(b, a, dim * sizeof *b);
         r.climb.ref_dim = by_dim;
-        pc__climb_run(&r.climb, a);
-        steps += (size_t)pc__climb_shift(&r.climb, b, next);
+        pc__climb_run(&r.climb, r.climb.dim, a);
+        steps += (size_t)pc__climb_shift(&r.climb, r.climb.dim, b, next);
         r.climb.ref_dim = NULL;
-        pc__climb_run(&r.climb, b);
+        pc__climb_run(&r.climb, r.climb.dim, b);
         differ += memcmp(a, b, dim * sizeof *a) != 0;
     }
     r.climb.ref_dim = by_dim;

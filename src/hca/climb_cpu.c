@@ -50,16 +50,11 @@ __attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_
     }
     const __m512d cutoff2 = _mm512_set1_pd(c->cutoff2), inv = _mm512_set1_pd(c->inv);
     pc__climb_blocks b;
-    pc__climb_blocks_begin(c, x, &b);
+    pc__climb_blocks_begin(c, dim, x, &b);
     size_t lo, end;
-    uint64_t key;
-    while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
+    while (pc__climb_block_next(c, dim, x, &b, &lo, &end))
         for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
             __mmask8 live = end - q >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (end - q)) - 1);
-            /* the block's own references (its end is the table's where it was searched for) */
-            live &= _mm512_cmpeq_epu64_mask(_mm512_maskz_loadu_epi64(live, c->block_key + q), _mm512_set1_epi64((long long)key));
-            if (!live)
-                break;
             __m512d mu[PC__CLIMB_MAX_DIM], d2 = _mm512_setzero_pd();
             for (int j = 0; j < dim; j++) {
                 mu[j] = _mm512_maskz_loadu_pd(live, c->ref_dim + (size_t)j * c->refs + q);
@@ -97,12 +92,11 @@ void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, do
     int dim = c->dim;
     double lane_num[PC__CLIMB_LANES][PC__CLIMB_MAX_DIM] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
     pc__climb_blocks b;
-    pc__climb_blocks_begin(c, x, &b);
+    pc__climb_blocks_begin(c, dim, x, &b);
     size_t lo, end;
-    uint64_t key;
-    while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
-        for (size_t q = lo; q < end && c->block_key[q] == key; q++)
-            pc__climb_add(c, x, q, lane_num[(q - lo) % PC__CLIMB_LANES], &lane_den[(q - lo) % PC__CLIMB_LANES]);
+    while (pc__climb_block_next(c, dim, x, &b, &lo, &end))
+        for (size_t q = lo; q < end; q++)
+            pc__climb_add(c, dim, x, q, lane_num[(q - lo) % PC__CLIMB_LANES], &lane_den[(q - lo) % PC__CLIMB_LANES]);
     for (int j = 0; j < dim; j++) {
         double lanes[PC__CLIMB_LANES];
         for (int s = 0; s < PC__CLIMB_LANES; s++)

@@ -12,6 +12,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <utility>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@
 namespace {
 
 constexpr int THREADS = 256;
+// The climb kernel's blocks an SM (its registers' bound: 64; 4 bands spill a few bytes). 3 blocks (80
+// registers, no spill) were 2% slower on both images (H200, alternated, RESULTS.md session 22).
+constexpr int CLIMB_BLOCKS = 4;
 
 __device__ __forceinline__ double row_value(const unsigned char *row, pc_dtype t, int j)
 {
@@ -170,26 +174,31 @@ __global__ void scatter_heads(const uint64_t *keys, const int32_t *run, size_t c
 // One climb a group of PC__CLIMB_LANES threads of a warp, a lane each (refine_climb.h's step): the
 // cluster reached, or -2 with the start's number listed for the host, and the cluster of the start's own
 // cell (left: apply compares the two without finding a cell a point). The group's threads take the
-// same steps (their sums are the same after the shuffles), so they stay together. Registers for 6
-// blocks an SM (a few spilled): the RGB image's 26,618 climbs then fit about one wave; its climbs took
-// ~0.9 ms less than at 4 blocks (54 registers) or 8 (H200, alternated, RESULTS.md session 19).
-__global__ void __launch_bounds__(THREADS, 6)
-    climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, pc__hca_climb c, pc__hca_binning bin,
-          pc__hca_dgrid grid, const int32_t *cluster_of_cell, int32_t *reached, int32_t *left,
-          unsigned long long *unresolved, int32_t *unresolved_list)
+// same steps (their sums are the same after the shuffles), so they stay together. DIM is c.dim, a
+// constant so that the loops over the dimensions unroll and the position, the sums and the walk over
+// the blocks stay in registers; c is read where the launch put it (__grid_constant__), not copied to
+// each thread's stack. With a runtime dim and a copied c, 4 bands took ~600 instructions a reference
+// and lane (a 1 KiB stack; Nsight Compute: issue-bound, L1 81% busy with the stack's loads).
+template <int DIM>
+__global__ void __launch_bounds__(THREADS, CLIMB_BLOCKS)
+    climb(const unsigned char *starts, size_t count, size_t record, pc_dtype t, const __grid_constant__ pc__hca_climb c,
+          const __grid_constant__ pc__hca_binning bin, const __grid_constant__ pc__hca_dgrid grid,
+          const int32_t *cluster_of_cell, int32_t *reached, int32_t *left, unsigned long long *unresolved,
+          int32_t *unresolved_list)
 {
     size_t first = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / PC__CLIMB_LANES;
     size_t groups = gridDim.x * (size_t)blockDim.x / PC__CLIMB_LANES;
     for (size_t r = first; r < count; r += groups) {
         const unsigned char *row = starts + r * record;
-        double x[PC__CLIMB_MAX_DIM];
-        for (int j = 0; j < c.dim; j++)
+        double x[DIM];
+#pragma unroll
+        for (int j = 0; j < DIM; j++)
             x[j] = row_value(row, t, j);
-        pc__climb_run(&c, x);
+        pc__climb_run(&c, DIM, x);
         if (threadIdx.x % PC__CLIMB_LANES)
             continue;
         left[r] = cluster_of_cell[pc__hca_find_cell(grid, key_of_row(row, t, bin))];
-        int32_t cell = pc__hca_find_cell(grid, pc__climb_key(&c, x));
+        int32_t cell = pc__hca_find_cell(grid, pc__climb_key(&c, DIM, x));
         if (cell >= 0) {
             reached[r] = cluster_of_cell[cell];
         } else {
@@ -197,6 +206,16 @@ __global__ void __launch_bounds__(THREADS, 6)
             unresolved_list[atomicAdd(unresolved, 1ull)] = (int32_t)r;
         }
     }
+}
+
+// The climb kernel for dim dimensions (1 to PC__CLIMB_MAX_DIM).
+using climb_kernel = void (*)(const unsigned char *, size_t, size_t, pc_dtype, const pc__hca_climb, const pc__hca_binning,
+                              const pc__hca_dgrid, const int32_t *, int32_t *, int32_t *, unsigned long long *,
+                              int32_t *);
+template <int... D> climb_kernel climb_for(int dim, std::integer_sequence<int, D...>)
+{
+    climb_kernel kernels[] = {climb<D + 1>...};
+    return kernels[dim - 1];
 }
 
 // Each climb's points that change cluster (all of its run, or its one row: run_start NULL): counted, and
@@ -482,7 +501,8 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         (st = pc__hca_grow(left, climbs, "HCA-MS climbs")) != PC_OK ||
         (st = pc__hca_grow(unresolved_list, climbs, "HCA-MS climbs")) != PC_OK)
         return st;
-    climb<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms), THREADS, 0, stream>>>(
+    climb_for(dim, std::make_integer_sequence<int, PC__CLIMB_MAX_DIM>())<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms),
+                                                                        THREADS, 0, stream>>>(
         starts, climbs, record, t, dc, s.bin, grid, d_cluster, reached.ptr, left.ptr, scalars.ptr + 1,
         unresolved_list.ptr);
     PC_CUDA_LAUNCHED("HCA-MS climbs");

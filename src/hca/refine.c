@@ -194,7 +194,7 @@ static long nearest_cell(const pc__hca_reach *r, const double *x)
 
 int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x)
 {
-    long cell = pc__hca_find(r->g, pc__climb_key(&r->climb, x));
+    long cell = pc__hca_find(r->g, pc__climb_key(&r->climb, r->climb.dim, x));
     if (cell < 0)
         cell = nearest_cell(r, x);
     return r->cluster_of_cell[cell];
@@ -203,7 +203,7 @@ int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x)
 int32_t pc__hca_reach_climb(const pc__hca_reach *r, double *x)
 {
     if (r->climb.h > 0)
-        pc__climb_run(&r->climb, x);
+        pc__climb_run(&r->climb, r->climb.dim, x);
     return pc__hca_reach_end(r, x);
 }
 

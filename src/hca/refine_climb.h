@@ -16,7 +16,7 @@
 #define PC__CLIMB_MAX_DIM 8
 
 #if defined(__CUDACC__)
-#define PC__CLIMB_FN __host__ __device__ static inline
+#define PC__CLIMB_FN __host__ __device__ static __forceinline__
 #else
 #define PC__CLIMB_FN static inline
 #endif
@@ -76,11 +76,11 @@ PC__CLIMB_FN int pc__climb_coordinate(double x, double lo, double hi, int m)
     return c >= m - 1 ? m - 1 : c < 0 ? 0 : (int)c;
 }
 
-/* The grid key of position x. */
-PC__CLIMB_FN uint64_t pc__climb_key(const pc__hca_climb *c, const double *x)
+/* The grid key of position x (dim: c->dim, pc__climb_blocks' note). */
+PC__CLIMB_FN uint64_t pc__climb_key(const pc__hca_climb *c, int dim, const double *x)
 {
     uint64_t key = 0;
-    for (int j = 0; j < c->dim; j++)
+    for (int j = 0; j < dim; j++)
         key += (uint64_t)pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) * c->stride[j];
     return key;
 }
@@ -120,16 +120,17 @@ PC__CLIMB_FN double pc__climb_exp(double x)
 }
 
 /* The blocks around x's own (pc__climb_blocks_begin), one after another (pc__climb_block_next): each
- * block's references are [*lo, *end) where its keys equal *key (a block beyond the cut-off comes back
- * empty); 0 when there are no more. */
+ * block's references are [*lo, *end) (a block beyond the cut-off comes back empty); 0 when there are no
+ * more. dim is c->dim, an argument so that the GPU's kernel can give it as a constant: its loops then
+ * unroll and x, the sums and the walk stay in registers. */
 typedef struct {
     int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
     int done;
 } pc__climb_blocks;
 
-PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, const double *x, pc__climb_blocks *b)
+PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b)
 {
-    for (int j = 0; j < c->dim; j++) {
+    for (int j = 0; j < dim; j++) {
         int k = pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) / c->span[j];
         b->from[j] = k > 0 ? k - 1 : 0;
         b->to[j] = k + 1 < c->blocks[j] ? k + 1 : c->blocks[j] - 1;
@@ -138,12 +139,25 @@ PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, const double *x
     b->done = 0;
 }
 
-PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, const double *x, pc__climb_blocks *b, size_t *lo,
-                                      size_t *end, uint64_t *key)
+/* The first reference whose block key is at least k (a binary search over block_key). */
+PC__CLIMB_FN size_t pc__climb_first_at_least(const pc__hca_climb *c, uint64_t k)
+{
+    size_t from = 0, hi = c->refs;
+    while (from < hi) {
+        size_t mid = (from + hi) / 2;
+        if (c->block_key[mid] < k)
+            from = mid + 1;
+        else
+            hi = mid;
+    }
+    return from;
+}
+
+PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b,
+                                      size_t *lo, size_t *end)
 {
     if (b->done)
         return 0;
-    int dim = c->dim;
     uint64_t k = 0;
     for (int j = 0; j < dim; j++)
         k += (uint64_t)b->at[j] * c->block_stride[j];
@@ -157,41 +171,31 @@ PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, const double *x, p
         gap = gap - 1e-6 * c->width[j];
         gap2 += gap > 0 ? gap * gap : 0;
     }
-    size_t from = 0, hi = c->refs, to = c->refs;
     if (gap2 > c->cutoff2) {
-        from = to = 0;
+        *lo = *end = 0;
     } else if (c->block_start) {
-        from = c->block_start[k];
-        to = c->block_start[k + 1];
+        *lo = c->block_start[k];
+        *end = c->block_start[k + 1];
     } else {
-        while (from < hi) {
-            size_t mid = (from + hi) / 2;
-            if (c->block_key[mid] < k)
-                from = mid + 1;
-            else
-                hi = mid;
-        }
+        *lo = pc__climb_first_at_least(c, k);
+        *end = pc__climb_first_at_least(c, k + 1);
     }
-    *lo = from;
-    *end = to;
-    *key = k;
-    int j = dim - 1;
-    for (; j >= 0; j--) {
-        if (b->at[j] < b->to[j]) {
-            b->at[j]++;
-            break;
+    /* The next block, the last dimension fastest (no early exit, so that a constant dim unrolls it). */
+    int carry = 1;
+    for (int j = dim - 1; j >= 0; j--)
+        if (carry) {
+            carry = b->at[j] >= b->to[j];
+            b->at[j] = carry ? b->from[j] : b->at[j] + 1;
         }
-        b->at[j] = b->from[j];
-    }
-    b->done = j < 0;
+    b->done = carry;
     return 1;
 }
 
 /* Reference q's part of a step from x, added into a lane's sums (num, dim of them, and den) where it is
  * within the cut-off. */
-PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, const double *x, size_t q, double *num, double *den)
+PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const double *x, size_t q, double *num,
+                                double *den)
 {
-    int dim = c->dim;
     const double *mu = c->ref + q * (size_t)dim;
     double d2 = 0;
     for (int j = 0; j < dim; j++) {
@@ -208,18 +212,17 @@ PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, const double *x, size_t 
 
 /* Lane s of a step from x (the GPU's thread): the sums over the references at positions s, s + 8, ...
  * of each block. */
-PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, const double *x, int s, double *num, double *den)
+PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, int dim, const double *x, int s, double *num, double *den)
 {
-    for (int j = 0; j < c->dim; j++)
+    for (int j = 0; j < dim; j++)
         num[j] = 0;
     *den = 0;
     pc__climb_blocks b;
-    pc__climb_blocks_begin(c, x, &b);
+    pc__climb_blocks_begin(c, dim, x, &b);
     size_t lo, end;
-    uint64_t key;
-    while (pc__climb_block_next(c, x, &b, &lo, &end, &key))
-        for (size_t q = lo + (size_t)s; q < end && c->block_key[q] == key; q += PC__CLIMB_LANES)
-            pc__climb_add(c, x, q, num, den);
+    while (pc__climb_block_next(c, dim, x, &b, &lo, &end))
+        for (size_t q = lo + (size_t)s; q < end; q += PC__CLIMB_LANES)
+            pc__climb_add(c, dim, x, q, num, den);
 }
 
 /* The lanes' values v[0 .. 7] summed in the step's order. */
@@ -237,13 +240,12 @@ void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, do
 
 /* One mean shift step from x over the references within the cut-off; 0 when none is that close. On
  * the GPU every climb is a group of 8 threads of a warp (threadIdx.x % 8 its lane, cuda_refine.cu). */
-PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, const double *x, double *next)
+PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, int dim, const double *x, double *next)
 {
-    int dim = c->dim;
     double num[PC__CLIMB_MAX_DIM], den;
 #if defined(__CUDA_ARCH__)
     unsigned group = 0xffu << (threadIdx.x & 24);
-    pc__climb_lane(c, x, (int)(threadIdx.x & 7), num, &den);
+    pc__climb_lane(c, dim, x, (int)(threadIdx.x & 7), num, &den);
     /* lane s + its partner (s ^ 1), then pairs (s ^ 2), then quads (s ^ 4): the order of
      * pc__climb_lanes_total on every lane (an addition's operands commute exactly). */
     for (int step = 1; step < PC__CLIMB_LANES; step *= 2) {
@@ -261,15 +263,16 @@ PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, const double *x, double
     return 1;
 }
 
-/* Climbs x (in place) until a shift is below eps, no reference is within the cut-off, or max_iter. */
-PC__CLIMB_FN void pc__climb_run(const pc__hca_climb *c, double *x)
+/* Climbs x (in place) until a shift is below eps, no reference is within the cut-off, or max_iter; dim
+ * is c->dim (pc__climb_blocks' note). */
+PC__CLIMB_FN void pc__climb_run(const pc__hca_climb *c, int dim, double *x)
 {
     double next[PC__CLIMB_MAX_DIM];
     for (int it = 0; it < c->max_iter; it++) {
-        if (!pc__climb_shift(c, x, next))
+        if (!pc__climb_shift(c, dim, x, next))
             break;
         double d2 = 0;
-        for (int j = 0; j < c->dim; j++) {
+        for (int j = 0; j < dim; j++) {
             double e = PC__CL_SUB(next[j], x[j]);
             d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
             x[j] = next[j];
