@@ -39,10 +39,11 @@ static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512d e
     return _mm512_mul_pd(p, two_k);
 }
 
-__attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_climb *c, const double *x,
-                                                                 double *num, double *den)
+/* dim is c->dim; sums_avx512 gives it as a constant for 3 and 4 bands, so that the loops over the
+ * dimensions unroll and the sums, the position and the means stay in registers. */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
+sums_avx512_dim(const pc__hca_climb *c, int dim, const double *x, double *num, double *den)
 {
-    int dim = c->dim;
     __m512d acc[PC__CLIMB_MAX_DIM], accw = _mm512_setzero_pd(), xs[PC__CLIMB_MAX_DIM];
     for (int j = 0; j < dim; j++) {
         acc[j] = _mm512_setzero_pd();
@@ -76,6 +77,17 @@ __attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_
     }
     _mm512_storeu_pd(lanes, accw);
     *den = pc__climb_lanes_total(lanes);
+}
+
+__attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_climb *c, const double *x,
+                                                                 double *num, double *den)
+{
+    if (c->dim == 3)
+        sums_avx512_dim(c, 3, x, num, den);
+    else if (c->dim == 4)
+        sums_avx512_dim(c, 4, x, num, den);
+    else
+        sums_avx512_dim(c, c->dim, x, num, den);
 }
 #endif
 
