@@ -153,20 +153,20 @@ PC__CLIMB_FN size_t pc__climb_first_at_least(const pc__hca_climb *c, uint64_t k)
     return from;
 }
 
-PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b,
-                                      size_t *lo, size_t *end)
+/* The references [*lo, *end) of the block at coordinates at (empty where it lies wholly beyond the
+ * cut-off from x). */
+PC__CLIMB_FN void pc__climb_block_range(const pc__hca_climb *c, int dim, const double *x, const int *at, size_t *lo,
+                                        size_t *end)
 {
-    if (b->done)
-        return 0;
     uint64_t k = 0;
     for (int j = 0; j < dim; j++)
-        k += (uint64_t)b->at[j] * c->block_stride[j];
+        k += (uint64_t)at[j] * c->block_stride[j];
     /* A block wholly beyond the cut-off adds nothing: skipped (the gaps a hair narrower than the
      * block's, so that rounding never skips a reference the cut-off would keep; skipping changes no
      * sum, so the CPU and the GPU stay equal whatever each skips). */
     double gap2 = 0;
     for (int j = 0; j < dim; j++) {
-        double w = c->width[j] * c->span[j], left = c->lo[j] + b->at[j] * w, right = left + w;
+        double w = c->width[j] * c->span[j], left = c->lo[j] + at[j] * w, right = left + w;
         double gap = x[j] < left ? left - x[j] : x[j] > right ? x[j] - right : 0;
         gap = gap - 1e-6 * c->width[j];
         gap2 += gap > 0 ? gap * gap : 0;
@@ -180,6 +180,14 @@ PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const dou
         *lo = pc__climb_first_at_least(c, k);
         *end = pc__climb_first_at_least(c, k + 1);
     }
+}
+
+PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b,
+                                      size_t *lo, size_t *end)
+{
+    if (b->done)
+        return 0;
+    pc__climb_block_range(c, dim, x, b->at, lo, end);
     /* The next block, the last dimension fastest (no early exit, so that a constant dim unrolls it). */
     int carry = 1;
     for (int j = dim - 1; j >= 0; j--)
@@ -210,20 +218,45 @@ PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const double *x
     }
 }
 
-/* Lane s of a step from x (the GPU's thread): the sums over the references at positions s, s + 8, ...
- * of each block. */
-PC__CLIMB_FN void pc__climb_lane(const pc__hca_climb *c, int dim, const double *x, int s, double *num, double *den)
+#if defined(__CUDA_ARCH__)
+/* Lane s of a step from x on the GPU (thread s of the climb's group of 8): the sums over the references
+ * at positions s, s + 8, ... of each block, the blocks in pc__climb_block_next's order. The group shares
+ * the walk: thread s finds the ranges of blocks s, s + 8, ... (the last dimension fastest), and every
+ * thread takes each block's range from its finder by a shuffle, so that a block's gap and start are
+ * worked out once, not by each of the 8. */
+__device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, int dim, const double *x, int s,
+                                                            double *num, double *den)
 {
     for (int j = 0; j < dim; j++)
         num[j] = 0;
     *den = 0;
     pc__climb_blocks b;
     pc__climb_blocks_begin(c, dim, x, &b);
-    size_t lo, end;
-    while (pc__climb_block_next(c, dim, x, &b, &lo, &end))
-        for (size_t q = lo + (size_t)s; q < end; q += PC__CLIMB_LANES)
-            pc__climb_add(c, dim, x, q, num, den);
+    int count = 1;
+    for (int j = 0; j < dim; j++)
+        count *= b.to[j] - b.from[j] + 1;
+    unsigned group = 0xffu << (threadIdx.x & 24);
+    for (int first = 0; first < count; first += PC__CLIMB_LANES) {
+        size_t lo = 0, end = 0;
+        if (first + s < count) {
+            int at[PC__CLIMB_MAX_DIM];
+            for (int j = dim - 1, i = first + s; j >= 0; j--) {
+                int n = b.to[j] - b.from[j] + 1;
+                at[j] = b.from[j] + i % n;
+                i /= n;
+            }
+            pc__climb_block_range(c, dim, x, at, &lo, &end);
+        }
+        int blocks = count - first < PC__CLIMB_LANES ? count - first : PC__CLIMB_LANES;
+        for (int k = 0; k < blocks; k++) {
+            size_t from = __shfl_sync(group, (unsigned long long)lo, k, PC__CLIMB_LANES);
+            size_t to = __shfl_sync(group, (unsigned long long)end, k, PC__CLIMB_LANES);
+            for (size_t q = from + (size_t)s; q < to; q += PC__CLIMB_LANES)
+                pc__climb_add(c, dim, x, q, num, den);
+        }
+    }
 }
+#endif
 
 /* The lanes' values v[0 .. 7] summed in the step's order. */
 PC__CLIMB_FN double pc__climb_lanes_total(const double *v)
