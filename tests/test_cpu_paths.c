@@ -500,7 +500,29 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
 
 /* HCA-MS's climbs (refine_climb.h) from starts (count x dim) over a grid's cell means, on this path
  * and with the lanes one after another (the baseline's way, and the GPU's order): the same end
- * positions bit for bit. search: without the table of block starts (the binary search's way). */
+ * positions bit for bit; and the blocks the GPU takes by number in the walk's order. search: without
+ * the table of block starts (the binary search's way). */
+/* The blocks a climb's step walks (pc__climb_block_next, the CPU's) against the same blocks taken by
+ * number (pc__climb_block_at, the GPU's, whose threads each find some blocks' ranges): the numbers of
+ * blocks, then their coordinates in order, differing; the GPU's lanes add in the CPU's order only if
+ * this is 0. */
+static size_t blocks_out_of_order(const pc__hca_climb *c, const double *x)
+{
+    int dim = c->dim;
+    pc__climb_blocks walk, numbered;
+    pc__climb_blocks_begin(c, dim, x, &walk);
+    numbered = walk;
+    int count = pc__climb_block_count(&numbered, dim), i = 0;
+    size_t differ = 0, lo, end;
+    for (; !walk.done; i++) {
+        int at[PC__CLIMB_MAX_DIM];
+        pc__climb_block_at(&numbered, dim, i, at);
+        differ += memcmp(at, walk.at, (size_t)dim * sizeof *at) != 0;
+        pc__climb_block_next(c, dim, x, &walk, &lo, &end);
+    }
+    return differ + (i != count);
+}
+
 static void compare_climbs(const pc__hca_grid *g, const double *mean, const double *starts, size_t count, int search,
                            pc__cpu_path_id path, const char *what)
 {
@@ -519,11 +541,12 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
         r.climb.block_start = NULL;
     }
     const double *by_dim = r.climb.ref_dim;
-    size_t differ = 0, steps = 0;
+    size_t differ = 0, steps = 0, out_of_order = 0;
     for (size_t i = 0; i < count; i++) {
         double a[PC__HCA_MAX_DIM], b[PC__HCA_MAX_DIM], next[PC__HCA_MAX_DIM];
         memcpy(a, starts + i * dim, dim * sizeof *a);
         memcpy(b, a, dim * sizeof *b);
+        out_of_order += blocks_out_of_order(&r.climb, a);
         r.climb.ref_dim = by_dim;
         pc__climb_run(&r.climb, r.climb.dim, a);
         steps += (size_t)pc__climb_shift(&r.climb, r.climb.dim, b, next);
@@ -533,6 +556,8 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
     }
     r.climb.ref_dim = by_dim;
     CHECK(steps > 0);
+    CHECK_MSG(out_of_order == 0, "%s: %zu walks whose blocks by number (the GPU's) differ from the walk's", what,
+              out_of_order);
     CHECK_MSG(differ == 0, "path %s, %s, search %d: %zu climbs end elsewhere than the lanes one by one's",
               pc__cpu_path_name(path), what, search, differ);
     pc__hca_reach_free(&r);

@@ -100,7 +100,7 @@ void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, do
     }
 #endif
     /* The lanes one after another, the blocks walked once: reference q of a block [lo, end) goes to
-     * lane (q - lo) % 8, each lane adding its references in pc__climb_lane's order. */
+     * lane (q - lo) % 8, each lane adding its references in order (refine_climb.h's PC__CLIMB_LANES). */
     int dim = c->dim;
     double lane_num[PC__CLIMB_LANES][PC__CLIMB_MAX_DIM] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
     pc__climb_blocks b;

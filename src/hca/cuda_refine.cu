@@ -20,8 +20,9 @@
 namespace {
 
 constexpr int THREADS = 256;
-// The climb kernel's blocks an SM (its registers' bound: 64; 4 bands spill a few bytes). 3 blocks (80
-// registers, no spill) were 2% slower on both images (H200, alternated, RESULTS.md session 22).
+// The climb kernel's blocks an SM (its registers' bound: 64; up to 3 dimensions no spill, 4 a few bytes,
+// 8 some 400). 3 blocks (80 registers, no spill for 4) were 2% slower on both images (H200, alternated,
+// RESULTS.md session 22).
 constexpr int CLIMB_BLOCKS = 4;
 
 __device__ __forceinline__ double row_value(const unsigned char *row, pc_dtype t, int j)
@@ -501,6 +502,8 @@ pc_status refine(pc__hca_gpu &s, const pc_points *points, int device_input, int3
         (st = pc__hca_grow(left, climbs, "HCA-MS climbs")) != PC_OK ||
         (st = pc__hca_grow(unresolved_list, climbs, "HCA-MS climbs")) != PC_OK)
         return st;
+    if (dim < 1 || dim > PC__CLIMB_MAX_DIM) // pc__hca_check_params refuses these before any plan
+        return pc__fail(PC_INTERNAL_ERROR, "HCA-MS climbs: %zu dimensions", (size_t)dim);
     climb_for(dim, std::make_integer_sequence<int, PC__CLIMB_MAX_DIM>())<<<blocks_for(climbs * PC__CLIMB_LANES, s.sms),
                                                                         THREADS, 0, stream>>>(
         starts, climbs, record, t, dc, s.bin, grid, d_cluster, reached.ptr, left.ptr, scalars.ptr + 1,

@@ -119,10 +119,11 @@ PC__CLIMB_FN double pc__climb_exp(double x)
     return PC__CL_MUL(p, two_k);
 }
 
-/* The blocks around x's own (pc__climb_blocks_begin), one after another (pc__climb_block_next): each
- * block's references are [*lo, *end) (a block beyond the cut-off comes back empty); 0 when there are no
- * more. dim is c->dim, an argument so that the GPU's kernel can give it as a constant: its loops then
- * unroll and x, the sums and the walk stay in registers. */
+/* The blocks around x's own (pc__climb_blocks_begin), one after another (pc__climb_block_next, the
+ * CPU's walk; the GPU's takes them by number, pc__climb_block_at): each block's references are [*lo,
+ * *end) (a block beyond the cut-off comes back empty); 0 when there are no more. dim is c->dim, an
+ * argument so that a caller can give it as a constant (the GPU's kernel, the CPU's AVX-512 step for 3
+ * and 4 bands): the loops then unroll and x, the sums and the walk stay in registers. */
 typedef struct {
     int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
     int done;
@@ -139,10 +140,10 @@ PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, int dim, const 
     b->done = 0;
 }
 
-/* The first reference whose block key is at least k (a binary search over block_key). */
-PC__CLIMB_FN size_t pc__climb_first_at_least(const pc__hca_climb *c, uint64_t k)
+/* The first reference from `from` on whose block key is at least k (a binary search over block_key). */
+PC__CLIMB_FN size_t pc__climb_first_at_least(const pc__hca_climb *c, size_t from, uint64_t k)
 {
-    size_t from = 0, hi = c->refs;
+    size_t hi = c->refs;
     while (from < hi) {
         size_t mid = (from + hi) / 2;
         if (c->block_key[mid] < k)
@@ -151,6 +152,26 @@ PC__CLIMB_FN size_t pc__climb_first_at_least(const pc__hca_climb *c, uint64_t k)
             hi = mid;
     }
     return from;
+}
+
+/* How many blocks pc__climb_block_next walks from b's start. */
+PC__CLIMB_FN int pc__climb_block_count(const pc__climb_blocks *b, int dim)
+{
+    int count = 1;
+    for (int j = 0; j < dim; j++)
+        count *= b->to[j] - b->from[j] + 1;
+    return count;
+}
+
+/* The coordinates of block i of that walk (0 <= i < pc__climb_block_count): its number in mixed radix,
+ * the last dimension fastest, as pc__climb_block_next's carry counts. */
+PC__CLIMB_FN void pc__climb_block_at(const pc__climb_blocks *b, int dim, int i, int *at)
+{
+    for (int j = dim - 1; j >= 0; j--) {
+        int n = b->to[j] - b->from[j] + 1;
+        at[j] = b->from[j] + i % n;
+        i /= n;
+    }
 }
 
 /* The references [*lo, *end) of the block at coordinates at (empty where it lies wholly beyond the
@@ -177,8 +198,8 @@ PC__CLIMB_FN void pc__climb_block_range(const pc__hca_climb *c, int dim, const d
         *lo = c->block_start[k];
         *end = c->block_start[k + 1];
     } else {
-        *lo = pc__climb_first_at_least(c, k);
-        *end = pc__climb_first_at_least(c, k + 1);
+        *lo = pc__climb_first_at_least(c, 0, k);
+        *end = pc__climb_first_at_least(c, *lo, k + 1);
     }
 }
 
@@ -188,7 +209,8 @@ PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const dou
     if (b->done)
         return 0;
     pc__climb_block_range(c, dim, x, b->at, lo, end);
-    /* The next block, the last dimension fastest (no early exit, so that a constant dim unrolls it). */
+    /* The next block, the last dimension fastest (no early exit, so that a constant dim unrolls it;
+     * pc__climb_block_at numbers the blocks in this order). */
     int carry = 1;
     for (int j = dim - 1; j >= 0; j--)
         if (carry) {
@@ -225,26 +247,20 @@ PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const double *x
  * thread takes each block's range from its finder by a shuffle, so that a block's gap and start are
  * worked out once, not by each of the 8. */
 __device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, int dim, const double *x, int s,
-                                                            double *num, double *den)
+                                                     double *num, double *den)
 {
     for (int j = 0; j < dim; j++)
         num[j] = 0;
     *den = 0;
     pc__climb_blocks b;
     pc__climb_blocks_begin(c, dim, x, &b);
-    int count = 1;
-    for (int j = 0; j < dim; j++)
-        count *= b.to[j] - b.from[j] + 1;
+    int count = pc__climb_block_count(&b, dim);
     unsigned group = 0xffu << (threadIdx.x & 24);
     for (int first = 0; first < count; first += PC__CLIMB_LANES) {
         size_t lo = 0, end = 0;
         if (first + s < count) {
             int at[PC__CLIMB_MAX_DIM];
-            for (int j = dim - 1, i = first + s; j >= 0; j--) {
-                int n = b.to[j] - b.from[j] + 1;
-                at[j] = b.from[j] + i % n;
-                i /= n;
-            }
+            pc__climb_block_at(&b, dim, first + s, at);
             pc__climb_block_range(c, dim, x, at, &lo, &end);
         }
         int blocks = count - first < PC__CLIMB_LANES ? count - first : PC__CLIMB_LANES;
