@@ -498,10 +498,6 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     free(img);
 }
 
-/* HCA-MS's climbs (refine_climb.h) from starts (count x dim) over a grid's cell means, on this path
- * and with the lanes one after another (the baseline's way, and the GPU's order): the same end
- * positions bit for bit; and the blocks the GPU takes by number in the walk's order. search: without
- * the table of block starts (the binary search's way). */
 /* The blocks a climb's step walks (pc__climb_block_next, the CPU's) against the same blocks taken by
  * number (pc__climb_block_at, the GPU's, whose threads each find some blocks' ranges): the numbers of
  * blocks, then their coordinates in order, differing; the GPU's lanes add in the CPU's order only if
@@ -523,6 +519,10 @@ static size_t blocks_out_of_order(const pc__hca_climb *c, const double *x)
     return differ + (i != count);
 }
 
+/* HCA-MS's climbs (refine_climb.h) from starts (count x dim) over a grid's cell means, on this path
+ * and with the lanes one after another (the baseline's way, and the GPU's order): the same end
+ * positions bit for bit; and the blocks the GPU takes by number in the walk's order. search: without
+ * the table of block starts (the binary search's way). */
 static void compare_climbs(const pc__hca_grid *g, const double *mean, const double *starts, size_t count, int search,
                            pc__cpu_path_id path, const char *what)
 {
