@@ -352,6 +352,31 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
         wrong += count[c] != g.density[c];
     CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
               pc__cpu_path_name(path), v->n, bands, m, threads, offset, wrong);
+    /* The counts alone (HECA's members, the labels as bytes), by the linear index: each thread's kept
+     * by block and added up after (a budget that holds them), or by the linear index (none). */
+    if (offset == 0 && pc__hca_grid_vector_path(v, m)) {
+        uint8_t coord[4 * 256] = {0};
+        for (size_t j = 0; j < bands; j++)
+            pc__hca_band_coordinates(&g, j, coord + (4 - bands + j) * 256);
+        uint64_t total = 1;
+        for (size_t j = 0; j < bands; j++)
+            total *= (uint64_t)m;
+        int32_t *dense = malloc(total * sizeof *dense);
+        for (int budget = 0; budget <= 1; budget++) {
+            memset(dense, 0, total * sizeof *dense);
+            CHECK(pc__hca_count_u8_coords(v, coord, m, threads, NULL, dense, total, budget ? (size_t)1 << 30 : 0) ==
+                  PC_OK);
+            size_t differ = 0, n = 0;
+            for (uint64_t c = 0; c < total; c++)
+                n += (size_t)dense[c];
+            for (size_t c = 0; c < g.cells; c++)
+                differ += dense[g.key[c]] != count[c];
+            CHECK_MSG(differ == 0 && n == v->n,
+                      "path %s n %zu bands %zu m %d threads %d budget %d: %zu counts wrong, %zu counted",
+                      pc__cpu_path_name(path), v->n, bands, m, threads, budget, differ, n);
+        }
+        free(dense);
+    }
     /* The cells' sums of values (HCA-MS's cell means, HECA's prototypes) from the same cells. */
     CHECK(pc__hca_cell_sums_u8(&g, v, scratch, threads, got, NULL) == PC_OK &&
           memcmp(got, sum, g.cells * bands * sizeof *got) == 0);

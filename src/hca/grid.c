@@ -128,20 +128,22 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
 }
 
 /* The AVX-512 path of the cell index for packed 4-band and 3-band uint8 pixels (the common image
- * cases), 16 pixels a step, by pc__hca_u8_cell_index (pixels_u8.h). The indices go out with streaming
+ * cases), 16 pixels a step, by pc__hca_u8_coords (pixels_u8.h). The indices go out with streaming
  * stores when the array is aligned: it is the size of the image times four and is next read by the
  * labelling, long after any cache would have kept it, so reading its lines in first would only add
  * traffic. cell_of NULL: the counts alone (HECA's members but the reference, and pc_hca_plan_run_u8,
- * whose label stage finds the cells again). Counting: 16 pixels of the same cell as the current run
- * (flat areas) add 16 to it in a register; otherwise each pixel adds to its cell's count, one step
- * later (below). Pixels b0 * 16 .. min(b1 * 16, n) - 1. Progress and cancellation (pc__hca_tick_at)
- * are checked once a step, as the common loop does once a pixel. */
+ * whose label stage finds the cells again). mine: the thread's own counts, by the cells' linear index,
+ * or by pc__hca_u8_block_index where blocked; NULL: count's, atomically, by the linear index.
+ * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
+ * otherwise each pixel adds to its cell's count, one step later (below). Pixels b0 * 16 .. min(b1 *
+ * 16, n) - 1. Progress and cancellation (pc__hca_tick_at) are checked once a step, as the common loop
+ * does once a pixel. */
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const pc__hca_u8_grid *u,
-                uint32_t *cell_of, int32_t *mine, int32_t *count, struct pc__hca_tick *tick)
+                uint32_t *cell_of, int32_t *mine, int blocked, int32_t *count, struct pc__hca_tick *tick)
 {
     pc__hca_u8_cells cells;
-    pc__hca_u8_cells_init(&cells, u);
+    pc__hca_u8_cells_init(&cells, u, dim);
     int aligned = ((uintptr_t)cell_of & 63) == 0;
     uint32_t run_idx = 0;
     int32_t run = 0;
@@ -156,8 +158,8 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         if (pc__hca_tick_at(tick, i, n))
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512i v = pc__hca_load_u8_pixels(data, dim, i, live);
-        __m512i idx = pc__hca_u8_cell_index(v, &cells);
+        __m512i coords = pc__hca_u8_coords(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
+        __m512i idx = pc__hca_u8_coords_index(coords, &cells);
         if (!cell_of)
             ; /* only the counts are wanted */
         else if (live != 0xffff)
@@ -166,6 +168,8 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
             _mm512_stream_si512((void *)(cell_of + i), idx);
         else
             _mm512_storeu_si512(cell_of + i, idx);
+        if (blocked)
+            idx = pc__hca_u8_block_index(coords, &cells);
         if (mine && live == 0xffff && _mm512_cmpeq_epi32_mask(idx, _mm512_set1_epi32((int)run_idx)) == 0xffff) {
             run += 16;
             continue;
@@ -193,7 +197,7 @@ pc__hca_u8_cells_of(const uint8_t *data, size_t dim, const pc__hca_u8_grid *u, c
                     size_t end, int32_t *cell)
 {
     pc__hca_u8_cells cells;
-    pc__hca_u8_cells_init(&cells, u);
+    pc__hca_u8_cells_init(&cells, u, dim);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         __m512i idx = pc__hca_u8_cell_index(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
@@ -240,14 +244,55 @@ static void add_copies(int32_t *count, const int32_t *copies, uint64_t total, in
 }
 
 #if PC__HAVE_CPU_PATHS
-/* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count: each thread counts its blocks
- * into its own copy where the copies fit the budget (else atomically), the copies summed after. */
+/* The entries of counts kept by pc__hca_u8_block_index: ceil(m / 2)^dim blocks of 2^dim cells. */
+static uint64_t block_count_size(int m, size_t dim)
+{
+    uint64_t blocks = 1;
+    for (size_t j = 0; j < dim; j++)
+        blocks *= (uint64_t)(m + 1) / 2;
+    return blocks << dim;
+}
+
+/* Called by every thread of the team after its barrier: the threads' counts by block (copies of size
+ * entries each) summed into count by the linear index, the rows of the last band shared out. */
+static void add_block_copies(int32_t *count, uint64_t total, const int32_t *copies, uint64_t size, int threads,
+                             int m, size_t dim)
+{
+    long half = (m + 1) / 2;
+#pragma omp for schedule(static)
+    for (long row = 0; row < (long)(total / (uint64_t)m); row++) {
+        /* the row's block and place within it from the first dim - 1 coordinates */
+        uint64_t block = 0, within = 0, rest = (uint64_t)row, scale = total / (uint64_t)m;
+        for (size_t j = 0; j + 1 < dim; j++) {
+            scale /= (uint64_t)m;
+            uint64_t c = rest / scale;
+            rest %= scale;
+            block = block * (uint64_t)half + c / 2;
+            within = within * 2 + c % 2;
+        }
+        for (int c = 0; c < m; c++) {
+            uint64_t at = ((block * (uint64_t)half + (uint64_t)c / 2) << dim) + within * 2 + (uint64_t)c % 2;
+            int32_t sum = 0;
+            for (int t = 0; t < threads; t++)
+                sum += copies[(uint64_t)t * size + at];
+            count[(uint64_t)row * (uint64_t)m + (uint64_t)c] += sum;
+        }
+    }
+}
+
+/* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count. Each thread counts its blocks
+ * of pixels into its own copy, by block (pc__hca_u8_block_index), where every thread's copy fits the
+ * budget; else each thread but the first into a copy by the linear index; else atomically. The
+ * copies are summed after. */
 static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, int threads,
                                  struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
                                  size_t budget)
 {
+    uint64_t size = block_count_size(u->m, p->dim);
     int32_t *copies = NULL;
-    if (threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
+    int blocked = size * sizeof(int32_t) * (size_t)threads <= budget &&
+                  (copies = calloc(size * (size_t)threads, sizeof *copies)) != NULL;
+    if (!blocked && threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
@@ -257,13 +302,20 @@ static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, i
         team = omp_get_num_threads();
 #endif
         /* Without copies every thread counts with atomics, thread 0 too. */
-        int32_t *mine = threads == 1 ? count : !copies ? NULL : t == 0 ? count : copies + (size_t)(t - 1) * total;
+        int32_t *mine = blocked          ? copies + (size_t)t * size
+                        : threads == 1   ? count
+                        : !copies        ? NULL
+                        : t == 0         ? count
+                                         : copies + (size_t)(t - 1) * total;
         size_t blocks = (p->n + 15) / 16;
         index_u8_avx512(p->data, p->dim, p->n, blocks * (size_t)t / (size_t)team,
-                        blocks * (size_t)(t + 1) / (size_t)team, u, cell_of, mine, count, tick);
+                        blocks * (size_t)(t + 1) / (size_t)team, u, cell_of, mine, blocked, count, tick);
         /* Every thread's counts are in before the copies are summed. */
 #pragma omp barrier
-        add_copies(count, copies, total, threads);
+        if (blocked)
+            add_block_copies(count, total, copies, size, team, u->m, p->dim);
+        else
+            add_copies(count, copies, total, threads);
     }
     free(copies);
     return PC_OK;

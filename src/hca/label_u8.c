@@ -102,7 +102,7 @@ pc__hca_label_u8_cells_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_gr
     s.current = -1;
     memset(s.touched, 0, sizeof s.touched);
     pc__hca_u8_cells cells;
-    pc__hca_u8_cells_init(&cells, u);
+    pc__hca_u8_cells_init(&cells, u, dim);
     const __m512i none_byte = _mm512_set1_epi32(255);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
