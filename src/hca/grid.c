@@ -49,6 +49,8 @@ static void bounding_box_u8(pc__hca_grid *g, const uint8_t *data)
 #pragma omp for schedule(static)
         for (long c = 0; c < (long)chunks; c++) {
             const uint8_t *q = data + (size_t)c * period;
+            for (size_t k = 0; k < period; k += 64)
+                pc__prefetch_stream(q + k);
             for (size_t k = 0; k < period; k++) {
                 tlo[k] = q[k] < tlo[k] ? q[k] : tlo[k];
                 thi[k] = q[k] > thi[k] ? q[k] : thi[k];
@@ -158,6 +160,7 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         if (pc__hca_tick_at(tick, i, n))
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        pc__prefetch_stream(data + dim * i);
         __m512i coords = pc__hca_u8_coords(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
         __m512i idx = pc__hca_u8_coords_index(coords, &cells);
         if (!cell_of)
@@ -200,6 +203,7 @@ pc__hca_u8_cells_of(const uint8_t *data, size_t dim, const pc__hca_u8_grid *u, c
     pc__hca_u8_cells_init(&cells, u, dim);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
+        pc__prefetch_stream(data + dim * i);
         __m512i idx = pc__hca_u8_cell_index(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
         if (slot)
             idx = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, slot, 4);

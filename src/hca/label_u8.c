@@ -84,6 +84,8 @@ __attribute__((target("arch=x86-64-v4"))) void pc__hca_label_u8_avx512(const uin
     const __m512i none_byte = _mm512_set1_epi32(255);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
+        pc__prefetch_stream(labels + i);
+        pc__prefetch_stream(u8 + dim * i);
         __m512i cluster = clusters_of(small, _mm512_maskz_loadu_epi32(live, labels + i), live);
         __mmask16 none = _mm512_cmpeq_epi32_mask(cluster, none_byte);
         _mm512_mask_storeu_epi32(labels + i, live, _mm512_mask_mov_epi32(cluster, none, _mm512_set1_epi32(-1)));
@@ -106,6 +108,7 @@ pc__hca_label_u8_cells_avx512(const uint8_t *u8, size_t dim, const pc__hca_u8_gr
     const __m512i none_byte = _mm512_set1_epi32(255);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
+        pc__prefetch_stream(u8 + dim * i);
         __m512i v = pc__hca_load_u8_pixels(u8, dim, i, live);
         __m512i cluster = clusters_of(small, pc__hca_u8_cell_index(v, &cells), live);
         __mmask16 none = _mm512_cmpeq_epi32_mask(cluster, none_byte);
