@@ -116,8 +116,8 @@ static void *alloc_like_labels(size_t bytes)
     return p;
 }
 
-/* The image read once on all threads, each 64 bytes asked for 8 KiB ahead as HCA's passes do
- * (src/core/simd.h: PC__STREAM_AHEAD), else the 4 KiB pages' ends stall the stream. */
+/* The image read once on all threads, each 64 bytes asked for ahead as HCA's passes do
+ * (src/core/simd.h: pc__prefetch_stream), else the 4 KiB pages' ends stall the stream. */
 static uint64_t read_all(const uint8_t *a, size_t bytes)
 {
     uint64_t sum = 0;
@@ -125,7 +125,7 @@ static uint64_t read_all(const uint8_t *a, size_t bytes)
 #pragma omp parallel for schedule(static) reduction(+ : sum)
     for (long l = 0; l < (long)lines; l++) {
         const uint8_t *at = a + (size_t)l * 64;
-        __builtin_prefetch(at + 8192);
+        pc__prefetch_stream(at);
         for (int w = 0; w < 8; w++) {
             uint64_t x;
             memcpy(&x, at + 8 * w, 8);

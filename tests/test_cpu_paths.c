@@ -352,8 +352,10 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
         wrong += count[c] != g.density[c];
     CHECK_MSG(wrong == 0, "path %s n %zu bands %zu m %d threads %d offset %d: %zu cells or counts wrong",
               pc__cpu_path_name(path), v->n, bands, m, threads, offset, wrong);
-    /* The counts alone (HECA's members, the labels as bytes), by the linear index: each thread's kept
-     * by block and added up after (a budget that holds them), or by the linear index (none). */
+    /* The counts alone (HECA's members, the labels as bytes), by the linear index, with each budget
+     * count_u8_coords tells apart: none (atomic increments, or one thread's straight into the counts),
+     * the threads' copies by the linear index, and room for copies by block (where the image is at
+     * least as large as they are: m = 2 and 7 here; test_blocked_counts has larger m). */
     if (offset == 0 && pc__hca_grid_vector_path(v, m)) {
         uint8_t coord[4 * 256] = {0};
         for (size_t j = 0; j < bands; j++)
@@ -362,10 +364,10 @@ static void check_grid_cells(pc__cpu_path_id path, const pc_points *v, int m, in
         for (size_t j = 0; j < bands; j++)
             total *= (uint64_t)m;
         int32_t *dense = malloc(total * sizeof *dense);
-        for (int budget = 0; budget <= 1; budget++) {
+        const size_t budgets[] = {0, total * sizeof(int32_t) * (size_t)threads, (size_t)1 << 30};
+        for (int budget = 0; budget < 3; budget++) {
             memset(dense, 0, total * sizeof *dense);
-            CHECK(pc__hca_count_u8_coords(v, coord, m, threads, NULL, dense, total, budget ? (size_t)1 << 30 : 0) ==
-                  PC_OK);
+            CHECK(pc__hca_count_u8_coords(v, coord, m, threads, NULL, dense, total, budgets[budget]) == PC_OK);
             size_t differ = 0, n = 0;
             for (uint64_t c = 0; c < total; c++)
                 n += (size_t)dense[c];
@@ -461,6 +463,43 @@ static void check_hca_labels(pc__cpu_path_id path, const pc_points *v, int m, in
     }
     pc_result_free(ref);
     pc_result_free(got);
+}
+
+/* The counting pass's copies by block (grid.c) where m is large: 3 bands at m = 127 (the kernels'
+ * largest, whose block index is the largest the 16-bit multiply-adds form) and 4 bands at an odd m,
+ * on images at least as large as the copies, against counts by the definition. */
+static void test_blocked_counts(uint64_t seed)
+{
+    const int ms[] = {127, 33};
+    for (int a = 0; a < 2; a++) {
+        size_t bands = a == 0 ? 3 : 4, n = a == 0 ? 4300000 : 2800000;
+        int m = ms[a];
+        uint8_t *img = image(n * bands / 4 + 1, seed + (uint64_t)m);
+        uint8_t coord[4 * 256] = {0};
+        for (size_t j = 0; j < bands; j++)
+            for (int x = 0; x < 256; x++) /* cells of uneven widths, the last one's value 255 */
+                coord[(4 - bands + j) * 256 + x] = (uint8_t)((x * x / 256 + x) * m / 511);
+        uint64_t total = 1;
+        for (size_t j = 0; j < bands; j++)
+            total *= (uint64_t)m;
+        int32_t *want = calloc(total, sizeof *want), *got = malloc(total * sizeof *got);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = 0;
+            for (size_t j = 0; j < bands; j++)
+                key = key * (uint64_t)m + coord[(4 - bands + j) * 256 + img[i * bands + j]];
+            want[key]++;
+        }
+        pc_points v = pc_points_u8(img, n, bands);
+        for (int threads = 1; threads <= 2; threads++) {
+            memset(got, 0, total * sizeof *got);
+            CHECK(pc__hca_count_u8_coords(&v, coord, m, threads, NULL, got, total, (size_t)1 << 30) == PC_OK);
+            CHECK_MSG(memcmp(got, want, total * sizeof *got) == 0,
+                      "blocked counts: %zu bands, m %d, %d threads: counts differ", bands, m, threads);
+        }
+        free(want);
+        free(got);
+        free(img);
+    }
 }
 
 /* The grid's cells and counts, and the labels of the whole clustering, sequential and with 2 threads,
@@ -886,9 +925,11 @@ int main(void)
         test_kmeans_path(got, seed);
     }
     test_u8_affine(seed);
-    if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512)
+    if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512) {
         test_meanshift_expanded(seed);
-    else
+        if (pc__cpu_has_vbmi())
+            test_blocked_counts(seed);
+    } else
         printf("cpu_paths: the expanded form not run (no AVX-512 path here)\n");
     test_host_copies(seed);
     return check_report("cpu_paths");

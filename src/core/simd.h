@@ -33,7 +33,7 @@
 #define PC__STREAM_AHEAD 8192
 PC__INLINE void pc__prefetch_stream(const void *at)
 {
-    __builtin_prefetch((const char *)at + PC__STREAM_AHEAD);
+    __builtin_prefetch((const void *)((uintptr_t)at + PC__STREAM_AHEAD)); /* an address, no pointer past the end */
 }
 
 typedef float vfloat __attribute__((vector_size(PC__LANES * sizeof(float))));

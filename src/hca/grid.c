@@ -285,17 +285,23 @@ static void add_block_copies(int32_t *count, uint64_t total, const int32_t *copi
 }
 
 /* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count. Each thread counts its blocks
- * of pixels into its own copy, by block (pc__hca_u8_block_index), where every thread's copy fits the
- * budget; else each thread but the first into a copy by the linear index; else atomically. The
- * copies are summed after. */
+ * of pixels into its own copy, by block (pc__hca_u8_block_index), where the copies and count fit the
+ * budget together and are no larger than the image (else summing the copies costs more than their
+ * cache lines save); else each thread but the first into a copy by the linear index, where those fit;
+ * else atomically. The copies are summed after. */
 static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, int threads,
                                  struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
                                  size_t budget)
 {
-    uint64_t size = block_count_size(u->m, p->dim);
+    threads = threads > 1 ? threads : 1;
+    /* Each blocked copy starts on a cache line, so that a block of 16 counts is one line. */
+    uint64_t size = (block_count_size(u->m, p->dim) + 15) & ~(uint64_t)15;
     int32_t *copies = NULL;
-    int blocked = size * sizeof(int32_t) * (size_t)threads <= budget &&
-                  (copies = calloc(size * (size_t)threads, sizeof *copies)) != NULL;
+    void *blocked_memory = NULL;
+    if (size * (uint64_t)threads <= p->n && (size * (uint64_t)threads + total) * sizeof(int32_t) <= budget &&
+        (blocked_memory = calloc(size * (size_t)threads + 16, sizeof *copies)) != NULL)
+        copies = (int32_t *)(((uintptr_t)blocked_memory + 63) & ~(uintptr_t)63);
+    int blocked = copies != NULL;
     if (!blocked && threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -321,7 +327,7 @@ static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, i
         else
             add_copies(count, copies, total, threads);
     }
-    free(copies);
+    free(blocked ? blocked_memory : copies);
     return PC_OK;
 }
 #endif

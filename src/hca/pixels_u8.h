@@ -106,7 +106,7 @@ pc__hca_u8_cell_index(__m512i v, const pc__hca_u8_cells *c)
     return pc__hca_u8_coords_index(pc__hca_u8_coords(v, c), c);
 }
 
-/* The index of the same cell where the counting passes keep their counts (pc__hca_block_count_size):
+/* The index of the same cell where the counting pass keeps its counts (grid.c: count_u8_coords):
  * blocks of 2 cells a side, 2^dim cells each (c_j mod 2 in bit dim - 1 - j), numbered as a grid of
  * ceil(m / 2) blocks a side. A cache line of counts then holds a 2 x 2 x 2 x 2 box of cells (2 x 2 x 4
  * of 3 bands) instead of 16 along the last band, so that a cluster's cells, a ball in the grid, take
