@@ -117,7 +117,9 @@ static void test_meanshift_path(pc__cpu_path_id path, uint64_t seed)
                      * without an edge the modes stay within float rounding, but for a point between
                      * blobs, whose way is the small difference of two pulls: ten shifts carried one
                      * to 1.78e-4 h (seed 1795734532). So 99% of the points within tol, all within
-                     * 2e-2 h. */
+                     * 2e-2 h; with the flat kernel 5e-2 h: a reference flipped at its edge moves the
+                     * mean by its offset over the window's count, and 1-D windows of few references
+                     * carried two modes to 0.0264 h (seed 1795910965). */
                     double tol = kern == PC_KERNEL_FLAT                ? 1e-2
                                : grid || kern == PC_KERNEL_EPANECHNIKOV ? 2e-3
                                                                         : 1e-4;
@@ -130,7 +132,7 @@ static void test_meanshift_path(pc__cpu_path_id path, uint64_t seed)
                         beyond += d > tol;
                         diff = fmax(diff, d);
                     }
-                    CHECK_MSG(beyond <= few / 100 && diff <= 2e-2,
+                    CHECK_MSG(beyond <= few / 100 && diff <= (kern == PC_KERNEL_FLAT ? 5e-2 : 2e-2),
                               "path %s dim %zu kernel %s grid %d: %zu modes beyond %.0e h from the baseline's, the "
                               "farthest %.3g h", pc__cpu_path_name(path), dim, pc_kernel_name((pc_kernel)kern), grid,
                               beyond, tol, diff);
