@@ -162,17 +162,17 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         pc__prefetch_stream(data + dim * i);
         __m512i coords = pc__hca_u8_coords(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
-        __m512i idx = pc__hca_u8_coords_index(coords, &cells);
-        if (!cell_of)
-            ; /* only the counts are wanted */
-        else if (live != 0xffff)
-            _mm512_mask_storeu_epi32(cell_of + i, live, idx);
-        else if (aligned)
-            _mm512_stream_si512((void *)(cell_of + i), idx);
-        else
-            _mm512_storeu_si512(cell_of + i, idx);
-        if (blocked)
-            idx = pc__hca_u8_block_index(coords, &cells);
+        if (cell_of) {
+            __m512i linear = pc__hca_u8_coords_index(coords, &cells);
+            if (live != 0xffff)
+                _mm512_mask_storeu_epi32(cell_of + i, live, linear);
+            else if (aligned)
+                _mm512_stream_si512((void *)(cell_of + i), linear);
+            else
+                _mm512_storeu_si512(cell_of + i, linear);
+        }
+        /* the index counted */
+        __m512i idx = blocked ? pc__hca_u8_block_index(coords, &cells) : pc__hca_u8_coords_index(coords, &cells);
         if (mine && live == 0xffff && _mm512_cmpeq_epi32_mask(idx, _mm512_set1_epi32((int)run_idx)) == 0xffff) {
             run += 16;
             continue;
