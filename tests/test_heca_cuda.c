@@ -1,9 +1,10 @@
 /* HECA on the GPU (members counted and labelled on the device, the cells' work on the host) against the
  * CPU: identical labels, dendrogram and components on pixel-like uint8 rows (3 and 4 bands, shifted
  * members too) and on float32 blobs; HCA-MS asked of the CUDA backend gives the CPU's labels. The same
- * with the points in GPU memory (pc_heca_device): uint8, uint16 and float32 rows, labels left on the
- * device or brought back, uniform 4-band noise whose reference cells outnumber a block's shared sums,
- * and non-finite values refused. Exits 77 (skipped) without a device. */
+ * with the points in GPU memory (pc_heca_device, whose members' stages, prototypes and groups run on
+ * the device too): uint8, uint16 and float32 rows, labels left on the device or brought back, uniform
+ * 4-band noise whose reference cells outnumber a block's shared sums, a reference coarser than the
+ * other members, a single member, and non-finite values refused. Exits 77 (skipped) without a device. */
 #include "check.h"
 #include "test_util.h"
 
@@ -67,12 +68,8 @@ static pc_status run_heca(const pc_points *v, const pc_heca_params *p, int on_de
 #endif
 }
 
-static void compare_on(const pc_points *v, int shifts, size_t clusters, int on_device, const char *what)
+static void compare_with(const pc_points *v, pc_heca_params p, int on_device, const char *what)
 {
-    pc_heca_params p;
-    pc_heca_params_init(&p);
-    p.shifts = shifts;
-    p.hca.clusters = clusters;
     pc_result *a = NULL, *b = NULL;
     int32_t *device_labels = NULL;
     p.hca.backend = PC_BACKEND_OPENMP;
@@ -104,6 +101,15 @@ static void compare_on(const pc_points *v, int shifts, size_t clusters, int on_d
     free(device_labels);
     pc_result_free(a);
     pc_result_free(b);
+}
+
+static void compare_on(const pc_points *v, int shifts, size_t clusters, int on_device, const char *what)
+{
+    pc_heca_params p;
+    pc_heca_params_init(&p);
+    p.shifts = shifts;
+    p.hca.clusters = clusters;
+    compare_with(v, p, on_device, what);
 }
 
 static void compare(const pc_points *v, int shifts, size_t clusters, const char *what)
@@ -139,6 +145,32 @@ static void device_only_cases(uint64_t seed, size_t n)
     v3.dim = 3;
     v3.stride = 4;
     compare_on(&v3, 0, 6, 1, "uint8 x 3 in rows of 4 bytes");
+    /* A coarse reference: the finer member's cell holding a prototype's mean, and every cell around it,
+     * may be empty (blobs apart within one coarse cell), so that the nearest cell centre decides; and a
+     * single member, whose dendrogram is HCA's own. */
+    int32_t *truth = NULL;
+    size_t nb = 20000;
+    float *blobs = test_data(PC_DATASET_BLOBS, nb, 3, 6, 1.0, 10, seed + 7, &truth);
+    pc_points vb = pc_points_f32(blobs, nb, 3);
+    pc_heca_params p;
+    pc_heca_params_init(&p);
+    p.hca.clusters = 4;
+    p.members = 3;
+    p.m[0] = 5;
+    p.m[1] = 40;
+    p.m[2] = 23;
+    p.reference = 0;
+    compare_with(&vb, p, 1, "float32 blobs, coarse reference");
+    p.shifts = 1;
+    compare_with(&vb, p, 2, "float32 blobs, coarse reference, shifts");
+    pc_heca_params_init(&p);
+    p.hca.clusters = 5;
+    p.members = 1;
+    p.m[0] = 24;
+    compare_with(&vb, p, 1, "float32 blobs, one member");
+    compare_with(&vn, p, 2, "uniform uint8 x 4, one member");
+    free(blobs);
+    free(truth);
     /* Host memory where GPU memory is expected, a stride shorter than a row: refused, not a fault. */
     pc_heca_params q;
     pc_heca_params_init(&q);
@@ -157,7 +189,6 @@ static void device_only_cases(uint64_t seed, size_t n)
     if (cudaMalloc((void **)&d_bad, sizeof bad) == cudaSuccess &&
         cudaMemcpy(d_bad, bad, sizeof bad, cudaMemcpyHostToDevice) == cudaSuccess) {
         pc_points dv = pc_points_f32(d_bad, 4, 3);
-        pc_heca_params p;
         pc_heca_params_init(&p);
         p.hca.clusters = 2;
         CHECK_STATUS(pc_heca_device(&dv, &p, NULL, &r), PC_INVALID_ARGUMENT);
@@ -207,6 +238,9 @@ int main(void)
     free(x);
     free(truth);
 #ifdef PC_TEST_HAVE_CUDART
+    /* Every member's stages on the device, however few its cells (above, members of few cells have
+     * theirs on the host). */
+    setenv("PC_HECA_DEVICE_STAGES_FROM", "0", 1);
     device_only_cases(seed, getenv("PC_TEST_QUICK") ? 100000 : 400000);
 #endif
     return check_report("heca_cuda");

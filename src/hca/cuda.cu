@@ -322,7 +322,6 @@ template <typename T> pc_status to_host(T *dst, const T *src, size_t n, cudaStre
 pc_status fetch_model(pc__hca_gpu &s, size_t n, size_t cells, size_t components, size_t forest, host_model &h)
 {
     pc__hca_grid &g = h.grid;
-    pc__hca_graph &gr = h.graph;
     g.n = n;
     g.dim = s.dim;
     g.m = s.m;
@@ -335,50 +334,17 @@ pc_status fetch_model(pc__hca_gpu &s, size_t n, size_t cells, size_t components,
     g.cells = cells;
     g.key = (uint64_t *)pc__alloc(cells, sizeof(uint64_t), "HCA cells");
     g.density = (int64_t *)pc__alloc(cells, sizeof(int64_t), "HCA cells");
-    gr.components = components;
-    gr.component_of_cell = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA components");
-    gr.representative = (size_t *)pc__alloc(components, sizeof(size_t), "HCA components");
-    gr.size = (int64_t *)pc__alloc(components, sizeof(int64_t), "HCA components");
-    gr.edges = forest;
-    gr.edge_a = (int32_t *)pc__alloc(forest, sizeof(int32_t), "HCA forest");
-    gr.edge_b = (int32_t *)pc__alloc(forest, sizeof(int32_t), "HCA forest");
-    gr.edge_h = (double *)pc__alloc(forest, sizeof(double), "HCA forest");
     int32_t *density = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA cells");
-    int32_t *representative = (int32_t *)pc__alloc(components, sizeof(int32_t), "HCA components");
-    uint64_t *ab = (uint64_t *)pc__alloc(forest, sizeof(uint64_t), "HCA forest");
-    pc_status st = PC_OUT_OF_MEMORY;
-    if (g.key && g.density && gr.component_of_cell && gr.representative && gr.size && gr.edge_a && gr.edge_b &&
-        gr.edge_h && density && representative && ab) {
+    pc_status st = g.key && g.density && density ? PC_OK : PC_OUT_OF_MEMORY;
+    if (st == PC_OK)
         st = to_host(g.key, s.key.ptr, cells, s.stream, "HCA cells to the host");
-        if (st == PC_OK)
-            st = to_host(density, s.density.ptr, cells, s.stream, "HCA cells to the host");
-        if (st == PC_OK)
-            st = to_host(gr.component_of_cell, s.comp.ptr, cells, s.stream, "HCA components to the host");
-        if (st == PC_OK)
-            st = to_host(representative, s.representative.ptr, components, s.stream, "HCA components to the host");
-        if (st == PC_OK)
-            st = to_host((unsigned long long *)gr.size, s.component_size.ptr, components, s.stream,
-                         "HCA components to the host");
-        if (st == PC_OK)
-            st = to_host(ab, s.mst_ab.ptr, forest, s.stream, "HCA forest to the host");
-        if (st == PC_OK)
-            st = to_host(gr.edge_h, s.mst_h.ptr, forest, s.stream, "HCA forest to the host");
-        if (st == PC_OK)
-            st = pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA model to the host");
-    }
-    if (st == PC_OK) {
-        for (size_t c = 0; c < cells; c++)
-            g.density[c] = density[c];
-        for (size_t c = 0; c < components; c++)
-            gr.representative[c] = (size_t)representative[c];
-        for (size_t e = 0; e < forest; e++) {
-            gr.edge_a[e] = (int32_t)(ab[e] >> 32);
-            gr.edge_b[e] = (int32_t)(ab[e] & 0xffffffffu);
-        }
-    }
+    if (st == PC_OK)
+        st = to_host(density, s.density.ptr, cells, s.stream, "HCA cells to the host");
+    if (st == PC_OK) // synchronises the stream
+        st = pc__hca_fetch_graph(s, cells, components, forest, &h.graph);
+    for (size_t c = 0; st == PC_OK && c < cells; c++)
+        g.density[c] = density[c];
     free(density);
-    free(representative);
-    free(ab);
     return st;
 }
 
@@ -569,6 +535,50 @@ pc_status label(pc__hca_gpu &s, row_source &src, size_t n, const int32_t *cluste
 }
 
 } // namespace
+
+pc_status pc__hca_fetch_graph(pc__hca_gpu &s, size_t cells, size_t components, size_t forest, pc__hca_graph *gr)
+{
+    memset(gr, 0, sizeof *gr);
+    gr->components = components;
+    gr->component_of_cell = (int32_t *)pc__alloc(cells, sizeof(int32_t), "HCA components");
+    gr->representative = (size_t *)pc__alloc(components, sizeof(size_t), "HCA components");
+    gr->size = (int64_t *)pc__alloc(components, sizeof(int64_t), "HCA components");
+    gr->edges = forest;
+    gr->edge_a = (int32_t *)pc__alloc(forest, sizeof(int32_t), "HCA forest");
+    gr->edge_b = (int32_t *)pc__alloc(forest, sizeof(int32_t), "HCA forest");
+    gr->edge_h = (double *)pc__alloc(forest, sizeof(double), "HCA forest");
+    int32_t *representative = (int32_t *)pc__alloc(components, sizeof(int32_t), "HCA components");
+    uint64_t *ab = (uint64_t *)pc__alloc(forest, sizeof(uint64_t), "HCA forest");
+    pc_status st = PC_OUT_OF_MEMORY;
+    if (gr->component_of_cell && gr->representative && gr->size && gr->edge_a && gr->edge_b && gr->edge_h &&
+        representative && ab) {
+        st = to_host(gr->component_of_cell, s.comp.ptr, cells, s.stream, "HCA components to the host");
+        if (st == PC_OK)
+            st = to_host(representative, s.representative.ptr, components, s.stream, "HCA components to the host");
+        if (st == PC_OK)
+            st = to_host((unsigned long long *)gr->size, s.component_size.ptr, components, s.stream,
+                         "HCA components to the host");
+        if (st == PC_OK)
+            st = to_host(ab, s.mst_ab.ptr, forest, s.stream, "HCA forest to the host");
+        if (st == PC_OK)
+            st = to_host(gr->edge_h, s.mst_h.ptr, forest, s.stream, "HCA forest to the host");
+        if (st == PC_OK)
+            st = pc__cuda_status(cudaStreamSynchronize(s.stream), "HCA model to the host");
+    }
+    if (st == PC_OK) {
+        for (size_t c = 0; c < components; c++)
+            gr->representative[c] = (size_t)representative[c];
+        for (size_t e = 0; e < forest; e++) {
+            gr->edge_a[e] = (int32_t)(ab[e] >> 32);
+            gr->edge_b[e] = (int32_t)(ab[e] & 0xffffffffu);
+        }
+    }
+    free(representative);
+    free(ab);
+    if (st != PC_OK)
+        pc__hca_graph_free(gr);
+    return st;
+}
 
 bool pc__hca_have_staging(pc__hca_gpu &s) { return have_staging(s); }
 

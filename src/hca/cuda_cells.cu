@@ -3,102 +3,15 @@
 // representative's key (as on the CPU), the distances between adjacent components (an atomic max per
 // component pair in a hash), and the minimum spanning forest of the component graph by Boruvka in one
 // block, under the CPU's Kruskal order (height, then the pair), so that its edges are Kruskal's.
-#include "cuda_hca.cuh"
-
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
+#include "cuda_compact.cuh"
 
 namespace {
 
+using namespace pc__hca_cells;
+
 constexpr int THREADS = 256;
-constexpr int ITEMS = 8; // a compaction tile: THREADS x ITEMS consecutive entries
-constexpr int TILE = THREADS * ITEMS;
 
 size_t blocks_for(size_t n) { return (n + THREADS - 1) / THREADS; }
-
-// ---------------------------------------------------------------- order-preserving compaction
-
-template <class Pred> __global__ void tile_count_kernel(size_t n, Pred pred, int32_t *tile_counts)
-{
-    using reduce = cub::BlockReduce<int, THREADS>;
-    __shared__ typename reduce::TempStorage temp;
-    size_t base = (size_t)blockIdx.x * TILE + (size_t)threadIdx.x * ITEMS;
-    int count = 0;
-    for (int q = 0; q < ITEMS; q++)
-        count += base + q < n && pred(base + q);
-    int total = reduce(temp).Sum(count);
-    if (threadIdx.x == 0)
-        tile_counts[blockIdx.x] = total;
-}
-
-template <class Pred, class Emit>
-__global__ void tile_write_kernel(size_t n, Pred pred, Emit emit, const int32_t *tile_offsets)
-{
-    using scan = cub::BlockScan<int, THREADS>;
-    __shared__ typename scan::TempStorage temp;
-    size_t base = (size_t)blockIdx.x * TILE + (size_t)threadIdx.x * ITEMS;
-    bool keep[ITEMS];
-    int count = 0;
-    for (int q = 0; q < ITEMS; q++) {
-        keep[q] = base + q < n && pred(base + q);
-        count += keep[q];
-    }
-    int out;
-    scan(temp).ExclusiveSum(count, out);
-    out += tile_offsets[blockIdx.x];
-    for (int q = 0; q < ITEMS; q++)
-        if (base + q < n)
-            emit(base + q, keep[q], keep[q] ? out++ : -1);
-}
-
-// Calls emit(i, kept, position) for every i < n, positions numbering the kept entries in order of i;
-// the number kept comes back to the host.
-template <class Pred, class Emit> pc_status compact(pc__hca_gpu &s, size_t n, Pred pred, Emit emit, size_t *kept)
-{
-    *kept = 0;
-    if (n == 0)
-        return PC_OK;
-    size_t tiles = (n + TILE - 1) / TILE;
-    pc_status st = pc__hca_grow(s.tiles, 2 * (tiles + 1), "HCA compaction");
-    if (st != PC_OK)
-        return st;
-    int32_t *counts = s.tiles.ptr, *offsets = s.tiles.ptr + tiles + 1;
-    tile_count_kernel<<<(unsigned)tiles, THREADS, 0, s.stream>>>(n, pred, counts);
-    PC_CUDA_TRY(cudaMemsetAsync(counts + tiles, 0, sizeof *counts, s.stream), "HCA compaction");
-    size_t bytes = 0;
-    PC_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, (int)(tiles + 1), s.stream),
-                "HCA compaction");
-    if ((st = pc__hca_grow(s.temp, bytes, "HCA scan scratch")) != PC_OK)
-        return st;
-    PC_CUDA_TRY(cub::DeviceScan::ExclusiveSum(s.temp.ptr, bytes, counts, offsets, (int)(tiles + 1), s.stream),
-                "HCA compaction");
-    tile_write_kernel<<<(unsigned)tiles, THREADS, 0, s.stream>>>(n, pred, emit, offsets);
-    PC_CUDA_LAUNCHED("HCA compaction kernels");
-    int32_t total = 0;
-    PC_CUDA_TRY(cudaMemcpyAsync(&total, offsets + tiles, sizeof total, cudaMemcpyDeviceToHost, s.stream),
-                "HCA compaction count");
-    PC_CUDA_TRY(cudaStreamSynchronize(s.stream), "HCA compaction");
-    *kept = (size_t)total;
-    return PC_OK;
-}
-
-template <typename K, typename V>
-pc_status sort_pairs(pc__hca_gpu &s, const K *keys_in, K *keys_out, const V *values_in, V *values_out, size_t n)
-{
-    size_t bytes = 0;
-    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys_out, values_in, values_out, (int)n, 0,
-                                                (int)(sizeof(K) * 8), s.stream),
-                "HCA sort");
-    pc_status st = pc__hca_grow(s.temp, bytes, "HCA sort scratch");
-    if (st != PC_OK)
-        return st;
-    PC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(s.temp.ptr, bytes, keys_in, keys_out, values_in, values_out, (int)n,
-                                                0, (int)(sizeof(K) * 8), s.stream),
-                "HCA sort");
-    return PC_OK;
-}
 
 // ---------------------------------------------------------------- cells
 
@@ -147,36 +60,6 @@ __global__ void hash_cells_kernel(pc__hca_dgrid g, const uint64_t *key, size_t c
     while (g.hash_key[s] != key[c])
         s = (s + 1) & g.hash_mask;
     g.hash_val[s] = (int32_t)c;
-}
-
-// Visits the keys of the cells touching `key` (corners included, not the cell itself), only those of
-// larger keys when `upper`.
-template <class Visit>
-__device__ __forceinline__ void for_neighbours(uint64_t key, const pc__hca_binning &b, bool upper, Visit &&visit)
-{
-    int c[PC__HCA_MAX_DIM], off[PC__HCA_MAX_DIM];
-    for (int j = 0; j < b.dim; j++) {
-        c[j] = (int)((key / b.stride[j]) % (uint64_t)b.m);
-        off[j] = -1;
-    }
-    for (;;) {
-        bool inside = true, zero = true;
-        int64_t delta = 0;
-        for (int j = 0; j < b.dim; j++) {
-            int cj = c[j] + off[j];
-            inside &= cj >= 0 && cj < b.m;
-            zero &= off[j] == 0;
-            delta += (int64_t)off[j] * (int64_t)b.stride[j];
-        }
-        if (inside && !zero && (!upper || delta > 0))
-            visit((uint64_t)((int64_t)key + delta));
-        int j = 0;
-        while (j < b.dim && off[j] == 1)
-            off[j++] = -1;
-        if (j == b.dim)
-            return;
-        off[j]++;
-    }
 }
 
 // Step 2: the densest cell of the closed neighbourhood by (density, key).
@@ -500,22 +383,30 @@ pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, si
     PC_CUDA_LAUNCHED("HCA touch kernel");
     size_t most = touches < capacity ? (size_t)touches : (size_t)capacity;
     if ((st = pc__hca_grow(s.edge_ab, most, "HCA edges")) != PC_OK ||
-        (st = pc__hca_grow(s.edge_h, most, "HCA edges")) != PC_OK ||
-        (st = pc__hca_grow(s.edge_ab_sorted, most, "HCA edges")) != PC_OK ||
-        (st = pc__hca_grow(s.edge_h_sorted, most, "HCA edges")) != PC_OK)
+        (st = pc__hca_grow(s.edge_h, most, "HCA edges")) != PC_OK)
         return st;
     size_t e = 0;
     st = compact(s, capacity, edge_used{s.edge_key.ptr},
                  edge_emit{s.edge_key.ptr, s.edge_value.ptr, s.representative.ptr, s.density.ptr, s.edge_ab.ptr,
                            s.edge_h.ptr},
                  &e);
-    // Kruskal's order: by height, ties by the pair (a, b); a stable sort by pair, then by height.
-    if (st != PC_OK ||
-        (st = sort_pairs(s, s.edge_ab.ptr, s.edge_ab_sorted.ptr, s.edge_h.ptr, s.edge_h_sorted.ptr, e)) != PC_OK ||
-        (st = sort_pairs(s, s.edge_h_sorted.ptr, s.edge_h.ptr, s.edge_ab_sorted.ptr, s.edge_ab.ptr, e)) != PC_OK)
+    if (st != PC_OK || (st = pc__hca_cuda_kruskal_order(s, e)) != PC_OK)
         return st;
     *edges = e; // sorted: edge_ab, edge_h
     return PC_OK;
+}
+
+pc_status pc__hca_cuda_kruskal_order(pc__hca_gpu &s, size_t edges)
+{
+    // By height, ties by the pair (a, b): a stable sort by pair, then by height.
+    if (edges == 0)
+        return PC_OK;
+    pc_status st;
+    if ((st = pc__hca_grow(s.edge_ab_sorted, edges, "HCA edges")) != PC_OK ||
+        (st = pc__hca_grow(s.edge_h_sorted, edges, "HCA edges")) != PC_OK ||
+        (st = sort_pairs(s, s.edge_ab.ptr, s.edge_ab_sorted.ptr, s.edge_h.ptr, s.edge_h_sorted.ptr, edges)) != PC_OK)
+        return st;
+    return sort_pairs(s, s.edge_h_sorted.ptr, s.edge_h.ptr, s.edge_ab_sorted.ptr, s.edge_ab.ptr, edges);
 }
 
 pc_status pc__hca_cuda_border_cells(pc__hca_gpu &s, size_t cells, const int32_t *cluster, uint8_t *is_border,

@@ -308,7 +308,13 @@ __host__ __device__ inline pc__hca_dgrid pc__hca_view(const pc__hca_gpu &s)
 pc_status pc__hca_cuda_cells(pc__hca_gpu &s, size_t *cells);
 pc_status pc__hca_cuda_components(pc__hca_gpu &s, size_t cells, size_t *components);
 pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, size_t *edges);
+// The edges in s.edge_ab / s.edge_h (pairs a << 32 | b, heights) into Kruskal's order, height then pair.
+pc_status pc__hca_cuda_kruskal_order(pc__hca_gpu &s, size_t edges);
 pc_status pc__hca_cuda_spanning_forest(pc__hca_gpu &s, size_t components, size_t edges, size_t *forest_edges);
+// The components and minimum spanning forest the passes above left in s (comp, representative,
+// component_size, mst_ab, mst_h) into gr, new host arrays (its edges: the forest's); synchronises s's
+// stream. On failure gr is empty.
+pc_status pc__hca_fetch_graph(pc__hca_gpu &s, size_t cells, size_t components, size_t forest, pc__hca_graph *gr);
 // HCA-MS's border cells (cluster: each cell's, on the device): is_border a byte a cell, the points they
 // hold added to *points (device).
 pc_status pc__hca_cuda_border_cells(pc__hca_gpu &s, size_t cells, const int32_t *cluster, uint8_t *is_border,

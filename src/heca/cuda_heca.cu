@@ -1,8 +1,10 @@
-// HECA's passes over points in GPU memory (heca_gpu.h): the box, each member's counts, the reference
-// grid's cells and sums, the clusters. HCA's point kernels (cuda_points.cu) do the work on the caller's
-// rows in place; this file keeps the few buffers they share (one grid of counters, reused by every
-// member, the cell tables, the sums) and moves the small results to and from the host.
-#include "../hca/cuda_hca.cuh"
+// HECA over points in GPU memory (heca_gpu.h): the box, each member's counts and HCA stages, the
+// reference grid's cells and sums, the prototypes' components, averaged distances and groups, the
+// clusters. HCA's point kernels (cuda_points.cu) and cell passes (cuda_cells.cu) do the members' work on
+// the caller's rows in place; this file keeps the buffers they share (every member's counters, then its
+// cells' map, the cell tables, the sums), does what only HECA does (section 3a steps 2-4) and moves
+// the small results to and from the host.
+#include "../hca/cuda_compact.cuh"
 
 extern "C" {
 #include "heca_gpu.h"
@@ -23,6 +25,19 @@ struct pc__heca_gpu {
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
     pc__device_buffer<int32_t> scratch_labels;
     pc__device_buffer<int32_t> clusters;
+    // Each member's cells' map (in counts, from map_at[l]) and its cells' densities, keys and components
+    // (from cells_at[l]), kept by pc__heca_gpu_count for pc__heca_gpu_groups.
+    size_t map_at[2 * PC__HCA_GRIDS_AT_ONCE], cells_at[2 * PC__HCA_GRIDS_AT_ONCE];
+    pc__device_buffer<int32_t> member_density, member_comp;
+    pc__device_buffer<uint64_t> member_key;
+    // pc__heca_gpu_groups: the members as its kernels see them, the prototypes' means and components,
+    // the members' forests, the adjacent pairs, the groups' union-find, the groups' edges' hash values.
+    pc__device_buffer<unsigned char> views;
+    pc__device_buffer<double> mean, up_h, pair_u;
+    pc__device_buffer<int32_t> up, proto_comp, pair_at, parent, group_of_head;
+    pc__device_buffer<uint64_t> pair_ab;
+    pc__device_buffer<uint8_t> pair_same;
+    pc__device_buffer<unsigned long long> densest, edge_u;
 };
 
 namespace {
@@ -113,6 +128,39 @@ pc_status cells_of(pc__heca_gpu &s, pc__hca_grid *g, const int32_t *counters, ui
     return PC_OK;
 }
 
+// The member whose cells cells_of just found: its map (into the counters it came from) and its cells'
+// densities and keys kept, from cells_at on, for pc__heca_gpu_groups.
+pc_status keep_cells(pc__heca_gpu &s, int32_t *counters, uint64_t total, size_t cells, size_t cells_at)
+{
+    PC_CUDA_TRY(cudaMemcpyAsync(counters, s.g.slot.ptr, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, s.g.stream),
+                "HECA member map");
+    if (cells) {
+        PC_CUDA_TRY(cudaMemcpyAsync(s.member_density.ptr + cells_at, s.g.density.ptr, cells * sizeof(int32_t),
+                                    cudaMemcpyDeviceToDevice, s.g.stream),
+                    "HECA member cells");
+        PC_CUDA_TRY(cudaMemcpyAsync(s.member_key.ptr + cells_at, s.g.key.ptr, cells * sizeof(uint64_t),
+                                    cudaMemcpyDeviceToDevice, s.g.stream),
+                    "HECA member cells");
+    }
+    return PC_OK;
+}
+
+// HCA's stages 2-5 on the member whose cells cells_of just found (bin: its grid): components, edges
+// and spanning forest by the plan's passes, fetched into gr.
+pc_status device_stages(pc__heca_gpu &s, const pc__hca_binning &bin, size_t cells, pc__hca_graph *gr)
+{
+    s.g.bin = bin;
+    s.g.bin.table = nullptr; // the cell passes need the grid's shape only
+    s.g.m = bin.m;
+    size_t components = 0, edges = 0, forest = 0;
+    pc_status st;
+    if ((st = pc__hca_cuda_components(s.g, cells, &components)) != PC_OK ||
+        (st = pc__hca_cuda_edges(s.g, cells, components, &edges)) != PC_OK ||
+        (st = pc__hca_cuda_spanning_forest(s.g, components, edges, &forest)) != PC_OK)
+        return st;
+    return pc__hca_fetch_graph(s.g, cells, components, forest, gr);
+}
+
 pc__hca_dgrid dense_view(int32_t *slot)
 {
     pc__hca_dgrid d;
@@ -129,6 +177,272 @@ __global__ void clusters_kernel(int32_t *labels, const int32_t *cluster_of_cell,
         labels[i] = c < 0 ? -1 : cluster_of_cell[c];
     }
 }
+
+
+// ---------------------------------------------------------------- section 3a steps 2-4
+
+// A member as the prototype kernels see it: its grid, cells' map (every linear index to its cell, or
+// -1), cells (densities, keys increasing, components) and its dendrogram's forest.
+struct member_view {
+    pc__hca_binning bin;
+    const int32_t *map, *density, *comp, *up;
+    const uint64_t *key;
+    const double *up_h;
+    size_t cells;
+};
+
+// heca.c's component_at, the same operations in the same order: the component of the cell holding x,
+// or where it is empty of the largest (density, key) non-empty cell around it, or of the nearest cell
+// centre (rounded operations, so that no multiply-add is fused where the CPU rounds twice).
+__device__ int32_t component_at(const member_view &v, const double *x)
+{
+    const pc__hca_binning &b = v.bin;
+    int dim = b.dim, c[PC__HCA_MAX_DIM], off[PC__HCA_MAX_DIM];
+    uint64_t key = 0;
+    for (int j = 0; j < dim; j++) {
+        c[j] = pc__hca_coordinate(x[j], b.lo[j], b.hi[j], b.m);
+        key += (uint64_t)c[j] * b.stride[j];
+        off[j] = -1;
+    }
+    int32_t cell = v.map[key];
+    if (cell >= 0)
+        return v.comp[cell];
+    int32_t best = -1;
+    for (;;) {
+        bool inside = true;
+        uint64_t k = 0;
+        for (int j = 0; j < dim; j++) {
+            int cj = c[j] + off[j];
+            inside &= cj >= 0 && cj < b.m;
+            k += (uint64_t)(cj < 0 ? 0 : cj) * b.stride[j];
+        }
+        int32_t x2 = inside ? v.map[k] : -1;
+        if (x2 >= 0 && (best < 0 || v.density[x2] > v.density[best] ||
+                        (v.density[x2] == v.density[best] && v.key[x2] > v.key[best])))
+            best = x2;
+        int j = 0;
+        while (j < dim && off[j] == 1)
+            off[j++] = -1;
+        if (j == dim)
+            break;
+        off[j]++;
+    }
+    if (best < 0) {
+        double best_d2 = INFINITY;
+        for (size_t q = 0; q < v.cells; q++) {
+            double d2 = 0;
+            for (int j = 0; j < dim; j++) {
+                int cj = (int)((v.key[q] / b.stride[j]) % (uint64_t)b.m);
+                double centre = b.hi[j] > b.lo[j]
+                                    ? __dadd_rn(b.lo[j], __ddiv_rn(__dmul_rn(cj + 0.5, __dsub_rn(b.hi[j], b.lo[j])),
+                                                                   (double)b.m))
+                                    : b.lo[j];
+                double d = __dsub_rn(centre, x[j]);
+                d2 = __dadd_rn(d2, __dmul_rn(d, d));
+            }
+            if (d2 < best_d2) {
+                best_d2 = d2;
+                best = (int32_t)q;
+            }
+        }
+    }
+    return v.comp[best];
+}
+
+// proto_comp[l * P + q]: prototype q's component in member l (the reference member's own cells').
+__global__ void prototype_components_kernel(const member_view *views, int L, int ref, size_t P, int dim,
+                                            const double *mean, int32_t *proto_comp)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)L * P)
+        return;
+    int l = (int)(i / P);
+    size_t q = i % P;
+    proto_comp[i] = l == ref ? views[l].comp[q] : component_at(views[l], mean + q * dim);
+}
+
+// heca.c's join_height: the height at which components a and b join in a member's dendrogram.
+__device__ double join_height(const int32_t *up, const double *up_h, int32_t a, int32_t b)
+{
+    if (a == b)
+        return 0;
+    int32_t path[64];
+    double high[64];
+    int len = 0;
+    double h = 0;
+    for (int32_t x = a; x >= 0 && len < 64; x = up[x]) {
+        path[len] = x;
+        high[len++] = h;
+        if (up[x] >= 0)
+            h = up_h[x] > h ? up_h[x] : h;
+    }
+    double hb = 0;
+    for (int32_t y = b; y >= 0; y = up[y]) {
+        for (int i = 0; i < len; i++)
+            if (path[i] == y)
+                return high[i] > hb ? high[i] : hb;
+        hb = up_h[y] > hb ? up_h[y] : hb;
+    }
+    return 1;
+}
+
+// Every adjacent pair of prototypes (c, x), c < x, once: first each prototype's count of them, then
+// (WRITE) the pairs from their places, with U (the members' join heights added in member order, then
+// divided, as on the CPU) and whether every member puts both in one component.
+template <bool WRITE>
+__global__ void pairs_kernel(const member_view *views, int L, int ref, size_t P, const int32_t *proto_comp,
+                             int32_t *pair_at, uint64_t *ab, double *u, uint8_t *same)
+{
+    size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= P)
+        return;
+    const member_view &r = views[ref];
+    int32_t count = 0, at = WRITE ? pair_at[c] : 0;
+    pc__hca_cells::for_neighbours(r.key[c], r.bin, true, [&](uint64_t k) {
+        int32_t x = r.map[k];
+        if (x < 0)
+            return;
+        count++;
+        if (!WRITE)
+            return;
+        double sum = 0;
+        bool one = true;
+        for (int l = 0; l < L; l++) {
+            int32_t a = proto_comp[(size_t)l * P + c], b = proto_comp[(size_t)l * P + x];
+            one &= a == b;
+            sum += join_height(views[l].up, views[l].up_h, a, b);
+        }
+        ab[at] = (uint64_t)c << 32 | (uint32_t)x;
+        u[at] = sum / (double)L;
+        same[at] = one;
+        at++;
+    });
+    if (!WRITE)
+        pair_at[c] = count;
+}
+
+__global__ void identity_kernel(int32_t *parent, size_t P)
+{
+    size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < P)
+        parent[c] = (int32_t)c;
+}
+
+__device__ int32_t root_of(const int32_t *parent, int32_t x)
+{
+    for (;;) {
+        int32_t p = ((const volatile int32_t *)parent)[x];
+        if (p == x)
+            return x;
+        x = p;
+    }
+}
+
+// The groups: the pairs every member keeps together, joined. A root is only ever hooked under a smaller
+// one, so the forest has no cycle; a hook that lost its race looks for the roots again.
+__global__ void union_kernel(const uint64_t *ab, const uint8_t *same, size_t pairs, int32_t *parent)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pairs || !same[i])
+        return;
+    int32_t a = root_of(parent, (int32_t)(ab[i] >> 32)), b = root_of(parent, (int32_t)(ab[i] & 0xffffffffu));
+    while (a != b) {
+        if (a > b) {
+            int32_t t = a;
+            a = b;
+            b = t;
+        }
+        int32_t old = atomicCAS(&parent[b], b, a);
+        if (old == b)
+            return;
+        a = root_of(parent, a);
+        b = root_of(parent, old);
+    }
+}
+
+// Each prototype's root, and each root's densest prototype by (density, key): cells are in key order,
+// so (density, cell) compares alike.
+__global__ void densest_kernel(int32_t *parent, const int32_t *density, size_t P, unsigned long long *densest)
+{
+    size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= P)
+        return;
+    int32_t r = root_of(parent, (int32_t)c);
+    parent[c] = r;
+    atomicMax(&densest[r], (unsigned long long)density[c] << 32 | c);
+}
+
+// A group's head is its densest prototype: numbering the heads in cell order numbers the groups by
+// their densest cell's key, as group_graph does.
+struct is_head {
+    const int32_t *parent;
+    const unsigned long long *densest;
+    __device__ bool operator()(size_t c) const { return (densest[parent[c]] & 0xffffffffu) == c; }
+};
+struct head_emit {
+    int32_t *representative, *group_of_head;
+    __device__ void operator()(size_t c, bool kept, int at) const
+    {
+        if (kept) {
+            representative[at] = (int32_t)c;
+            group_of_head[c] = at;
+        }
+    }
+};
+
+__global__ void group_kernel(const int32_t *parent, const unsigned long long *densest, const int32_t *group_of_head,
+                             const int32_t *density, size_t P, int32_t *comp, unsigned long long *size)
+{
+    size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= P)
+        return;
+    int32_t g = group_of_head[densest[parent[c]] & 0xffffffffu];
+    comp[c] = g;
+    atomicAdd(&size[g], (unsigned long long)density[c]);
+}
+
+// The edges between groups: the smallest U of their adjacent pairs, an atomic minimum on U's bits (U >=
+// 0, so the bits order as the values).
+__global__ void cross_kernel(const uint64_t *ab, const double *u, size_t pairs, const int32_t *comp,
+                             uint64_t *edge_key, unsigned long long *edge_u, uint64_t edge_mask)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pairs)
+        return;
+    int32_t ga = comp[ab[i] >> 32], gb = comp[ab[i] & 0xffffffffu];
+    if (ga == gb)
+        return;
+    uint64_t pair = ga < gb ? ((uint64_t)ga << 32 | (uint32_t)gb) : ((uint64_t)gb << 32 | (uint32_t)ga);
+    uint64_t slot = pc__hca_mix(pair) & edge_mask;
+    for (;;) {
+        unsigned long long old =
+            atomicCAS((unsigned long long *)&edge_key[slot], PC__HCA_EMPTY_KEY, (unsigned long long)pair);
+        if (old == PC__HCA_EMPTY_KEY || old == pair)
+            break;
+        slot = (slot + 1) & edge_mask;
+    }
+    atomicMin(&edge_u[slot], (unsigned long long)__double_as_longlong(u[i]));
+}
+
+struct edge_used {
+    const uint64_t *edge_key;
+    __device__ bool operator()(size_t i) const { return edge_key[i] != PC__HCA_EMPTY_KEY; }
+};
+struct edge_emit {
+    const uint64_t *edge_key;
+    const unsigned long long *edge_u;
+    uint64_t *ab;
+    double *h;
+    __device__ void operator()(size_t i, bool kept, int at) const
+    {
+        if (kept) {
+            ab[at] = edge_key[i];
+            h[at] = __longlong_as_double((long long)edge_u[i]);
+        }
+    }
+};
+
+unsigned blocks_of(size_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
 } // namespace
 
@@ -151,8 +465,8 @@ pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels
     st = pc__hca_gpu_open(s->g);
     const size_t NON_FINITE = 2 * PC__HCA_MAX_DIM;
     unsigned long long host[NON_FINITE + 1];
-    if (st == PC_OK)
-        st = s->g.scalars.alloc(NON_FINITE + 1, "HECA box");
+    if (st == PC_OK) // the box's words, then the counter of HCA's cell passes (cuda_cells.cu)
+        st = s->g.scalars.alloc(NON_FINITE + 2, "HECA box");
     if (st == PC_OK) {
         unsigned long long *w = s->g.scalars.ptr;
         st = pc__cuda_status(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s->g.stream), "HECA box");
@@ -184,7 +498,8 @@ pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels
 
 void pc__heca_gpu_free(pc__heca_gpu *s) { pc__hca_free_state(s); }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L, size_t last)
+pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L, size_t last,
+                             size_t device_from, pc__hca_graph *gr)
 {
     pc__hca_device_scope on(s->g.device);
     s->mapped = nullptr;
@@ -239,11 +554,28 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
         if (st != PC_OK)
             return st;
     }
-    // Each grid's cells, `last` at the end (its map stays in s->g.slot).
+    // Each grid's cells and stages, `last` at the end (its map stays in s->g.slot too).
+    size_t most = 0;
     for (size_t l = 0; l < L; l++)
-        if (l != last && (st = cells_of(*s, grids[l], s->counts.ptr + at[l], total[l])) != PC_OK)
+        most += total[l] < s->rows.rows ? (size_t)total[l] : s->rows.rows;
+    if ((st = pc__hca_grow(s->member_density, most, "HECA member cells")) != PC_OK ||
+        (st = pc__hca_grow(s->member_key, most, "HECA member cells")) != PC_OK ||
+        (st = pc__hca_grow(s->member_comp, most, "HECA member cells")) != PC_OK)
+        return st;
+    size_t cells_at = 0, around = 1;
+    for (size_t j = 0; j < s->g.dim; j++)
+        around *= 3;
+    for (size_t i = 0; i < L; i++) {
+        size_t l = i + 1 < L ? (i < last ? i : i + 1) : last, cells;
+        if ((st = cells_of(*s, grids[l], s->counts.ptr + at[l], total[l])) != PC_OK ||
+            (st = keep_cells(*s, s->counts.ptr + at[l], total[l], cells = grids[l]->cells, cells_at)) != PC_OK ||
+            (cells * (around - 1) >= device_from && (st = device_stages(*s, bins[l], cells, &gr[l])) != PC_OK))
             return st;
-    return cells_of(*s, grids[last], s->counts.ptr + at[last], total[last]);
+        s->map_at[l] = at[l];
+        s->cells_at[l] = cells_at;
+        cells_at += grids[l]->cells;
+    }
+    return PC_OK;
 }
 
 pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
@@ -332,4 +664,161 @@ pc_status pc__heca_gpu_scratch_labels(pc__heca_gpu *s, int32_t **labels)
     pc_status st = pc__hca_grow(s->scratch_labels, s->rows.rows, "HECA labels");
     *labels = st == PC_OK ? s->scratch_labels.ptr : nullptr;
     return st;
+}
+
+pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, size_t L, size_t ref, const double *mean,
+                              const pc__heca_member *member, pc__hca_graph *groups)
+{
+    pc__hca_device_scope on(s->g.device);
+    memset(groups, 0, sizeof *groups);
+    size_t P = g[ref]->cells, dim = s->g.dim, links = 0, cells = 0;
+    for (size_t l = 0; l < L; l++) {
+        links += member[l].components;
+        cells += g[l]->cells;
+    }
+    pc_status st;
+    if ((st = pc__hca_grow(s->views, L * sizeof(member_view), "HECA members")) != PC_OK ||
+        (st = pc__hca_grow(s->mean, P * dim, "HECA prototypes")) != PC_OK ||
+        (st = pc__hca_grow(s->up, links, "HECA member forests")) != PC_OK ||
+        (st = pc__hca_grow(s->up_h, links, "HECA member forests")) != PC_OK ||
+        (st = pc__hca_grow(s->proto_comp, L * P, "HECA prototypes")) != PC_OK ||
+        (st = pc__hca_grow(s->pair_at, 2 * (P + 1), "HECA prototype pairs")) != PC_OK)
+        return st;
+    // The members' views, cells' components and forests, one copy each (the host arrays waited for
+    // before they are freed).
+    member_view *view = (member_view *)pc__calloc(L, sizeof *view, "HECA members");
+    int32_t *up = (int32_t *)pc__alloc(links ? links : 1, sizeof *up, "HECA member forests");
+    double *up_h = (double *)pc__alloc(links ? links : 1, sizeof *up_h, "HECA member forests");
+    int32_t *comp = (int32_t *)pc__alloc(cells, sizeof *comp, "HECA member components");
+    st = view && up && up_h && comp ? PC_OK : PC_OUT_OF_MEMORY;
+    for (size_t l = 0, at = 0; st == PC_OK && l < L; at += member[l].components, l++) {
+        member_view &v = view[l];
+        v.bin.dim = (int)dim;
+        v.bin.m = g[l]->m;
+        for (size_t j = 0; j < dim; j++) {
+            v.bin.lo[j] = g[l]->lo[j];
+            v.bin.hi[j] = g[l]->hi[j];
+            v.bin.stride[j] = g[l]->stride[j];
+        }
+        v.map = s->counts.ptr + s->map_at[l];
+        v.density = s->member_density.ptr + s->cells_at[l];
+        v.comp = s->member_comp.ptr + s->cells_at[l];
+        v.key = s->member_key.ptr + s->cells_at[l];
+        v.cells = g[l]->cells;
+        v.up = s->up.ptr + at;
+        v.up_h = s->up_h.ptr + at;
+        memcpy(up + at, member[l].up, member[l].components * sizeof *up);
+        memcpy(up_h + at, member[l].up_h, member[l].components * sizeof *up_h);
+        memcpy(comp + s->cells_at[l], member[l].component_of_cell, g[l]->cells * sizeof *comp);
+    }
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaMemcpyAsync(s->views.ptr, view, L * sizeof *view, cudaMemcpyHostToDevice, s->g.stream),
+                             "HECA members");
+    if (st == PC_OK && links)
+        st = pc__cuda_status(cudaMemcpyAsync(s->up.ptr, up, links * sizeof *up, cudaMemcpyHostToDevice, s->g.stream),
+                             "HECA member forests");
+    if (st == PC_OK && links)
+        st = pc__cuda_status(
+            cudaMemcpyAsync(s->up_h.ptr, up_h, links * sizeof *up_h, cudaMemcpyHostToDevice, s->g.stream),
+            "HECA member forests");
+    if (st == PC_OK)
+        st = pc__cuda_status(
+            cudaMemcpyAsync(s->mean.ptr, mean, P * dim * sizeof *mean, cudaMemcpyHostToDevice, s->g.stream),
+            "HECA prototypes");
+    if (st == PC_OK)
+        st = pc__cuda_status(
+            cudaMemcpyAsync(s->member_comp.ptr, comp, cells * sizeof *comp, cudaMemcpyHostToDevice, s->g.stream),
+            "HECA member components");
+    const member_view *views = (const member_view *)s->views.ptr;
+    if (st == PC_OK) {
+        prototype_components_kernel<<<blocks_of(L * P), THREADS, 0, s->g.stream>>>(views, (int)L, (int)ref, P, (int)dim,
+                                                                                 s->mean.ptr, s->proto_comp.ptr);
+        pairs_kernel<false><<<blocks_of(P), THREADS, 0, s->g.stream>>>(views, (int)L, (int)ref, P, s->proto_comp.ptr,
+                                                                       s->pair_at.ptr, nullptr, nullptr, nullptr);
+        st = pc__cuda_status(cudaGetLastError(), "HECA prototype pairs");
+    }
+    // Each prototype's first pair (pair_at from P + 1 on), and the count of all.
+    int32_t *pair_count = s->pair_at.ptr, *pair_first = s->pair_at.ptr + P + 1;
+    size_t bytes = 0;
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaMemsetAsync(pair_count + P, 0, sizeof(int32_t), s->g.stream), "HECA pairs");
+    if (st == PC_OK)
+        st = pc__cuda_status(
+            cub::DeviceScan::ExclusiveSum(nullptr, bytes, pair_count, pair_first, (int)(P + 1), s->g.stream),
+            "HECA pairs");
+    if (st == PC_OK)
+        st = pc__hca_grow(s->g.temp, bytes, "HECA pairs");
+    if (st == PC_OK)
+        st = pc__cuda_status(
+            cub::DeviceScan::ExclusiveSum(s->g.temp.ptr, bytes, pair_count, pair_first, (int)(P + 1), s->g.stream),
+            "HECA pairs");
+    int32_t pairs32 = 0;
+    if (st == PC_OK)
+        st = pc__cuda_status(
+            cudaMemcpyAsync(&pairs32, pair_first + P, sizeof pairs32, cudaMemcpyDeviceToHost, s->g.stream),
+            "HECA pairs");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA pairs");
+    free(view);
+    free(up);
+    free(up_h);
+    free(comp);
+    if (st != PC_OK)
+        return st;
+    size_t pairs = (size_t)pairs32;
+    uint64_t capacity = 1024;
+    while (capacity < 2 * pairs)
+        capacity *= 2;
+    if ((st = pc__hca_grow(s->pair_ab, pairs, "HECA prototype pairs")) != PC_OK ||
+        (st = pc__hca_grow(s->pair_u, pairs, "HECA prototype pairs")) != PC_OK ||
+        (st = pc__hca_grow(s->pair_same, pairs, "HECA prototype pairs")) != PC_OK ||
+        (st = pc__hca_grow(s->parent, P, "HECA groups")) != PC_OK ||
+        (st = pc__hca_grow(s->densest, P, "HECA groups")) != PC_OK ||
+        (st = pc__hca_grow(s->group_of_head, P, "HECA groups")) != PC_OK ||
+        (st = pc__hca_grow(s->g.comp, P, "HECA groups")) != PC_OK ||
+        (st = pc__hca_grow(s->g.representative, P, "HECA groups")) != PC_OK ||
+        (st = pc__hca_grow(s->g.component_size, P, "HECA groups")) != PC_OK ||
+        (st = pc__hca_grow(s->g.edge_key, capacity, "HECA group edges")) != PC_OK ||
+        (st = pc__hca_grow(s->edge_u, capacity, "HECA group edges")) != PC_OK)
+        return st;
+    cudaStream_t stream = s->g.stream;
+    pairs_kernel<true><<<blocks_of(P), THREADS, 0, stream>>>(views, (int)L, (int)ref, P, s->proto_comp.ptr,
+                                                             pair_first, s->pair_ab.ptr, s->pair_u.ptr,
+                                                             s->pair_same.ptr);
+    PC_CUDA_LAUNCHED("HECA prototype pairs");
+    // The groups, numbered by their densest prototype's key, their sizes.
+    identity_kernel<<<blocks_of(P), THREADS, 0, stream>>>(s->parent.ptr, P);
+    if (pairs)
+        union_kernel<<<blocks_of(pairs), THREADS, 0, stream>>>(s->pair_ab.ptr, s->pair_same.ptr, pairs, s->parent.ptr);
+    PC_CUDA_TRY(cudaMemsetAsync(s->densest.ptr, 0, P * sizeof(unsigned long long), stream), "HECA groups");
+    densest_kernel<<<blocks_of(P), THREADS, 0, stream>>>(s->parent.ptr, s->member_density.ptr + s->cells_at[ref], P,
+                                                         s->densest.ptr);
+    PC_CUDA_LAUNCHED("HECA groups");
+    size_t G = 0;
+    if ((st = pc__hca_cells::compact(s->g, P, is_head{s->parent.ptr, s->densest.ptr},
+                                     head_emit{s->g.representative.ptr, s->group_of_head.ptr}, &G)) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemsetAsync(s->g.component_size.ptr, 0, G * sizeof(unsigned long long), stream), "HECA groups");
+    group_kernel<<<blocks_of(P), THREADS, 0, stream>>>(s->parent.ptr, s->densest.ptr, s->group_of_head.ptr,
+                                                       s->member_density.ptr + s->cells_at[ref], P, s->g.comp.ptr,
+                                                       s->g.component_size.ptr);
+    PC_CUDA_LAUNCHED("HECA groups");
+    // The graph between groups, in Kruskal's order, and its minimum spanning forest.
+    s->g.edge_mask = capacity - 1;
+    PC_CUDA_TRY(cudaMemsetAsync(s->g.edge_key.ptr, 0xff, capacity * sizeof(uint64_t), stream), "HECA group edges");
+    PC_CUDA_TRY(cudaMemsetAsync(s->edge_u.ptr, 0xff, capacity * sizeof(unsigned long long), stream), "HECA group edges");
+    if (pairs)
+        cross_kernel<<<blocks_of(pairs), THREADS, 0, stream>>>(s->pair_ab.ptr, s->pair_u.ptr, pairs, s->g.comp.ptr,
+                                                               s->g.edge_key.ptr, s->edge_u.ptr, s->g.edge_mask);
+    PC_CUDA_LAUNCHED("HECA group edges");
+    size_t edges = 0, forest_edges = 0;
+    if ((st = pc__hca_grow(s->g.edge_ab, pairs, "HECA group edges")) != PC_OK ||
+        (st = pc__hca_grow(s->g.edge_h, pairs, "HECA group edges")) != PC_OK ||
+        (st = pc__hca_cells::compact(s->g, capacity, edge_used{s->g.edge_key.ptr},
+                                     edge_emit{s->g.edge_key.ptr, s->edge_u.ptr, s->g.edge_ab.ptr, s->g.edge_h.ptr},
+                                     &edges)) != PC_OK ||
+        (st = pc__hca_cuda_kruskal_order(s->g, edges)) != PC_OK ||
+        (st = pc__hca_cuda_spanning_forest(s->g, G, edges, &forest_edges)) != PC_OK)
+        return st;
+    return pc__hca_fetch_graph(s->g, P, G, forest_edges, groups);
 }

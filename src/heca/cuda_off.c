@@ -13,9 +13,17 @@ pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels
 
 void pc__heca_gpu_free(pc__heca_gpu *gpu) { (void)gpu; }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last)
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last,
+                             size_t device_from, pc__hca_graph *gr)
 {
-    (void)gpu, (void)g, (void)total, (void)L, (void)last;
+    (void)gpu, (void)g, (void)total, (void)L, (void)last, (void)device_from, (void)gr;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+pc_status pc__heca_gpu_groups(pc__heca_gpu *gpu, const pc__hca_grid *const *g, size_t L, size_t ref,
+                              const double *mean, const pc__heca_member *member, pc__hca_graph *groups)
+{
+    (void)gpu, (void)g, (void)L, (void)ref, (void)mean, (void)member, (void)groups;
     return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
 }
 

@@ -586,20 +586,23 @@ typedef struct {
     int host_labels;
 } on_device;
 
-/* A member with this many cells or more runs its stages on all cores by itself (pc_heca_device). */
-#ifndef PC__HECA_MEMBER_ALONE
-#define PC__HECA_MEMBER_ALONE 4096
+/* Members over points in GPU memory: the device counts them into their dense grids, finds their
+ * non-empty cells (the reference member's last: its cells' map stays on the device for the labels) and
+ * runs HCA's stages 2-5 on the members of many cells; the host runs them on the others (side by side,
+ * one a thread: a device stage is a dozen round trips, ~0.5 ms, which 2,500 cells of 3 bands take on
+ * one core), and makes each member's dendrogram and its forest. PC_HECA_DEVICE_STAGES_FROM (cell-
+ * neighbour pairs) moves the line, for measuring it. */
+#ifndef PC__HECA_DEVICE_STAGES_FROM
+#define PC__HECA_DEVICE_STAGES_FROM ((size_t)1 << 18)
 #endif
-
-/* Members over points in GPU memory: the device counts them into their dense grids and finds their
- * non-empty cells (the reference member's last: its cells' map stays on the device for the labels);
- * then HCA's stages 2-5 on the cells of all members at once, one a thread. */
 static pc_status members_device(member *mb, size_t L, int ref, const on_device *dev, const pc_points *points,
                                 const int *cells_a_side, const double (*blos)[PC__HCA_MAX_DIM],
                                 const double (*bhis)[PC__HCA_MAX_DIM], int threads, size_t budget)
 {
     uint64_t total[PC_HECA_MAX_MEMBERS];
     pc__hca_grid *grids[PC_HECA_MAX_MEMBERS];
+    pc__hca_graph graphs[PC_HECA_MAX_MEMBERS];
+    memset(graphs, 0, sizeof graphs);
     int dense;
     pc_status st;
     for (size_t l = 0; l < L; l++) {
@@ -613,44 +616,32 @@ static pc_status members_device(member *mb, size_t L, int ref, const on_device *
                             "memory_budget (%zu MiB) holds as a dense grid; copy the points to the host for pc_heca",
                             cells_a_side[l], (unsigned long long)total[l], points->dim, budget >> 20);
     }
-    if ((st = pc__heca_gpu_count(dev->gpu, grids, total, L, (size_t)ref)) != PC_OK)
-        return st;
-    /* The largest members first; each member's stages on one thread (their results do not depend on the
-     * thread count), a failure's message carried back to this thread. */
-    size_t order[PC_HECA_MAX_MEMBERS];
+    const char *from = getenv("PC_HECA_DEVICE_STAGES_FROM");
+    st = pc__heca_gpu_count(dev->gpu, grids, total, L, (size_t)ref,
+                            from ? (size_t)strtoull(from, NULL, 10) : PC__HECA_DEVICE_STAGES_FROM, graphs);
+    int on_host[PC_HECA_MAX_MEMBERS];
     for (size_t l = 0; l < L; l++) {
-        size_t at = l;
-        while (at > 0 && mb[order[at - 1]].g.cells < mb[l].g.cells) {
-            order[at] = order[at - 1];
-            at--;
-        }
-        order[at] = l;
+        mb[l].gr = graphs[l]; /* freed with the members, on failure too */
+        on_host[l] = graphs[l].component_of_cell == NULL;
     }
+    if (st != PC_OK)
+        return st;
     pc_status status[PC_HECA_MAX_MEMBERS];
     char message[PC_HECA_MAX_MEMBERS][512];
-    /* Members of many cells one after another, each on every core (their passes over the cells are
-     * parallel); then the small ones side by side, one a thread. */
-    size_t big = 0;
-    while (big < L && mb[order[big]].g.cells >= PC__HECA_MEMBER_ALONE) {
-        size_t l = order[big++];
-        mb[l].g.threads = threads;
-        if ((st = member_stages(&mb[l], total[l], 1)) != PC_OK)
-            return st;
-    }
-    int team = threads < (int)(L - big) ? threads : (int)(L - big);
-    team = team < 1 ? 1 : team;
+    int team = threads < (int)L ? threads : (int)L;
     (void)team; /* without OpenMP */
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
-    for (long i = (long)big; i < (long)L; i++) {
-        size_t l = order[i];
-        status[l] = member_stages(&mb[l], total[l], 1);
-        if (status[l] != PC_OK)
-            snprintf(message[l], sizeof message[l], "%s", pc_last_error());
+    for (long i = 0; i < (long)L; i++) {
+        member *m = &mb[i];
+        pc_status done = on_host[i] ? member_stages(m, total[i], 1) : pc__hca_dendrogram(&m->gr, &m->z);
+        if (done == PC_OK && !on_host[i])
+            done = member_forest(m);
+        if ((status[i] = done) != PC_OK)
+            snprintf(message[i], sizeof message[i], "%s", pc_last_error());
     }
-    for (size_t i = 0; i < L; i++) {
-        size_t l = order[i];
+    for (size_t l = 0; l < L; l++) {
         mb[l].g.threads = threads; /* the reference grid's later passes over cells use all cores */
-        if (i >= big && status[l] != PC_OK)
+        if (status[l] != PC_OK)
             return pc__fail(status[l], "%s", message[l]);
     }
     return PC_OK;
@@ -1009,41 +1000,57 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                 mean[c * dim + j] /= (double)g->density[c];
     } else if ((st = prototype_means(g, points, refind ? NULL : r->labels, mean)) != PC_OK)
         goto done;
-    st = PC_OUT_OF_MEMORY;
-    for (size_t l = 0; l < L; l++) {
-        if (!(comp[l] = pc__alloc(P, sizeof **comp, "HECA prototypes")))
-            goto done;
-        if ((int)l == ref) {
-            memcpy(comp[l], mb[l].gr.component_of_cell, P * sizeof **comp);
-            continue;
-        }
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (long q = 0; q < (long)P; q++)
-            comp[l][q] = component_at(&mb[l], mean + (size_t)q * dim);
-    }
-    /* The averaged distance of adjacent prototypes. */
-    if ((st = prototype_pairs(g, &pairs, &npairs)) != PC_OK)
-        goto done;
-    st = PC_OUT_OF_MEMORY;
-    if (!(U = pc__alloc(npairs ? npairs : 1, sizeof *U, "HECA distances")) ||
-        !(same = pc__alloc(npairs ? npairs : 1, 1, "HECA distances")))
-        goto done;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (long i = 0; i < (long)npairs; i++) {
-        double s = 0;
-        int one = 1;
+    if (dev) {
+        /* The prototypes' components, averaged distances and groups on the device. */
+        pc__heca_member model[PC_HECA_MAX_MEMBERS];
+        const pc__hca_grid *member_grid[PC_HECA_MAX_MEMBERS];
         for (size_t l = 0; l < L; l++) {
-            int32_t a = comp[l][pairs[i].a], b = comp[l][pairs[i].b];
-            one &= a == b;
-            s += join_height(&mb[l], a, b);
+            pc__heca_member x = {mb[l].gr.components, mb[l].gr.component_of_cell, mb[l].up, mb[l].up_h};
+            model[l] = x;
+            member_grid[l] = &mb[l].g;
         }
-        U[i] = s / (double)L;
-        same[i] = (uint8_t)one;
+        if ((st = pc__heca_gpu_groups(dev->gpu, member_grid, L, (size_t)ref, mean, model, &groups)) != PC_OK)
+            goto done;
+        t2 = pc__now();
+        if ((st = pc__hca_progress(&p->hca, 0.7)) != PC_OK)
+            goto done;
+    } else {
+        st = PC_OUT_OF_MEMORY;
+        for (size_t l = 0; l < L; l++) {
+            if (!(comp[l] = pc__alloc(P, sizeof **comp, "HECA prototypes")))
+                goto done;
+            if ((int)l == ref) {
+                memcpy(comp[l], mb[l].gr.component_of_cell, P * sizeof **comp);
+                continue;
+            }
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+            for (long q = 0; q < (long)P; q++)
+                comp[l][q] = component_at(&mb[l], mean + (size_t)q * dim);
+        }
+        /* The averaged distance of adjacent prototypes. */
+        if ((st = prototype_pairs(g, &pairs, &npairs)) != PC_OK)
+            goto done;
+        st = PC_OUT_OF_MEMORY;
+        if (!(U = pc__alloc(npairs ? npairs : 1, sizeof *U, "HECA distances")) ||
+            !(same = pc__alloc(npairs ? npairs : 1, 1, "HECA distances")))
+            goto done;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (long i = 0; i < (long)npairs; i++) {
+            double s = 0;
+            int one = 1;
+            for (size_t l = 0; l < L; l++) {
+                int32_t a = comp[l][pairs[i].a], b = comp[l][pairs[i].b];
+                one &= a == b;
+                s += join_height(&mb[l], a, b);
+            }
+            U[i] = s / (double)L;
+            same[i] = (uint8_t)one;
+        }
+        t2 = pc__now();
+        if ((st = pc__hca_progress(&p->hca, 0.7)) != PC_OK ||
+            (st = group_graph(g, pairs, U, same, npairs, &groups)) != PC_OK)
+            goto done;
     }
-    t2 = pc__now();
-    if ((st = pc__hca_progress(&p->hca, 0.7)) != PC_OK ||
-        (st = group_graph(g, pairs, U, same, npairs, &groups)) != PC_OK)
-        goto done;
     if (L == 1 && groups.components == mb[0].gr.components) {
         /* One member: its groups are its components, numbered alike, and single linkage over U is its
          * own dendrogram's ultrametric. Its own edges (HCA's h) give the merges in HCA's order where

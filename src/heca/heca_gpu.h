@@ -1,6 +1,8 @@
 /* HECA over points already in GPU memory (pc_heca_device): the passes over the points run on the GPU and
- * read the caller's rows in place (src/heca/cuda_heca.cu; cuda_off.c without CUDA); heca.c does the
- * cells' work on the host, as for host points. Grids here are dense (m^dim counters on the device). */
+ * read the caller's rows in place, and so do the passes over the larger members' cells and over the
+ * prototypes (src/heca/cuda_heca.cu; cuda_off.c without CUDA); heca.c runs the smaller members' stages,
+ * builds the dendrograms and cuts on the host.
+ * Grids here are dense (m^dim counters on the device). */
 #ifndef PC_HECA_GPU_H
 #define PC_HECA_GPU_H
 
@@ -18,9 +20,32 @@ pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels
 void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
 /* The members' grids g[0 .. L) (box, m and strides set; total[l] = m^dim, dense): the points counted on
  * the device as the CPU's cell rule puts them (several grids a pass where their counters fit a block's
- * shared memory) and each grid's non-empty cells found: its cells, key (increasing) and density, new
- * host arrays. Grid `last` is done last, and its cells' map stays on the device for pc__heca_gpu_cells. */
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last);
+ * shared memory) and each grid's non-empty cells found (its cells, key (increasing) and density: new
+ * host arrays). Members of at least device_from cell-neighbour pairs (cells x (3^dim - 1)) have HCA's
+ * stages 2-5 run there too, by the plan's own passes: gr[l] gets the grid's components and the minimum
+ * spanning forest of its component graph (new host arrays), from which the dendrogram is HCA's; the
+ * others' gr[l] is left alone (the host's stages are quicker on few cells than the device's round
+ * trips). Grid `last` is done last, and its cells' map stays on the device for pc__heca_gpu_cells;
+ * every grid's map and densities stay for pc__heca_gpu_groups. */
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last,
+                             size_t device_from, pc__hca_graph *gr);
+/* A member's components as pc__heca_gpu_groups needs them: each cell's, and the dendrogram as a forest
+ * over them: up[c] the parent or -1, up_h[c] the height of the link to it (heca.c's member_forest); two
+ * components join at the largest link between them. */
+typedef struct {
+    size_t components;
+    const int32_t *component_of_cell;
+    const int32_t *up;
+    const double *up_h;
+} pc__heca_member;
+/* ALGORITHMS.md section 3a steps 2-4 on the device, after pc__heca_gpu_count of the same grids: each
+ * prototype (a cell of grid `ref`, its mean at mean[c * dim]) given its component in every member (as
+ * heca.c's component_at), the averaged distance U of every adjacent pair, the groups (prototypes joined
+ * through adjacent pairs that every member puts in one component; numbered, and their representative
+ * chosen, as heca.c's group_graph does) and the minimum spanning forest of the graph between groups,
+ * weighted by the smallest U of their adjacent pairs, into groups (new host arrays). */
+pc_status pc__heca_gpu_groups(pc__heca_gpu *gpu, const pc__hca_grid *const *g, size_t L, size_t ref,
+                              const double *mean, const pc__heca_member *member, pc__hca_graph *groups);
 /* For grid g (dense, its cells found): each point's cell into cell_of_point (n int32 of device memory)
  * and each cell's values summed, then its count, into sums (cells x (dim + 1), host; the layout of the
  * GPU label pass's cluster sums): exact for integer rows; for floats in the fixed point of the GPU's
