@@ -587,8 +587,10 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
 /* HECA on points already in GPU memory (CUDA builds; else PC_UNSUPPORTED): points->data is device memory
  * of the current GPU, aligned to its element size, filled before the call (on the legacy default stream,
  * or synchronised), read in place and never changed; its values are checked there (a non-finite one is
- * refused). The box, the members' counts, the prototypes' sums and the labels are passes on the GPU; the
- * cells' work runs on the host's cores, as pc_heca's CUDA backend. For integer rows the labels,
+ * refused). The box, the members' counts, the prototypes' sums and the labels are passes on the GPU, and
+ * so are the cells' work of the members of many cells (HCA's stages 2-5 by the plan's own passes) and
+ * section 3a's steps over the prototypes (their components, averaged distances, groups); the host's
+ * cores run the stages of the members of few cells, the dendrograms and the cut. For integer rows the labels,
  * dendrogram and components are pc_heca's on the same points; for floats the prototypes' means are summed
  * in fixed point (2^30 steps across the box), as pc_heca's CUDA backend does. device_labels: n int32 of
  * device memory that receive the labels (the result then has none), or NULL to have them in the result.
@@ -599,6 +601,19 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
  * them. Whatever fails or is cancelled leaves device_labels' contents unspecified. */
 pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
                          pc_result **result);
+/* A plan for HECA on points in GPU memory, run after run on inputs of one shape (frames, tiles): the GPU
+ * state (its stream, the members' counters, cells, components and edges, the prototypes' pairs) is made
+ * once and its buffers are kept from one run to the next instead of being allocated every time, as
+ * pc_hca_plan keeps HCA's. n, dim and dtype: the inputs to come (this dim and dtype, at most n rows); the
+ * params are copied (hca.backend AUTO or CUDA). CUDA builds only (else PC_UNSUPPORTED); the plan's GPU is
+ * the current device at creation. Plans are not shared between threads. A run takes what pc_heca_device
+ * takes and gives its result. */
+typedef struct pc_heca_plan pc_heca_plan;
+pc_status pc_heca_plan_create(const pc_heca_params *params, size_t n, size_t dim, pc_dtype dtype,
+                              pc_heca_plan **plan);
+void pc_heca_plan_free(pc_heca_plan *plan); /* NULL-safe */
+pc_status pc_heca_plan_run_device(pc_heca_plan *plan, const pc_points *points, int32_t *device_labels,
+                                  pc_result **result);
 size_t pc_result_member_count(const pc_result *result);
 int pc_result_member_m(const pc_result *result, size_t member);
 size_t pc_result_member_components(const pc_result *result, size_t member);

@@ -4,7 +4,8 @@
  * with the points in GPU memory (pc_heca_device, whose members' stages, prototypes and groups run on
  * the device too): uint8, uint16 and float32 rows, labels left on the device or brought back, uniform
  * 4-band noise whose reference cells outnumber a block's shared sums, a reference coarser than the
- * other members, a single member, and non-finite values refused. Exits 77 (skipped) without a device. */
+ * other members, a single member, a plan (pc_heca_plan) run on inputs of several sizes, and non-finite
+ * values refused. Exits 77 (skipped) without a device. */
 #include "check.h"
 #include "test_util.h"
 
@@ -34,8 +35,12 @@ static uint8_t *pixels(size_t n, size_t bands, uint64_t seed)
     return img;
 }
 
+#ifdef PC_TEST_HAVE_CUDART
+static pc_heca_plan *plan; /* on_device 3's */
+#endif
+
 /* On the device: 0 the host's points through pc_heca; 1 a copy of them in GPU memory, labels into the
- * result; 2 the same, labels into GPU memory and brought back here. */
+ * result; 2 the same, labels into GPU memory and brought back here; 3 as 1, through `plan`. */
 static pc_status run_heca(const pc_points *v, const pc_heca_params *p, int on_device, pc_result **r, int32_t **labels)
 {
     *labels = NULL;
@@ -53,7 +58,7 @@ static pc_status run_heca(const pc_points *v, const pc_heca_params *p, int on_de
     }
     pc_points dv = *v;
     dv.data = d_pts;
-    pc_status st = pc_heca_device(&dv, p, d_labels, r);
+    pc_status st = on_device == 3 ? pc_heca_plan_run_device(plan, &dv, NULL, r) : pc_heca_device(&dv, p, d_labels, r);
     if (st == PC_OK && on_device == 2) {
         CHECK_MSG(pc_result_labels(*r) == NULL, "device labels: the result has labels too");
         *labels = malloc(v->n * sizeof **labels);
@@ -95,7 +100,11 @@ static void compare_with(const pc_points *v, pc_heca_params p, int on_device, co
         CHECK(pc_result_cluster_count(a) == pc_result_cluster_count(b) &&
               memcmp(pc_result_sizes(a), pc_result_sizes(b), pc_result_cluster_count(a) * sizeof(int64_t)) == 0);
         printf("%s%s: %zu points, %zu cells, %zu groups, %zu clusters, %zu labels differ\n", what,
-               on_device == 2 ? " (device in, device labels)" : on_device ? " (device in)" : "", n,
+               on_device == 3   ? " (device in, a plan)"
+               : on_device == 2 ? " (device in, device labels)"
+               : on_device      ? " (device in)"
+                                : "",
+               n,
                pc_result_cell_count(a), c, pc_result_cluster_count(a), diff);
     }
     free(device_labels);
@@ -171,6 +180,29 @@ static void device_only_cases(uint64_t seed, size_t n)
     compare_with(&vn, p, 2, "uniform uint8 x 4, one member");
     free(blobs);
     free(truth);
+    /* A plan run on inputs of its shape, one after the other, the first larger: its buffers are kept
+     * and grow, and every run gives pc_heca's labels. Points beyond its rows, or of another type,
+     * are refused. */
+    pc_heca_params_init(&p);
+    p.hca.clusters = 6;
+    CHECK_STATUS(pc_heca_plan_create(&p, n, 4, PC_U8, &plan), PC_OK);
+    if (plan) {
+        uint8_t *img = pixels(n, 4, seed + 11);
+        pc_points a = pc_points_u8(img, n, 4), b = pc_points_u8(noise, n / 3, 4);
+        compare_with(&a, p, 3, "uint8 x 4");
+        compare_with(&b, p, 3, "uniform uint8 x 4, a third of the rows");
+        compare_with(&a, p, 3, "uint8 x 4 again");
+        pc_result *none = NULL;
+        pc_points more = pc_points_u8(img, n, 4);
+        more.n = n + 1;
+        CHECK_STATUS(pc_heca_plan_run_device(plan, &more, NULL, &none), PC_INVALID_ARGUMENT);
+        CHECK(none == NULL && strstr(pc_last_error(), "up to"));
+        CHECK_STATUS(pc_heca_plan_run_device(plan, &v16, NULL, &none), PC_INVALID_ARGUMENT);
+        CHECK(none == NULL && strstr(pc_last_error(), "plan was made for rows"));
+        free(img);
+    }
+    pc_heca_plan_free(plan);
+    plan = NULL;
     /* Host memory where GPU memory is expected, a stride shorter than a row: refused, not a fault. */
     pc_heca_params q;
     pc_heca_params_init(&q);

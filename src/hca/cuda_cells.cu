@@ -369,12 +369,10 @@ pc_status pc__hca_cuda_edges(pc__hca_gpu &s, size_t cells, size_t components, si
     uint64_t capacity = 1024;
     while (capacity < 2 * touches)
         capacity *= 2;
-    pc_status st;
-    if (s.edge_key.count < capacity || s.edge_mask + 1 != capacity) {
-        if ((st = s.edge_key.alloc(capacity, "HCA edge hash")) != PC_OK ||
-            (st = s.edge_value.alloc(capacity, "HCA edge hash")) != PC_OK)
-            return st;
-    }
+    pc_status st; // a larger hash than this run's is used in part (HECA's members differ in size)
+    if ((st = pc__hca_grow(s.edge_key, capacity, "HCA edge hash")) != PC_OK ||
+        (st = pc__hca_grow(s.edge_value, capacity, "HCA edge hash")) != PC_OK)
+        return st;
     s.edge_mask = capacity - 1;
     PC_CUDA_TRY(cudaMemsetAsync(s.edge_key.ptr, 0xff, capacity * sizeof(uint64_t), s.stream), "HCA edges");
     PC_CUDA_TRY(cudaMemsetAsync(s.edge_value.ptr, 0, capacity * sizeof(int32_t), s.stream), "HCA edges");

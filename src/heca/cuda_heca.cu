@@ -19,7 +19,6 @@ struct pc__heca_gpu {
     // stream, device, SM count; slot (a member's counters, then its cells' map), key and density (its
     // cells), table, scalars, sums
     pc__hca_gpu g;
-    const pc__hca_grid *mapped; // the grid whose cells' map slot holds (the last one counted)
     pc__device_buffer<int32_t> counts; // every member's counters, side by side
     pc__hca_rows rows;
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
@@ -27,7 +26,8 @@ struct pc__heca_gpu {
     pc__device_buffer<int32_t> clusters;
     // Each member's cells' map (in counts, from map_at[l]) and its cells' densities, keys and components
     // (from cells_at[l]), kept by pc__heca_gpu_count for pc__heca_gpu_groups.
-    size_t map_at[2 * PC__HCA_GRIDS_AT_ONCE], cells_at[2 * PC__HCA_GRIDS_AT_ONCE];
+    size_t members, map_at[2 * PC__HCA_GRIDS_AT_ONCE], cells_at[2 * PC__HCA_GRIDS_AT_ONCE];
+    const pc__hca_grid *member[2 * PC__HCA_GRIDS_AT_ONCE];
     pc__device_buffer<int32_t> member_density, member_comp;
     pc__device_buffer<uint64_t> member_key;
     // pc__heca_gpu_groups: the members as its kernels see them, the prototypes' means and components,
@@ -47,9 +47,13 @@ constexpr int THREADS = 256;
 pc__hca_point_pass pass_of(const pc__heca_gpu &s) { return {s.g.sms, s.g.stream, (size_t)s.g.shared_optin}; }
 
 // The binnings of grids g[0 .. count) on the device, grid l's integer tables (the CPU's own cell rule)
-// at place l of the state's tables: all of them made on the host, then one copy.
-pc_status binnings_of(pc__heca_gpu &s, const pc__hca_grid *const *g, size_t count, pc__hca_binning *bin)
+// at place l of the state's tables: all of them made on the host, then one copy. host_table (or NULL):
+// the host's copy, the caller's to free (NULL for float rows).
+pc_status binnings_of(pc__heca_gpu &s, const pc__hca_grid *const *g, size_t count, pc__hca_binning *bin,
+                      uint16_t **host_table = nullptr)
 {
+    if (host_table)
+        *host_table = nullptr;
     size_t dim = s.g.dim, values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
     size_t words = dim * values;
     uint16_t *table = nullptr;
@@ -76,10 +80,45 @@ pc_status binnings_of(pc__heca_gpu &s, const pc__hca_grid *const *g, size_t coun
     pc_status st = pc__cuda_status(cudaMemcpyAsync(s.g.table.ptr, table, count * words * sizeof *table,
                                                    cudaMemcpyHostToDevice, s.g.stream),
                                    "HECA cell tables");
-    if (st == PC_OK) // the host tables are freed next
+    if (st == PC_OK) // the host tables are freed or handed over next
         st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HECA cell tables");
-    free(table);
+    if (st == PC_OK && host_table)
+        *host_table = table;
+    else
+        free(table);
     return st;
+}
+
+// Whether grid c's cells are unions of grid f's, from their integer tables (values a band, words a
+// grid): every value's coordinate in c is its coordinate in f divided by m_f / m_c (m 16 in m 32 over
+// one box), so that c's counts follow from f's without a pass over the points.
+bool nested(const uint16_t *table, size_t words, size_t values, size_t dim, const pc__hca_binning &f,
+            const pc__hca_binning &c, size_t fi, size_t ci)
+{
+    if (!table || f.m <= c.m || f.m % c.m != 0)
+        return false;
+    int ratio = f.m / c.m;
+    for (size_t j = 0; j < dim; j++)
+        for (size_t v = 0; v < values; v++)
+            if (table[ci * words + j * values + v] != table[fi * words + j * values + v] / ratio)
+                return false;
+    return true;
+}
+
+// Grid c's counts from grid f's, c nested in f (ratio m_f / m_c).
+__global__ void nested_counts_kernel(const int32_t *fine, uint64_t fine_total, pc__hca_binning f, pc__hca_binning c,
+                                     int ratio, int32_t *coarse)
+{
+    for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < fine_total;
+         k += (uint64_t)gridDim.x * blockDim.x) {
+        int32_t count = fine[k];
+        if (!count)
+            continue;
+        uint64_t key = 0;
+        for (int j = 0; j < f.dim; j++)
+            key += (uint64_t)((int)((k / f.stride[j]) % (uint64_t)f.m) / ratio) * c.stride[j];
+        atomicAdd(&coarse[key], count);
+    }
 }
 
 pc_status grow_tables(pc__heca_gpu &s, size_t grids)
@@ -121,7 +160,6 @@ pc_status cells_of(pc__heca_gpu &s, pc__hca_grid *g, const int32_t *counters, ui
         free(d);
         return st;
     }
-    s.mapped = g;
     g->cells = n;
     g->key = k;
     g->density = d;
@@ -446,94 +484,121 @@ unsigned blocks_of(size_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
 } // namespace
 
-pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels, pc__heca_gpu **out, double *lo,
-                           double *hi)
+pc_status pc__heca_gpu_new(size_t dim, pc_dtype dtype, pc__heca_gpu **out)
 {
     *out = nullptr;
-    pc_status st = pc__hca_check_device_rows(points, device_labels);
-    if (st != PC_OK)
-        return st;
     pc__heca_gpu *s = new (std::nothrow) pc__heca_gpu();
     if (!s)
         return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot allocate the GPU state");
-    s->rows = {(const unsigned char *)points->data, points->n, pc__hca_row_bytes(points), (int)points->dim,
-               points->dtype};
-    s->g.dim = points->dim;
-    s->g.dtype = points->dtype;
-    s->g.n = points->n;
+    s->g.dim = dim;
+    s->g.dtype = dtype;
     s->g.dense = 1; // every member's grid, and so HCA's compaction of its counters
-    st = pc__hca_gpu_open(s->g);
-    const size_t NON_FINITE = 2 * PC__HCA_MAX_DIM;
-    unsigned long long host[NON_FINITE + 1];
+    pc_status st = pc__hca_gpu_open(s->g);
     if (st == PC_OK) // the box's words, then the counter of HCA's cell passes (cuda_cells.cu)
-        st = s->g.scalars.alloc(NON_FINITE + 2, "HECA box");
-    if (st == PC_OK) {
-        unsigned long long *w = s->g.scalars.ptr;
-        st = pc__cuda_status(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s->g.stream), "HECA box");
-        if (st == PC_OK)
-            st = pc__cuda_status(cudaMemsetAsync(w + PC__HCA_MAX_DIM, 0, (PC__HCA_MAX_DIM + 1) * sizeof *w, s->g.stream),
-                                 "HECA box");
-        if (st == PC_OK)
-            st = pc__hca_cuda_bounds(s->rows, w, w + PC__HCA_MAX_DIM, w + NON_FINITE, pass_of(*s));
-        if (st == PC_OK)
-            st = pc__cuda_status(cudaMemcpyAsync(host, w, sizeof host, cudaMemcpyDeviceToHost, s->g.stream), "HECA box");
-        if (st == PC_OK)
-            st = pc__cuda_status(cudaStreamSynchronize(s->g.stream), "HECA box");
-    }
-    if (st == PC_OK && host[NON_FINITE])
-        st = pc__fail(PC_INVALID_ARGUMENT,
-                      "pc_heca_device: %llu non-finite value(s) (NaN or infinity, or float64 beyond float range) in "
-                      "the points", host[NON_FINITE]);
+        st = s->g.scalars.alloc(2 * PC__HCA_MAX_DIM + 2, "HECA box");
     if (st != PC_OK) {
         pc__heca_gpu_free(s);
         return st;
-    }
-    for (size_t j = 0; j < points->dim; j++) {
-        s->lo[j] = lo[j] = pc__hca_from_order_bits(host[j]);
-        s->hi[j] = hi[j] = pc__hca_from_order_bits(host[PC__HCA_MAX_DIM + j]);
     }
     *out = s;
     return PC_OK;
 }
 
+pc_status pc__heca_gpu_start(pc__heca_gpu *s, const pc_points *points, const int32_t *device_labels, double *lo,
+                             double *hi)
+{
+    pc__hca_device_scope on(s->g.device);
+    if (points->dim != s->g.dim || points->dtype != s->g.dtype)
+        return pc__fail(PC_INVALID_ARGUMENT, "HECA on the GPU: the points are %zu values of type %d a row, the state's "
+                        "%zu of type %d", points->dim, (int)points->dtype, s->g.dim, (int)s->g.dtype);
+    pc_status st = pc__hca_check_device_rows(points, device_labels);
+    if (st != PC_OK)
+        return st;
+    s->rows = {(const unsigned char *)points->data, points->n, pc__hca_row_bytes(points), (int)points->dim,
+               points->dtype};
+    s->g.n = points->n;
+    s->members = 0;
+    const size_t NON_FINITE = 2 * PC__HCA_MAX_DIM;
+    unsigned long long host[NON_FINITE + 1], *w = s->g.scalars.ptr;
+    PC_CUDA_TRY(cudaMemsetAsync(w, 0xff, PC__HCA_MAX_DIM * sizeof *w, s->g.stream), "HECA box");
+    PC_CUDA_TRY(cudaMemsetAsync(w + PC__HCA_MAX_DIM, 0, (PC__HCA_MAX_DIM + 1) * sizeof *w, s->g.stream), "HECA box");
+    if ((st = pc__hca_cuda_bounds(s->rows, w, w + PC__HCA_MAX_DIM, w + NON_FINITE, pass_of(*s))) != PC_OK)
+        return st;
+    PC_CUDA_TRY(cudaMemcpyAsync(host, w, sizeof host, cudaMemcpyDeviceToHost, s->g.stream), "HECA box");
+    PC_CUDA_TRY(cudaStreamSynchronize(s->g.stream), "HECA box");
+    if (host[NON_FINITE])
+        return pc__fail(PC_INVALID_ARGUMENT,
+                        "pc_heca_device: %llu non-finite value(s) (NaN or infinity, or float64 beyond float range) "
+                        "in the points", host[NON_FINITE]);
+    for (size_t j = 0; j < points->dim; j++) {
+        s->lo[j] = lo[j] = pc__hca_from_order_bits(host[j]);
+        s->hi[j] = hi[j] = pc__hca_from_order_bits(host[PC__HCA_MAX_DIM + j]);
+    }
+    return PC_OK;
+}
+
 void pc__heca_gpu_free(pc__heca_gpu *s) { pc__hca_free_state(s); }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L, size_t last,
+pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L,
                              size_t device_from, pc__hca_graph *gr)
 {
     pc__hca_device_scope on(s->g.device);
-    s->mapped = nullptr;
-    // The grids by size; their counters side by side in that order, so that a group is one stretch.
-    size_t order[PC__HCA_GRIDS_AT_ONCE * 2], at[PC__HCA_GRIDS_AT_ONCE * 2], words = 0;
-    if (L > sizeof order / sizeof *order)
+    s->members = 0;
+    if (L > PC__HCA_GRIDS_AT_ONCE * 2)
         return pc__fail(PC_INTERNAL_ERROR, "HECA: %zu members to count", L);
+    pc__hca_binning bins[PC__HCA_GRIDS_AT_ONCE * 2];
+    uint16_t *table = nullptr;
+    pc_status st = grow_tables(*s, L);
+    if (st == PC_OK)
+        st = binnings_of(*s, grids, L, bins, &table);
+    if (st != PC_OK)
+        return st;
+    // Grids nested in a larger one that is counted are not counted themselves (from[l], the finer grid);
+    // the finest first, so that a grid derives from one counted.
+    size_t by_size[PC__HCA_GRIDS_AT_ONCE * 2], from[PC__HCA_GRIDS_AT_ONCE * 2];
     for (size_t l = 0; l < L; l++) {
         size_t i = l;
-        for (; i > 0 && total[order[i - 1]] > total[l]; i--)
-            order[i] = order[i - 1];
-        order[i] = l;
+        for (; i > 0 && total[by_size[i - 1]] < total[l]; i--)
+            by_size[i] = by_size[i - 1];
+        by_size[i] = l;
     }
+    size_t values = s->rows.dtype == PC_U8 ? 256 : s->rows.dtype == PC_U16 ? 65536 : 0, dim = s->g.dim;
+    for (size_t i = 0; i < L; i++) {
+        size_t c = by_size[i];
+        from[c] = L;
+        for (size_t k = i; k-- > 0;) { // the smallest counted grid it nests in
+            size_t f = by_size[k];
+            if (from[f] == L && nested(table, dim * values, values, dim, bins[f], bins[c], f, c)) {
+                from[c] = f;
+                break;
+            }
+        }
+    }
+    free(table);
+    // The counted grids by size, then the nested ones; their counters side by side in that order, so
+    // that a group is one stretch.
+    size_t order[PC__HCA_GRIDS_AT_ONCE * 2], at[PC__HCA_GRIDS_AT_ONCE * 2], words = 0, placed = 0, counted = 0;
+    for (int nested_ones = 0; nested_ones < 2; nested_ones++)
+        for (size_t i = L; i-- > 0;)
+            if ((from[by_size[i]] < L) == (nested_ones == 1))
+                order[placed++] = by_size[i];
+    for (size_t l = 0; l < L; l++)
+        counted += from[l] == L;
     for (size_t i = 0; i < L; i++) {
         at[order[i]] = words;
         words += (size_t)total[order[i]];
     }
-    pc__hca_binning bins[PC__HCA_GRIDS_AT_ONCE * 2];
-    pc_status st = grow_tables(*s, L);
-    if (st == PC_OK)
-        st = binnings_of(*s, grids, L, bins);
-    if (st == PC_OK)
-        st = pc__hca_grow(s->counts, words, "HECA member counts");
-    if (st != PC_OK)
+    if ((st = pc__hca_grow(s->counts, words, "HECA member counts")) != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(s->counts.ptr, 0, words * sizeof(int32_t), s->g.stream), "HECA member counts");
     pc__hca_point_pass pass = pass_of(*s);
     // Groups of consecutive grids whose counters fit one block's shared memory count in one pass; a grid
     // alone goes through HCA's own histogram.
-    for (size_t i = 0; i < L;) {
+    for (size_t i = 0; i < counted;) {
         pc__hca_grids group;
         memset(&group, 0, sizeof group);
         size_t first = i;
-        while (i < L && group.count < PC__HCA_GRIDS_AT_ONCE) {
+        while (i < counted && group.count < PC__HCA_GRIDS_AT_ONCE) {
             pc__hca_grids more = group;
             size_t l = order[i];
             more.bin[more.count] = bins[l];
@@ -554,7 +619,15 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
         if (st != PC_OK)
             return st;
     }
-    // Each grid's cells and stages, `last` at the end (its map stays in s->g.slot too).
+    for (size_t l = 0; l < L; l++)
+        if (from[l] < L) {
+            size_t f = from[l];
+            size_t blocks = ((size_t)total[f] + THREADS - 1) / THREADS, most = 8 * (size_t)s->g.sms;
+            nested_counts_kernel<<<(unsigned)(blocks < most ? blocks : most), THREADS, 0, s->g.stream>>>(
+                s->counts.ptr + at[f], total[f], bins[f], bins[l], bins[f].m / bins[l].m, s->counts.ptr + at[l]);
+            PC_CUDA_LAUNCHED("HECA nested counts");
+        }
+    // Each grid's cells and stages, the largest first, so that the buffers they share grow once.
     size_t most = 0;
     for (size_t l = 0; l < L; l++)
         most += total[l] < s->rows.rows ? (size_t)total[l] : s->rows.rows;
@@ -566,15 +639,17 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
     for (size_t j = 0; j < s->g.dim; j++)
         around *= 3;
     for (size_t i = 0; i < L; i++) {
-        size_t l = i + 1 < L ? (i < last ? i : i + 1) : last, cells;
+        size_t l = by_size[i], cells;
         if ((st = cells_of(*s, grids[l], s->counts.ptr + at[l], total[l])) != PC_OK ||
             (st = keep_cells(*s, s->counts.ptr + at[l], total[l], cells = grids[l]->cells, cells_at)) != PC_OK ||
             (cells * (around - 1) >= device_from && (st = device_stages(*s, bins[l], cells, &gr[l])) != PC_OK))
             return st;
         s->map_at[l] = at[l];
         s->cells_at[l] = cells_at;
+        s->member[l] = grids[l];
         cells_at += grids[l]->cells;
     }
+    s->members = L;
     return PC_OK;
 }
 
@@ -583,9 +658,11 @@ pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *ce
     pc__hca_device_scope on(s->g.device);
     size_t dim = g->dim, words = g->cells * (dim + 1);
     bool integer = s->rows.dtype == PC_U8 || s->rows.dtype == PC_U16;
-    // The grid's cells' map (every linear index to its cell, or -1) is where its count left it, the
-    // reference member being counted last.
-    if (s->mapped != g)
+    // The grid's cells' map (every linear index to its cell, or -1): where its count left it.
+    size_t l = 0;
+    while (l < s->members && s->member[l] != g)
+        l++;
+    if (l == s->members)
         return pc__fail(PC_INTERNAL_ERROR, "HECA: the reference grid's cells are not the ones on the GPU");
     pc__hca_binning bin;
     pc_status st = grow_tables(*s, 1);
@@ -597,7 +674,7 @@ pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *ce
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(s->g.sums.ptr, 0, (words ? words : 1) * sizeof(unsigned long long), s->g.stream),
                 "HECA cell sums");
-    pc__hca_dgrid grid = dense_view(s->g.slot.ptr);
+    pc__hca_dgrid grid = dense_view(s->counts.ptr + s->map_at[l]);
     // Integer rows: HCA's cell sums pass (cells x dim); where it declines (too many cells for a few
     // passes of shared ranges), and for floats, the label pass with the cells as its clusters (cells x
     // (dim + 1): the values, floats in fixed point over the box, then the count).

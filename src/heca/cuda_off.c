@@ -3,20 +3,26 @@
 
 #define PC__HECA_NO_CUDA "HECA on points in GPU memory needs the CUDA backend, not built into this parclust"
 
-pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels, pc__heca_gpu **gpu, double *lo,
-                           double *hi)
+pc_status pc__heca_gpu_new(size_t dim, pc_dtype dtype, pc__heca_gpu **gpu)
 {
-    (void)points, (void)device_labels, (void)lo, (void)hi;
+    (void)dim, (void)dtype;
     *gpu = NULL;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+pc_status pc__heca_gpu_start(pc__heca_gpu *gpu, const pc_points *points, const int32_t *device_labels, double *lo,
+                             double *hi)
+{
+    (void)gpu, (void)points, (void)device_labels, (void)lo, (void)hi;
     return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
 }
 
 void pc__heca_gpu_free(pc__heca_gpu *gpu) { (void)gpu; }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last,
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L,
                              size_t device_from, pc__hca_graph *gr)
 {
-    (void)gpu, (void)g, (void)total, (void)L, (void)last, (void)device_from, (void)gr;
+    (void)gpu, (void)g, (void)total, (void)L, (void)device_from, (void)gr;
     return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
 }
 

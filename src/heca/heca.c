@@ -587,15 +587,15 @@ typedef struct {
 } on_device;
 
 /* Members over points in GPU memory: the device counts them into their dense grids, finds their
- * non-empty cells (the reference member's last: its cells' map stays on the device for the labels) and
- * runs HCA's stages 2-5 on the members of many cells; the host runs them on the others (side by side,
+ * non-empty cells (their maps stay on the device, for the labels and the prototypes) and runs HCA's
+ * stages 2-5 on the members of many cells; the host runs them on the others (side by side,
  * one a thread: a device stage is a dozen round trips, ~0.5 ms, which 2,500 cells of 3 bands take on
  * one core), and makes each member's dendrogram and its forest. PC_HECA_DEVICE_STAGES_FROM (cell-
  * neighbour pairs) moves the line, for measuring it. */
 #ifndef PC__HECA_DEVICE_STAGES_FROM
 #define PC__HECA_DEVICE_STAGES_FROM ((size_t)1 << 18)
 #endif
-static pc_status members_device(member *mb, size_t L, int ref, const on_device *dev, const pc_points *points,
+static pc_status members_device(member *mb, size_t L, const on_device *dev, const pc_points *points,
                                 const int *cells_a_side, const double (*blos)[PC__HCA_MAX_DIM],
                                 const double (*bhis)[PC__HCA_MAX_DIM], int threads, size_t budget)
 {
@@ -617,7 +617,7 @@ static pc_status members_device(member *mb, size_t L, int ref, const on_device *
                             cells_a_side[l], (unsigned long long)total[l], points->dim, budget >> 20);
     }
     const char *from = getenv("PC_HECA_DEVICE_STAGES_FROM");
-    st = pc__heca_gpu_count(dev->gpu, grids, total, L, (size_t)ref,
+    st = pc__heca_gpu_count(dev->gpu, grids, total, L,
                             from ? (size_t)strtoull(from, NULL, 10) : PC__HECA_DEVICE_STAGES_FROM, graphs);
     int on_host[PC_HECA_MAX_MEMBERS];
     for (size_t l = 0; l < L; l++) {
@@ -916,7 +916,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         if (st != PC_OK && st != PC_UNSUPPORTED)
             goto done;
     }
-    if (dev && ((st = members_device(mb, L, ref, dev, points, cells_a_side, (const double(*)[PC__HCA_MAX_DIM])blos,
+    if (dev && ((st = members_device(mb, L, dev, points, cells_a_side, (const double(*)[PC__HCA_MAX_DIM])blos,
                                      (const double(*)[PC__HCA_MAX_DIM])bhis, threads, p->hca.memory_budget)) != PC_OK ||
                 (st = pc__hca_progress(&p->hca, 0.6)) != PC_OK))
         goto done;
@@ -1223,22 +1223,27 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
     return PC_OK;
 }
 
-pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
-                         pc_result **result)
+/* The params of HECA on points in GPU memory: check's, and the CUDA backend. */
+static pc_status check_device(const pc_points *points, const pc_heca_params *params)
 {
-    pc_status st = pc__begin_shape(points, params, result);
-    if (st != PC_OK || (st = check(points, params)) != PC_OK)
-        return st;
-    if (params->hca.backend != PC_BACKEND_AUTO && params->hca.backend != PC_BACKEND_CUDA)
-        return pc__fail(PC_INVALID_ARGUMENT, "pc_heca_device: points in GPU memory need the CUDA backend, not %s",
-                        pc_backend_name(params->hca.backend));
+    pc_status st = check(points, params);
+    if (st == PC_OK && params->hca.backend != PC_BACKEND_AUTO && params->hca.backend != PC_BACKEND_CUDA)
+        st = pc__fail(PC_INVALID_ARGUMENT, "HECA on points in GPU memory needs the CUDA backend, not %s",
+                      pc_backend_name(params->hca.backend));
+    return st;
+}
+
+/* A run over points in GPU memory with a GPU state (pc_heca_device's own, or a plan's). */
+static pc_status run_device(pc__heca_gpu *gpu, const pc_points *points, const pc_heca_params *params,
+                            int32_t *device_labels, pc_result **result)
+{
     int threads = 1;
 #ifdef _OPENMP
     threads = params->hca.threads > 0 ? params->hca.threads : omp_get_max_threads(); /* the cells' work */
 #endif
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
-    pc__heca_gpu *gpu = NULL;
-    if ((st = pc__heca_gpu_new(points, device_labels, &gpu, lo, hi)) != PC_OK)
+    pc_status st = pc__heca_gpu_start(gpu, points, device_labels, lo, hi);
+    if (st != PC_OK)
         return st;
     on_device dev = {gpu, lo, hi, device_labels, device_labels == NULL};
     pc_result *r = NULL;
@@ -1250,7 +1255,6 @@ pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, 
         r->backend = PC_BACKEND_CUDA;
         st = run(points, params, threads, 1, &dev, r);
     }
-    pc__heca_gpu_free(gpu);
     if (st == PC_OK)
         st = pc__hca_progress(&params->hca, 1);
     if (st != PC_OK) {
@@ -1259,4 +1263,79 @@ pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, 
     }
     *result = r;
     return PC_OK;
+}
+
+pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
+                         pc_result **result)
+{
+    pc_status st = pc__begin_shape(points, params, result);
+    if (st != PC_OK || (st = check_device(points, params)) != PC_OK)
+        return st;
+    pc__heca_gpu *gpu = NULL;
+    if ((st = pc__heca_gpu_new(points->dim, points->dtype, &gpu)) == PC_OK)
+        st = run_device(gpu, points, params, device_labels, result);
+    pc__heca_gpu_free(gpu);
+    return st;
+}
+
+struct pc_heca_plan {
+    pc_heca_params params;
+    size_t n, dim;
+    pc_dtype dtype;
+    pc__heca_gpu *gpu;
+};
+
+pc_status pc_heca_plan_create(const pc_heca_params *params, size_t n, size_t dim, pc_dtype dtype, pc_heca_plan **plan)
+{
+    if (!plan)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan pointer is NULL");
+    *plan = NULL;
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    if (n == 0 || dim == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "a HECA plan needs n >= 1 and dim >= 1, got %zu x %zu", n, dim);
+    if (dtype != PC_F32 && dtype != PC_F64 && dtype != PC_U8 && dtype != PC_U16)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown point type %d", (int)dtype);
+    pc_points shape = {NULL, n, dim, 0, dtype};
+    pc_status st = check_device(&shape, params);
+    if (st != PC_OK)
+        return st;
+    pc_heca_plan *p = pc__calloc(1, sizeof *p, "HECA plan");
+    if (!p)
+        return PC_OUT_OF_MEMORY;
+    p->params = *params;
+    p->n = n;
+    p->dim = dim;
+    p->dtype = dtype;
+    if ((st = pc__heca_gpu_new(dim, dtype, &p->gpu)) != PC_OK) {
+        free(p);
+        return st;
+    }
+    *plan = p;
+    return PC_OK;
+}
+
+void pc_heca_plan_free(pc_heca_plan *plan)
+{
+    if (!plan)
+        return;
+    pc__heca_gpu_free(plan->gpu);
+    free(plan);
+}
+
+pc_status pc_heca_plan_run_device(pc_heca_plan *plan, const pc_points *points, int32_t *device_labels,
+                                  pc_result **result)
+{
+    if (!plan)
+        return pc__fail(PC_INVALID_ARGUMENT, "plan is NULL");
+    pc_status st = pc__begin_shape(points, &plan->params, result);
+    if (st != PC_OK || (st = check_device(points, &plan->params)) != PC_OK)
+        return st;
+    if (points->dim != plan->dim || points->dtype != plan->dtype)
+        return pc__fail(PC_INVALID_ARGUMENT, "the plan was made for rows of %zu values of type %d, got %zu of type %d",
+                        plan->dim, (int)plan->dtype, points->dim, (int)points->dtype);
+    if (points->n > plan->n)
+        return pc__fail(PC_INVALID_ARGUMENT, "the plan was made for up to %zu rows, got %zu", plan->n, points->n);
+    return run_device(plan->gpu, points, &plan->params, device_labels, result);
 }

@@ -10,13 +10,15 @@
 
 typedef struct pc__heca_gpu pc__heca_gpu;
 
-/* The state for the rows of `points` (device memory on the current GPU, aligned to the element size;
- * they must stay there, unchanged, until the state is freed) and their box lo[dim], hi[dim], found on
- * the device. Pointers that are not GPU memory (points->data, and device_labels unless NULL), misaligned
- * ones, a stride shorter than a row and a non-finite value are refused (PC_INVALID_ARGUMENT), before
- * any kernel reads them, and no state made. */
-pc_status pc__heca_gpu_new(const pc_points *points, const int32_t *device_labels, pc__heca_gpu **gpu, double *lo,
-                           double *hi);
+/* A state for rows of dim values of dtype on the current GPU; its buffers grow as runs need and are
+ * kept (pc_heca_plan runs one state again and again). */
+pc_status pc__heca_gpu_new(size_t dim, pc_dtype dtype, pc__heca_gpu **gpu);
+/* A run over `points` (device memory on the state's GPU, aligned to the element size; they must stay
+ * there, unchanged, until the run ends): their box lo[dim], hi[dim], found on the device. Pointers that
+ * are not GPU memory (points->data, and device_labels unless NULL), misaligned ones, a stride shorter
+ * than a row and a non-finite value are refused (PC_INVALID_ARGUMENT), before any kernel reads them. */
+pc_status pc__heca_gpu_start(pc__heca_gpu *gpu, const pc_points *points, const int32_t *device_labels, double *lo,
+                             double *hi);
 void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
 /* The members' grids g[0 .. L) (box, m and strides set; total[l] = m^dim, dense): the points counted on
  * the device as the CPU's cell rule puts them (several grids a pass where their counters fit a block's
@@ -25,9 +27,9 @@ void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
  * stages 2-5 run there too, by the plan's own passes: gr[l] gets the grid's components and the minimum
  * spanning forest of its component graph (new host arrays), from which the dendrogram is HCA's; the
  * others' gr[l] is left alone (the host's stages are quicker on few cells than the device's round
- * trips). Grid `last` is done last, and its cells' map stays on the device for pc__heca_gpu_cells;
- * every grid's map and densities stay for pc__heca_gpu_groups. */
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L, size_t last,
+ * trips). Every grid's cells' map and densities stay on the device, for pc__heca_gpu_cells and
+ * pc__heca_gpu_groups. */
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L,
                              size_t device_from, pc__hca_graph *gr);
 /* A member's components as pc__heca_gpu_groups needs them: each cell's, and the dendrogram as a forest
  * over them: up[c] the parent or -1, up_h[c] the height of the link to it (heca.c's member_forest); two
@@ -46,7 +48,7 @@ typedef struct {
  * weighted by the smallest U of their adjacent pairs, into groups (new host arrays). */
 pc_status pc__heca_gpu_groups(pc__heca_gpu *gpu, const pc__hca_grid *const *g, size_t L, size_t ref,
                               const double *mean, const pc__heca_member *member, pc__hca_graph *groups);
-/* For grid g (dense, its cells found): each point's cell into cell_of_point (n int32 of device memory)
+/* For grid g (one of those counted, dense, its cells found): each point's cell into cell_of_point (n int32 of device memory)
  * and each cell's values summed, then its count, into sums (cells x (dim + 1), host; the layout of the
  * GPU label pass's cluster sums): exact for integer rows; for floats in the fixed point of the GPU's
  * label pass (cuda_hca.cuh's pc__hca_scale), over the points' box. */
