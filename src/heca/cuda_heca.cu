@@ -16,9 +16,11 @@ extern "C" {
 #include <string.h>
 
 struct pc__heca_gpu {
-    // stream, device, SM count; slot (a member's counters, then its cells' map), key and density (its
-    // cells), table, scalars, sums
+    // stream, device, SM count; the counting passes, tables, scalars, sums, and lane 0 of the members'
+    // cell passes (slot: a member's counters, then its cells' map; key and density: its cells)
     pc__hca_gpu g;
+    pc__hca_gpu lanes[PC__HECA_LANES - 1]; // lanes 1 ..: each its own stream and buffers, opened on first use
+    cudaEvent_t counted = nullptr;         // the counting passes done, on g's stream
     pc__device_buffer<int32_t> counts; // every member's counters, side by side
     pc__hca_rows rows;
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
@@ -27,7 +29,9 @@ struct pc__heca_gpu {
     // Each member's cells' map (in counts, from map_at[l]) and its cells' densities, keys and components
     // (from cells_at[l]), kept by pc__heca_gpu_count for pc__heca_gpu_groups.
     size_t members, map_at[2 * PC__HCA_GRIDS_AT_ONCE], cells_at[2 * PC__HCA_GRIDS_AT_ONCE];
-    const pc__hca_grid *member[2 * PC__HCA_GRIDS_AT_ONCE];
+    pc__hca_grid *member[2 * PC__HCA_GRIDS_AT_ONCE];
+    uint64_t member_total[2 * PC__HCA_GRIDS_AT_ONCE];
+    pc__hca_binning member_bin[2 * PC__HCA_GRIDS_AT_ONCE];
     pc__device_buffer<int32_t> member_density, member_comp;
     pc__device_buffer<uint64_t> member_key;
     // pc__heca_gpu_groups: the members as its kernels see them, the prototypes' means and components,
@@ -129,29 +133,29 @@ pc_status grow_tables(pc__heca_gpu &s, size_t grids)
 
 // Grid g's non-empty cells from its counters (HCA's own compaction, in key order; the counters become
 // the cells' map) into g's key, density and cells (new host arrays).
-pc_status cells_of(pc__heca_gpu &s, pc__hca_grid *g, const int32_t *counters, uint64_t total)
+pc_status cells_of(pc__hca_gpu &lane, pc__hca_grid *g, const int32_t *counters, uint64_t total)
 {
-    pc_status st = pc__hca_grow(s.g.slot, (size_t)total, "HECA member cells");
+    pc_status st = pc__hca_grow(lane.slot, (size_t)total, "HECA member cells");
     if (st != PC_OK)
         return st;
-    PC_CUDA_TRY(cudaMemcpyAsync(s.g.slot.ptr, counters, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, s.g.stream),
+    PC_CUDA_TRY(cudaMemcpyAsync(lane.slot.ptr, counters, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, lane.stream),
                 "HECA member cells");
-    s.g.total = total;
+    lane.total = total;
     size_t n = 0;
-    if ((st = pc__hca_cuda_cells(s.g, &n)) != PC_OK)
+    if ((st = pc__hca_cuda_cells(lane, &n)) != PC_OK)
         return st;
     uint64_t *k = (uint64_t *)pc__alloc(n ? n : 1, sizeof *k, "HECA member cells");
     int64_t *d = (int64_t *)pc__alloc(n ? n : 1, sizeof *d, "HECA member cells");
     int32_t *d32 = (int32_t *)pc__alloc(n ? n : 1, sizeof *d32, "HECA member cells");
     st = k && d && d32 ? PC_OK : PC_OUT_OF_MEMORY;
     if (st == PC_OK && n)
-        st = pc__cuda_status(cudaMemcpyAsync(k, s.g.key.ptr, n * sizeof *k, cudaMemcpyDeviceToHost, s.g.stream),
+        st = pc__cuda_status(cudaMemcpyAsync(k, lane.key.ptr, n * sizeof *k, cudaMemcpyDeviceToHost, lane.stream),
                              "HECA member cells");
     if (st == PC_OK && n)
-        st = pc__cuda_status(cudaMemcpyAsync(d32, s.g.density.ptr, n * sizeof *d32, cudaMemcpyDeviceToHost, s.g.stream),
+        st = pc__cuda_status(cudaMemcpyAsync(d32, lane.density.ptr, n * sizeof *d32, cudaMemcpyDeviceToHost, lane.stream),
                              "HECA member cells");
     if (st == PC_OK)
-        st = pc__cuda_status(cudaStreamSynchronize(s.g.stream), "HECA member cells");
+        st = pc__cuda_status(cudaStreamSynchronize(lane.stream), "HECA member cells");
     for (size_t c = 0; st == PC_OK && c < n; c++)
         d[c] = d32[c];
     free(d32);
@@ -166,37 +170,55 @@ pc_status cells_of(pc__heca_gpu &s, pc__hca_grid *g, const int32_t *counters, ui
     return PC_OK;
 }
 
-// The member whose cells cells_of just found: its map (into the counters it came from) and its cells'
-// densities and keys kept, from cells_at on, for pc__heca_gpu_groups.
-pc_status keep_cells(pc__heca_gpu &s, int32_t *counters, uint64_t total, size_t cells, size_t cells_at)
+// The member whose cells cells_of just found on `lane`: its map (into the counters it came from) and its
+// cells' densities and keys kept, from cells_at on, for pc__heca_gpu_groups.
+pc_status keep_cells(pc__heca_gpu &s, pc__hca_gpu &lane, int32_t *counters, uint64_t total, size_t cells,
+                     size_t cells_at)
 {
-    PC_CUDA_TRY(cudaMemcpyAsync(counters, s.g.slot.ptr, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, s.g.stream),
+    PC_CUDA_TRY(cudaMemcpyAsync(counters, lane.slot.ptr, total * sizeof(int32_t), cudaMemcpyDeviceToDevice, lane.stream),
                 "HECA member map");
     if (cells) {
-        PC_CUDA_TRY(cudaMemcpyAsync(s.member_density.ptr + cells_at, s.g.density.ptr, cells * sizeof(int32_t),
-                                    cudaMemcpyDeviceToDevice, s.g.stream),
+        PC_CUDA_TRY(cudaMemcpyAsync(s.member_density.ptr + cells_at, lane.density.ptr, cells * sizeof(int32_t),
+                                    cudaMemcpyDeviceToDevice, lane.stream),
                     "HECA member cells");
-        PC_CUDA_TRY(cudaMemcpyAsync(s.member_key.ptr + cells_at, s.g.key.ptr, cells * sizeof(uint64_t),
-                                    cudaMemcpyDeviceToDevice, s.g.stream),
+        PC_CUDA_TRY(cudaMemcpyAsync(s.member_key.ptr + cells_at, lane.key.ptr, cells * sizeof(uint64_t),
+                                    cudaMemcpyDeviceToDevice, lane.stream),
                     "HECA member cells");
     }
     return PC_OK;
 }
 
-// HCA's stages 2-5 on the member whose cells cells_of just found (bin: its grid): components, edges
-// and spanning forest by the plan's passes, fetched into gr.
-pc_status device_stages(pc__heca_gpu &s, const pc__hca_binning &bin, size_t cells, pc__hca_graph *gr)
+// HCA's stages 2-5 on the member whose cells cells_of just found on `lane` (bin: its grid): components,
+// edges and spanning forest by the plan's passes, fetched into gr.
+pc_status device_stages(pc__hca_gpu &lane, const pc__hca_binning &bin, size_t cells, pc__hca_graph *gr)
 {
-    s.g.bin = bin;
-    s.g.bin.table = nullptr; // the cell passes need the grid's shape only
-    s.g.m = bin.m;
+    lane.bin = bin;
+    lane.bin.table = nullptr; // the cell passes need the grid's shape only
+    lane.m = bin.m;
     size_t components = 0, edges = 0, forest = 0;
     pc_status st;
-    if ((st = pc__hca_cuda_components(s.g, cells, &components)) != PC_OK ||
-        (st = pc__hca_cuda_edges(s.g, cells, components, &edges)) != PC_OK ||
-        (st = pc__hca_cuda_spanning_forest(s.g, components, edges, &forest)) != PC_OK)
+    if ((st = pc__hca_cuda_components(lane, cells, &components)) != PC_OK ||
+        (st = pc__hca_cuda_edges(lane, cells, components, &edges)) != PC_OK ||
+        (st = pc__hca_cuda_spanning_forest(lane, components, edges, &forest)) != PC_OK)
         return st;
-    return pc__hca_fetch_graph(s.g, cells, components, forest, gr);
+    return pc__hca_fetch_graph(lane, cells, components, forest, gr);
+}
+
+pc__hca_gpu &lane_of(pc__heca_gpu &s, int lane) { return lane == 0 ? s.g : s.lanes[lane - 1]; }
+
+// A lane's stream and scalars, made on first use on the state's GPU.
+pc_status open_lane(pc__heca_gpu &s, pc__hca_gpu &lane)
+{
+    lane.n = s.g.n;
+    if (lane.stream && lane.scalars.ptr)
+        return PC_OK;
+    lane.dim = s.g.dim;
+    lane.dtype = s.g.dtype;
+    lane.dense = 1;
+    pc_status st = lane.stream ? PC_OK : pc__hca_gpu_open(lane);
+    if (st == PC_OK) // the counter of HCA's cell passes (cuda_cells.cu) is the last
+        st = lane.scalars.alloc(2 * PC__HCA_MAX_DIM + 2, "HECA lane");
+    return st;
 }
 
 pc__hca_dgrid dense_view(int32_t *slot)
@@ -496,6 +518,8 @@ pc_status pc__heca_gpu_new(size_t dim, pc_dtype dtype, pc__heca_gpu **out)
     pc_status st = pc__hca_gpu_open(s->g);
     if (st == PC_OK) // the box's words, then the counter of HCA's cell passes (cuda_cells.cu)
         st = s->g.scalars.alloc(2 * PC__HCA_MAX_DIM + 2, "HECA box");
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaEventCreateWithFlags(&s->counted, cudaEventDisableTiming), "HECA state");
     if (st != PC_OK) {
         pc__heca_gpu_free(s);
         return st;
@@ -537,10 +561,21 @@ pc_status pc__heca_gpu_start(pc__heca_gpu *s, const pc_points *points, const int
     return PC_OK;
 }
 
-void pc__heca_gpu_free(pc__heca_gpu *s) { pc__hca_free_state(s); }
+void pc__heca_gpu_free(pc__heca_gpu *s)
+{
+    if (!s)
+        return;
+    {
+        pc__hca_device_scope on(s->g.device);
+        for (pc__hca_gpu &lane : s->lanes)
+            pc__hca_gpu_close(lane);
+        if (s->counted)
+            cudaEventDestroy(s->counted);
+    }
+    pc__hca_free_state(s);
+}
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L,
-                             size_t device_from, pc__hca_graph *gr)
+pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const uint64_t *total, size_t L)
 {
     pc__hca_device_scope on(s->g.device);
     s->members = 0;
@@ -627,30 +662,49 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
                 s->counts.ptr + at[f], total[f], bins[f], bins[l], bins[f].m / bins[l].m, s->counts.ptr + at[l]);
             PC_CUDA_LAUNCHED("HECA nested counts");
         }
-    // Each grid's cells and stages, the largest first, so that the buffers they share grow once.
+    // Where each member's cells will be kept (a bound on their number apiece), and what
+    // pc__heca_gpu_member needs of it.
     size_t most = 0;
-    for (size_t l = 0; l < L; l++)
+    for (size_t l = 0; l < L; l++) {
+        s->map_at[l] = at[l];
+        s->cells_at[l] = most;
+        s->member[l] = grids[l];
+        s->member_total[l] = total[l];
+        s->member_bin[l] = bins[l];
         most += total[l] < s->rows.rows ? (size_t)total[l] : s->rows.rows;
+    }
     if ((st = pc__hca_grow(s->member_density, most, "HECA member cells")) != PC_OK ||
         (st = pc__hca_grow(s->member_key, most, "HECA member cells")) != PC_OK ||
         (st = pc__hca_grow(s->member_comp, most, "HECA member cells")) != PC_OK)
         return st;
-    size_t cells_at = 0, around = 1;
-    for (size_t j = 0; j < s->g.dim; j++)
-        around *= 3;
-    for (size_t i = 0; i < L; i++) {
-        size_t l = by_size[i], cells;
-        if ((st = cells_of(*s, grids[l], s->counts.ptr + at[l], total[l])) != PC_OK ||
-            (st = keep_cells(*s, s->counts.ptr + at[l], total[l], cells = grids[l]->cells, cells_at)) != PC_OK ||
-            (cells * (around - 1) >= device_from && (st = device_stages(*s, bins[l], cells, &gr[l])) != PC_OK))
-            return st;
-        s->map_at[l] = at[l];
-        s->cells_at[l] = cells_at;
-        s->member[l] = grids[l];
-        cells_at += grids[l]->cells;
-    }
+    PC_CUDA_TRY(cudaEventRecord(s->counted, s->g.stream), "HECA member counts");
     s->members = L;
     return PC_OK;
+}
+
+pc_status pc__heca_gpu_member(pc__heca_gpu *s, size_t l, int lane_number, size_t device_from, pc__hca_graph *gr)
+{
+    pc__hca_device_scope on(s->g.device);
+    if (l >= s->members || lane_number < 0 || lane_number >= PC__HECA_LANES)
+        return pc__fail(PC_INTERNAL_ERROR, "HECA: member %zu on lane %d", l, lane_number);
+    pc__hca_gpu &lane = lane_of(*s, lane_number);
+    pc__hca_grid *g = s->member[l];
+    int32_t *counters = s->counts.ptr + s->map_at[l];
+    size_t around = 1;
+    for (size_t j = 0; j < s->g.dim; j++)
+        around *= 3;
+    pc_status st = open_lane(*s, lane);
+    if (st == PC_OK)
+        st = pc__cuda_status(cudaStreamWaitEvent(lane.stream, s->counted, 0), "HECA member cells");
+    if (st == PC_OK)
+        st = cells_of(lane, g, counters, s->member_total[l]);
+    if (st == PC_OK)
+        st = keep_cells(*s, lane, counters, s->member_total[l], g->cells, s->cells_at[l]);
+    if (st == PC_OK && g->cells * (around - 1) >= device_from)
+        st = device_stages(lane, s->member_bin[l], g->cells, gr);
+    if (st == PC_OK) // the kept cells there before the state's stream reads them
+        st = pc__cuda_status(cudaStreamSynchronize(lane.stream), "HECA member cells");
+    return st;
 }
 
 pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
@@ -766,9 +820,9 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
     member_view *view = (member_view *)pc__calloc(L, sizeof *view, "HECA members");
     int32_t *up = (int32_t *)pc__alloc(links ? links : 1, sizeof *up, "HECA member forests");
     double *up_h = (double *)pc__alloc(links ? links : 1, sizeof *up_h, "HECA member forests");
-    int32_t *comp = (int32_t *)pc__alloc(cells, sizeof *comp, "HECA member components");
+    int32_t *comp = (int32_t *)pc__alloc(cells, sizeof *comp, "HECA member components"); // members in turn
     st = view && up && up_h && comp ? PC_OK : PC_OUT_OF_MEMORY;
-    for (size_t l = 0, at = 0; st == PC_OK && l < L; at += member[l].components, l++) {
+    for (size_t l = 0, at = 0, cells_in = 0; st == PC_OK && l < L; at += member[l].components, l++) {
         member_view &v = view[l];
         v.bin.dim = (int)dim;
         v.bin.m = g[l]->m;
@@ -786,7 +840,12 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
         v.up_h = s->up_h.ptr + at;
         memcpy(up + at, member[l].up, member[l].components * sizeof *up);
         memcpy(up_h + at, member[l].up_h, member[l].components * sizeof *up_h);
-        memcpy(comp + s->cells_at[l], member[l].component_of_cell, g[l]->cells * sizeof *comp);
+        memcpy(comp + cells_in, member[l].component_of_cell, g[l]->cells * sizeof *comp);
+        if (g[l]->cells) // to where the member's cells are kept
+            st = pc__cuda_status(cudaMemcpyAsync(s->member_comp.ptr + s->cells_at[l], comp + cells_in,
+                                                 g[l]->cells * sizeof *comp, cudaMemcpyHostToDevice, s->g.stream),
+                                 "HECA member components");
+        cells_in += g[l]->cells;
     }
     if (st == PC_OK)
         st = pc__cuda_status(cudaMemcpyAsync(s->views.ptr, view, L * sizeof *view, cudaMemcpyHostToDevice, s->g.stream),
@@ -802,10 +861,6 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
         st = pc__cuda_status(
             cudaMemcpyAsync(s->mean.ptr, mean, P * dim * sizeof *mean, cudaMemcpyHostToDevice, s->g.stream),
             "HECA prototypes");
-    if (st == PC_OK)
-        st = pc__cuda_status(
-            cudaMemcpyAsync(s->member_comp.ptr, comp, cells * sizeof *comp, cudaMemcpyHostToDevice, s->g.stream),
-            "HECA member components");
     const member_view *views = (const member_view *)s->views.ptr;
     if (st == PC_OK) {
         prototype_components_kernel<<<blocks_of(L * P), THREADS, 0, s->g.stream>>>(views, (int)L, (int)ref, P, (int)dim,

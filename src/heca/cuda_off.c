@@ -19,10 +19,15 @@ pc_status pc__heca_gpu_start(pc__heca_gpu *gpu, const pc_points *points, const i
 
 void pc__heca_gpu_free(pc__heca_gpu *gpu) { (void)gpu; }
 
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L,
-                             size_t device_from, pc__hca_graph *gr)
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L)
 {
-    (void)gpu, (void)g, (void)total, (void)L, (void)device_from, (void)gr;
+    (void)gpu, (void)g, (void)total, (void)L;
+    return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
+}
+
+pc_status pc__heca_gpu_member(pc__heca_gpu *gpu, size_t l, int lane, size_t device_from, pc__hca_graph *gr)
+{
+    (void)gpu, (void)l, (void)lane, (void)device_from, (void)gr;
     return pc__fail(PC_UNSUPPORTED, PC__HECA_NO_CUDA);
 }
 

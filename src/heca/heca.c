@@ -586,14 +586,15 @@ typedef struct {
     int host_labels;
 } on_device;
 
-/* Members over points in GPU memory: the device counts them into their dense grids, finds their
- * non-empty cells (their maps stay on the device, for the labels and the prototypes) and runs HCA's
- * stages 2-5 on the members of many cells; the host runs them on the others (side by side,
- * one a thread: a device stage is a dozen round trips, ~0.5 ms, which 2,500 cells of 3 bands take on
- * one core), and makes each member's dendrogram and its forest. PC_HECA_DEVICE_STAGES_FROM (cell-
- * neighbour pairs) moves the line, for measuring it. */
+/* Members over points in GPU memory: the device counts them into their dense grids; then each member on a
+ * thread and a device lane of its own finds its non-empty cells (their maps stay on the device, for the
+ * labels and the prototypes) and runs HCA's stages 2-5, on the device for members of many cells (a dozen
+ * round trips, ~0.8 ms, overlapping across lanes), on the host for the others (1,000 cells of 3 bands
+ * take less on one core), and makes its dendrogram and forest. PC_HECA_DEVICE_STAGES_FROM (cell-
+ * neighbour pairs) moves the line, for measuring it: on the H200 host, RGB HECA took 1.65x HCA from 2^15
+ * (and from 0), 1.85-1.90x from 2^18; 4 bands alike within 0.1x. */
 #ifndef PC__HECA_DEVICE_STAGES_FROM
-#define PC__HECA_DEVICE_STAGES_FROM ((size_t)1 << 18)
+#define PC__HECA_DEVICE_STAGES_FROM ((size_t)1 << 15)
 #endif
 static pc_status members_device(member *mb, size_t L, const on_device *dev, const pc_points *points,
                                 const int *cells_a_side, const double (*blos)[PC__HCA_MAX_DIM],
@@ -601,8 +602,6 @@ static pc_status members_device(member *mb, size_t L, const on_device *dev, cons
 {
     uint64_t total[PC_HECA_MAX_MEMBERS];
     pc__hca_grid *grids[PC_HECA_MAX_MEMBERS];
-    pc__hca_graph graphs[PC_HECA_MAX_MEMBERS];
-    memset(graphs, 0, sizeof graphs);
     int dense;
     pc_status st;
     for (size_t l = 0; l < L; l++) {
@@ -616,28 +615,44 @@ static pc_status members_device(member *mb, size_t L, const on_device *dev, cons
                             "memory_budget (%zu MiB) holds as a dense grid; copy the points to the host for pc_heca",
                             cells_a_side[l], (unsigned long long)total[l], points->dim, budget >> 20);
     }
-    const char *from = getenv("PC_HECA_DEVICE_STAGES_FROM");
-    st = pc__heca_gpu_count(dev->gpu, grids, total, L,
-                            from ? (size_t)strtoull(from, NULL, 10) : PC__HECA_DEVICE_STAGES_FROM, graphs);
-    int on_host[PC_HECA_MAX_MEMBERS];
-    for (size_t l = 0; l < L; l++) {
-        mb[l].gr = graphs[l]; /* freed with the members, on failure too */
-        on_host[l] = graphs[l].component_of_cell == NULL;
-    }
-    if (st != PC_OK)
+    if ((st = pc__heca_gpu_count(dev->gpu, grids, total, L)) != PC_OK)
         return st;
+    const char *env = getenv("PC_HECA_DEVICE_STAGES_FROM");
+    size_t from = env ? (size_t)strtoull(env, NULL, 10) : PC__HECA_DEVICE_STAGES_FROM;
+    /* The smallest first: the members likeliest to have their stages on the host start first. */
+    size_t order[PC_HECA_MAX_MEMBERS];
+    for (size_t l = 0; l < L; l++) {
+        size_t at = l;
+        for (; at > 0 && total[order[at - 1]] > total[l]; at--)
+            order[at] = order[at - 1];
+        order[at] = l;
+    }
     pc_status status[PC_HECA_MAX_MEMBERS];
     char message[PC_HECA_MAX_MEMBERS][512];
     int team = threads < (int)L ? threads : (int)L;
+    team = team < PC__HECA_LANES ? team : PC__HECA_LANES;
     (void)team; /* without OpenMP */
-#pragma omp parallel for num_threads(team) if (team > 1) schedule(dynamic, 1)
+    /* Members go to threads, and so to lanes, the same way every run: a lane's buffers, sized by its
+     * members, are not made anew (a device-wide wait) when a larger one comes its way. */
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static, 1)
     for (long i = 0; i < (long)L; i++) {
-        member *m = &mb[i];
-        pc_status done = on_host[i] ? member_stages(m, total[i], 1) : pc__hca_dendrogram(&m->gr, &m->z);
-        if (done == PC_OK && !on_host[i])
+        size_t l = order[i];
+        member *m = &mb[l];
+        int lane = 0;
+#ifdef _OPENMP
+        lane = omp_get_thread_num();
+#endif
+        pc__hca_graph gr;
+        memset(&gr, 0, sizeof gr);
+        pc_status done = pc__heca_gpu_member(dev->gpu, l, lane, from, &gr);
+        m->gr = gr; /* freed with the members, on failure too */
+        int on_host = gr.component_of_cell == NULL;
+        if (done == PC_OK)
+            done = on_host ? member_stages(m, total[l], 1) : pc__hca_dendrogram(&m->gr, &m->z);
+        if (done == PC_OK && !on_host)
             done = member_forest(m);
-        if ((status[i] = done) != PC_OK)
-            snprintf(message[i], sizeof message[i], "%s", pc_last_error());
+        if ((status[l] = done) != PC_OK)
+            snprintf(message[l], sizeof message[l], "%s", pc_last_error());
     }
     for (size_t l = 0; l < L; l++) {
         mb[l].g.threads = threads; /* the reference grid's later passes over cells use all cores */

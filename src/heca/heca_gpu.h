@@ -22,15 +22,20 @@ pc_status pc__heca_gpu_start(pc__heca_gpu *gpu, const pc_points *points, const i
 void pc__heca_gpu_free(pc__heca_gpu *gpu); /* NULL-safe */
 /* The members' grids g[0 .. L) (box, m and strides set; total[l] = m^dim, dense): the points counted on
  * the device as the CPU's cell rule puts them (several grids a pass where their counters fit a block's
- * shared memory) and each grid's non-empty cells found (its cells, key (increasing) and density: new
- * host arrays). Members of at least device_from cell-neighbour pairs (cells x (3^dim - 1)) have HCA's
- * stages 2-5 run there too, by the plan's own passes: gr[l] gets the grid's components and the minimum
- * spanning forest of its component graph (new host arrays), from which the dendrogram is HCA's; the
- * others' gr[l] is left alone (the host's stages are quicker on few cells than the device's round
- * trips). Every grid's cells' map and densities stay on the device, for pc__heca_gpu_cells and
- * pc__heca_gpu_groups. */
-pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L,
-                             size_t device_from, pc__hca_graph *gr);
+ * shared memory; a grid nested in a larger one from that one's counts). The grids are the state's
+ * until the run ends. */
+pc_status pc__heca_gpu_count(pc__heca_gpu *gpu, pc__hca_grid *const *g, const uint64_t *total, size_t L);
+/* Members whose cells the device finds at once: one a host thread, each on a lane of its own (a stream
+ * and buffers), so that their round trips overlap. */
+#define PC__HECA_LANES 8
+/* Member l after pc__heca_gpu_count, on lane `lane` (0 .. PC__HECA_LANES - 1; a lane serves one call at a
+ * time): its non-empty cells found (its grid's cells, key (increasing) and density: new host arrays),
+ * their map and densities kept on the device (for pc__heca_gpu_cells and pc__heca_gpu_groups); with at
+ * least device_from cell-neighbour pairs (cells x (3^dim - 1)), HCA's stages 2-5 run there too by the
+ * plan's own passes: gr gets the grid's components and the minimum spanning forest of its component
+ * graph (new host arrays), from which the dendrogram is HCA's. Fewer, and gr is left alone: the host's
+ * stages are quicker on few cells than the device's round trips. */
+pc_status pc__heca_gpu_member(pc__heca_gpu *gpu, size_t l, int lane, size_t device_from, pc__hca_graph *gr);
 /* A member's components as pc__heca_gpu_groups needs them: each cell's, and the dendrogram as a forest
  * over them: up[c] the parent or -1, up_h[c] the height of the link to it (heca.c's member_forest); two
  * components join at the largest link between them. */
@@ -48,7 +53,7 @@ typedef struct {
  * weighted by the smallest U of their adjacent pairs, into groups (new host arrays). */
 pc_status pc__heca_gpu_groups(pc__heca_gpu *gpu, const pc__hca_grid *const *g, size_t L, size_t ref,
                               const double *mean, const pc__heca_member *member, pc__hca_graph *groups);
-/* For grid g (one of those counted, dense, its cells found): each point's cell into cell_of_point (n int32 of device memory)
+/* For grid g (one of those counted, its cells found): each point's cell into cell_of_point (n int32 of device memory)
  * and each cell's values summed, then its count, into sums (cells x (dim + 1), host; the layout of the
  * GPU label pass's cluster sums): exact for integer rows; for floats in the fixed point of the GPU's
  * label pass (cuda_hca.cuh's pc__hca_scale), over the points' box. */
