@@ -602,12 +602,14 @@ pc_status pc_heca(const pc_points *points, const pc_heca_params *params, pc_resu
 pc_status pc_heca_device(const pc_points *points, const pc_heca_params *params, int32_t *device_labels,
                          pc_result **result);
 /* A plan for HECA on points in GPU memory, run after run on inputs of one shape (frames, tiles): the GPU
- * state (its stream, the members' counters, cells, components and edges, the prototypes' pairs) is made
- * once and its buffers are kept from one run to the next instead of being allocated every time, as
- * pc_hca_plan keeps HCA's. n, dim and dtype: the inputs to come (this dim and dtype, at most n rows); the
- * params are copied (hca.backend AUTO or CUDA). CUDA builds only (else PC_UNSUPPORTED); the plan's GPU is
- * the current device at creation. Plans are not shared between threads. A run takes what pc_heca_device
- * takes and gives its result. */
+ * state (its streams, the members' counters, cells, components and edges, the prototypes' pairs) is
+ * kept from one run to the next instead of being made every time, as pc_hca_plan keeps HCA's: the first
+ * run allocates its buffers, later runs reuse them (they grow, with a quarter to spare, where an input
+ * needs more). n, dim and dtype: the inputs to come (this dim and dtype, at most n rows; n sizes
+ * nothing in advance); the params are copied (hca.backend AUTO or CUDA; hca.threads, or the OpenMP
+ * default, is also how many members find their cells at once, each on a stream of its own, up to 8).
+ * CUDA builds only (else PC_UNSUPPORTED); the plan's GPU is the current device at creation. Plans are
+ * not shared between threads. A run takes what pc_heca_device takes and gives its result. */
 typedef struct pc_heca_plan pc_heca_plan;
 pc_status pc_heca_plan_create(const pc_heca_params *params, size_t n, size_t dim, pc_dtype dtype,
                               pc_heca_plan **plan);

@@ -1,5 +1,5 @@
-/* HECA on the GPU (members counted and labelled on the device, the cells' work on the host) against the
- * CPU: identical labels, dendrogram and components on pixel-like uint8 rows (3 and 4 bands, shifted
+/* HECA on the GPU (host points: members counted and labelled on the device, the cells' work on the
+ * host) against the CPU: identical labels, dendrogram and components on pixel-like uint8 rows (3 and 4 bands, shifted
  * members too) and on float32 blobs; HCA-MS asked of the CUDA backend gives the CPU's labels. The same
  * with the points in GPU memory (pc_heca_device, whose members' stages, prototypes and groups run on
  * the device too): uint8, uint16 and float32 rows, labels left on the device or brought back, uniform
@@ -180,29 +180,6 @@ static void device_only_cases(uint64_t seed, size_t n)
     compare_with(&vn, p, 2, "uniform uint8 x 4, one member");
     free(blobs);
     free(truth);
-    /* A plan run on inputs of its shape, one after the other, the first larger: its buffers are kept
-     * and grow, and every run gives pc_heca's labels. Points beyond its rows, or of another type,
-     * are refused. */
-    pc_heca_params_init(&p);
-    p.hca.clusters = 6;
-    CHECK_STATUS(pc_heca_plan_create(&p, n, 4, PC_U8, &plan), PC_OK);
-    if (plan) {
-        uint8_t *img = pixels(n, 4, seed + 11);
-        pc_points a = pc_points_u8(img, n, 4), b = pc_points_u8(noise, n / 3, 4);
-        compare_with(&a, p, 3, "uint8 x 4");
-        compare_with(&b, p, 3, "uniform uint8 x 4, a third of the rows");
-        compare_with(&a, p, 3, "uint8 x 4 again");
-        pc_result *none = NULL;
-        pc_points more = pc_points_u8(img, n, 4);
-        more.n = n + 1;
-        CHECK_STATUS(pc_heca_plan_run_device(plan, &more, NULL, &none), PC_INVALID_ARGUMENT);
-        CHECK(none == NULL && strstr(pc_last_error(), "up to"));
-        CHECK_STATUS(pc_heca_plan_run_device(plan, &v16, NULL, &none), PC_INVALID_ARGUMENT);
-        CHECK(none == NULL && strstr(pc_last_error(), "plan was made for rows"));
-        free(img);
-    }
-    pc_heca_plan_free(plan);
-    plan = NULL;
     /* Host memory where GPU memory is expected, a stride shorter than a row: refused, not a fault. */
     pc_heca_params q;
     pc_heca_params_init(&q);
@@ -229,6 +206,43 @@ static void device_only_cases(uint64_t seed, size_t n)
     cudaFree(d_bad);
     free(w);
     free(noise);
+}
+
+/* A plan run on inputs of its shape, one after the other, the first larger: its buffers are kept and
+ * grow, and every run gives pc_heca's labels. Points beyond its rows, or of another type, are refused. */
+static void plan_cases(uint64_t seed, size_t n)
+{
+    uint8_t *noise = malloc(n * 4);
+    uint16_t *w = calloc(n * 3, sizeof *w);
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n * 4; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        noise[i] = (uint8_t)(s >> 40);
+    }
+    pc_points v16 = pc_points_u16(w, n, 3);
+    pc_heca_params p;
+    pc_heca_params_init(&p);
+    p.hca.clusters = 6;
+    CHECK_STATUS(pc_heca_plan_create(&p, n, 4, PC_U8, &plan), PC_OK);
+    if (plan) {
+        uint8_t *img = pixels(n, 4, seed + 11);
+        pc_points a = pc_points_u8(img, n, 4), b = pc_points_u8(noise, n / 3, 4);
+        compare_with(&a, p, 3, "uint8 x 4");
+        compare_with(&b, p, 3, "uniform uint8 x 4, a third of the rows");
+        compare_with(&a, p, 3, "uint8 x 4 again");
+        pc_result *none = NULL;
+        pc_points more = pc_points_u8(img, n, 4);
+        more.n = n + 1;
+        CHECK_STATUS(pc_heca_plan_run_device(plan, &more, NULL, &none), PC_INVALID_ARGUMENT);
+        CHECK(none == NULL && strstr(pc_last_error(), "up to"));
+        CHECK_STATUS(pc_heca_plan_run_device(plan, &v16, NULL, &none), PC_INVALID_ARGUMENT);
+        CHECK(none == NULL && strstr(pc_last_error(), "plan was made for rows"));
+        free(img);
+    }
+    pc_heca_plan_free(plan);
+    plan = NULL;
+    free(noise);
+    free(w);
 }
 #endif
 
@@ -274,6 +288,8 @@ int main(void)
      * theirs on the host). */
     setenv("PC_HECA_DEVICE_STAGES_FROM", "0", 1);
     device_only_cases(seed, getenv("PC_TEST_QUICK") ? 100000 : 400000);
+    unsetenv("PC_HECA_DEVICE_STAGES_FROM"); /* the plan's members: both ways */
+    plan_cases(seed, getenv("PC_TEST_QUICK") ? 100000 : 400000);
 #endif
     return check_report("heca_cuda");
 }

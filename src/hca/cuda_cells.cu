@@ -164,15 +164,7 @@ __global__ void touch_kernel(pc__hca_dgrid g, pc__hca_binning b, const uint64_t 
             if (INSERT) {
                 int32_t cb = comp[x], v = density[x] < dc ? density[x] : dc;
                 uint64_t pair = ca < cb ? ((uint64_t)ca << 32 | (uint32_t)cb) : ((uint64_t)cb << 32 | (uint32_t)ca);
-                uint64_t s = pc__hca_mix(pair) & edge_mask;
-                for (;;) {
-                    unsigned long long old =
-                        atomicCAS((unsigned long long *)&edge_key[s], PC__HCA_EMPTY_KEY, (unsigned long long)pair);
-                    if (old == PC__HCA_EMPTY_KEY || old == pair)
-                        break;
-                    s = (s + 1) & edge_mask;
-                }
-                atomicMax(&edge_value[s], v);
+                atomicMax(&edge_value[edge_slot(edge_key, pair, edge_mask)], v);
             }
         });
     }
@@ -183,10 +175,6 @@ __global__ void touch_kernel(pc__hca_dgrid g, pc__hca_binning b, const uint64_t 
     }
 }
 
-struct edge_used {
-    const uint64_t *edge_key;
-    __device__ bool operator()(size_t i) const { return edge_key[i] != PC__HCA_EMPTY_KEY; }
-};
 // h = 1 - v / min(D(Ya), D(Yb)), the same double expression as src/hca/graph.c.
 struct edge_emit {
     const uint64_t *edge_key;

@@ -129,6 +129,24 @@ __device__ __forceinline__ void for_neighbours(uint64_t key, const pc__hca_binni
     }
 }
 
+// The slot of component pair `pair` in an open-addressing hash of pairs (PC__HCA_EMPTY_KEY where free),
+// claimed for it where free; the hash has room for every pair.
+__device__ __forceinline__ uint64_t edge_slot(uint64_t *edge_key, uint64_t pair, uint64_t edge_mask)
+{
+    uint64_t s = pc__hca_mix(pair) & edge_mask;
+    for (;;) {
+        unsigned long long old = atomicCAS((unsigned long long *)&edge_key[s], PC__HCA_EMPTY_KEY, (unsigned long long)pair);
+        if (old == PC__HCA_EMPTY_KEY || old == pair)
+            return s;
+        s = (s + 1) & edge_mask;
+    }
+}
+
+struct edge_used {
+    const uint64_t *edge_key;
+    __device__ bool operator()(size_t i) const { return edge_key[i] != PC__HCA_EMPTY_KEY; }
+};
+
 } // namespace pc__hca_cells
 
 #endif

@@ -9,6 +9,7 @@
 extern "C" {
 #include "heca_gpu.h"
 }
+#include "join_height.h"
 
 #include <math.h>
 #include <new>
@@ -26,8 +27,9 @@ struct pc__heca_gpu {
     double lo[PC__HCA_MAX_DIM], hi[PC__HCA_MAX_DIM];
     pc__device_buffer<int32_t> scratch_labels;
     pc__device_buffer<int32_t> clusters;
-    // Each member's cells' map (in counts, from map_at[l]) and its cells' densities, keys and components
-    // (from cells_at[l]), kept by pc__heca_gpu_count for pc__heca_gpu_groups.
+    // Each member's cells' map (in counts, from map_at[l]; pc__heca_gpu_count places it) and its cells'
+    // densities and keys (from cells_at[l]; pc__heca_gpu_member keeps them), and their components
+    // (pc__heca_gpu_groups uploads them), for pc__heca_gpu_groups.
     size_t members, map_at[2 * PC__HCA_GRIDS_AT_ONCE], cells_at[2 * PC__HCA_GRIDS_AT_ONCE];
     pc__hca_grid *member[2 * PC__HCA_GRIDS_AT_ONCE];
     uint64_t member_total[2 * PC__HCA_GRIDS_AT_ONCE];
@@ -50,6 +52,16 @@ constexpr int THREADS = 256;
 
 pc__hca_point_pass pass_of(const pc__heca_gpu &s) { return {s.g.sms, s.g.stream, (size_t)s.g.shared_optin}; }
 
+// The values a band of integer rows takes (the cell tables' length), 0 for floats.
+size_t values_of(pc_dtype dtype) { return dtype == PC_U8 ? 256 : dtype == PC_U16 ? 65536 : 0; }
+
+// Blocks of a grid-stride kernel over n items: enough to fill the GPU, no more.
+unsigned blocks_over(size_t n, int sms)
+{
+    size_t blocks = (n + THREADS - 1) / THREADS, most = 8 * (size_t)sms;
+    return (unsigned)(blocks < most ? blocks : most);
+}
+
 // The binnings of grids g[0 .. count) on the device, grid l's integer tables (the CPU's own cell rule)
 // at place l of the state's tables: all of them made on the host, then one copy. host_table (or NULL):
 // the host's copy, the caller's to free (NULL for float rows).
@@ -58,7 +70,7 @@ pc_status binnings_of(pc__heca_gpu &s, const pc__hca_grid *const *g, size_t coun
 {
     if (host_table)
         *host_table = nullptr;
-    size_t dim = s.g.dim, values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
+    size_t dim = s.g.dim, values = values_of(s.rows.dtype);
     size_t words = dim * values;
     uint16_t *table = nullptr;
     if (values && s.g.table.count < count * words)
@@ -127,7 +139,7 @@ __global__ void nested_counts_kernel(const int32_t *fine, uint64_t fine_total, p
 
 pc_status grow_tables(pc__heca_gpu &s, size_t grids)
 {
-    size_t values = s.rows.dtype == PC_U8 ? 256 : s.rows.dtype == PC_U16 ? 65536 : 0;
+    size_t values = values_of(s.rows.dtype);
     return pc__hca_grow(s.g.table, grids * s.g.dim * values + 1, "HECA cell tables");
 }
 
@@ -209,7 +221,6 @@ pc__hca_gpu &lane_of(pc__heca_gpu &s, int lane) { return lane == 0 ? s.g : s.lan
 // A lane's stream and scalars, made on first use on the state's GPU.
 pc_status open_lane(pc__heca_gpu &s, pc__hca_gpu &lane)
 {
-    lane.n = s.g.n;
     if (lane.stream && lane.scalars.ptr)
         return PC_OK;
     lane.dim = s.g.dim;
@@ -321,31 +332,6 @@ __global__ void prototype_components_kernel(const member_view *views, int L, int
     proto_comp[i] = l == ref ? views[l].comp[q] : component_at(views[l], mean + q * dim);
 }
 
-// heca.c's join_height: the height at which components a and b join in a member's dendrogram.
-__device__ double join_height(const int32_t *up, const double *up_h, int32_t a, int32_t b)
-{
-    if (a == b)
-        return 0;
-    int32_t path[64];
-    double high[64];
-    int len = 0;
-    double h = 0;
-    for (int32_t x = a; x >= 0 && len < 64; x = up[x]) {
-        path[len] = x;
-        high[len++] = h;
-        if (up[x] >= 0)
-            h = up_h[x] > h ? up_h[x] : h;
-    }
-    double hb = 0;
-    for (int32_t y = b; y >= 0; y = up[y]) {
-        for (int i = 0; i < len; i++)
-            if (path[i] == y)
-                return high[i] > hb ? high[i] : hb;
-        hb = up_h[y] > hb ? up_h[y] : hb;
-    }
-    return 1;
-}
-
 // Every adjacent pair of prototypes (c, x), c < x, once: first each prototype's count of them, then
 // (WRITE) the pairs from their places, with U (the members' join heights added in member order, then
 // divided, as on the CPU) and whether every member puts both in one component.
@@ -370,7 +356,7 @@ __global__ void pairs_kernel(const member_view *views, int L, int ref, size_t P,
         for (int l = 0; l < L; l++) {
             int32_t a = proto_comp[(size_t)l * P + c], b = proto_comp[(size_t)l * P + x];
             one &= a == b;
-            sum += join_height(views[l].up, views[l].up_h, a, b);
+            sum += pc__heca_join_height(views[l].up, views[l].up_h, a, b);
         }
         ab[at] = (uint64_t)c << 32 | (uint32_t)x;
         u[at] = sum / (double)L;
@@ -473,21 +459,10 @@ __global__ void cross_kernel(const uint64_t *ab, const double *u, size_t pairs, 
     if (ga == gb)
         return;
     uint64_t pair = ga < gb ? ((uint64_t)ga << 32 | (uint32_t)gb) : ((uint64_t)gb << 32 | (uint32_t)ga);
-    uint64_t slot = pc__hca_mix(pair) & edge_mask;
-    for (;;) {
-        unsigned long long old =
-            atomicCAS((unsigned long long *)&edge_key[slot], PC__HCA_EMPTY_KEY, (unsigned long long)pair);
-        if (old == PC__HCA_EMPTY_KEY || old == pair)
-            break;
-        slot = (slot + 1) & edge_mask;
-    }
-    atomicMin(&edge_u[slot], (unsigned long long)__double_as_longlong(u[i]));
+    atomicMin(&edge_u[pc__hca_cells::edge_slot(edge_key, pair, edge_mask)],
+              (unsigned long long)__double_as_longlong(u[i]));
 }
 
-struct edge_used {
-    const uint64_t *edge_key;
-    __device__ bool operator()(size_t i) const { return edge_key[i] != PC__HCA_EMPTY_KEY; }
-};
 struct edge_emit {
     const uint64_t *edge_key;
     const unsigned long long *edge_u;
@@ -597,7 +572,7 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
             by_size[i] = by_size[i - 1];
         by_size[i] = l;
     }
-    size_t values = s->rows.dtype == PC_U8 ? 256 : s->rows.dtype == PC_U16 ? 65536 : 0, dim = s->g.dim;
+    size_t values = values_of(s->rows.dtype), dim = s->g.dim;
     for (size_t i = 0; i < L; i++) {
         size_t c = by_size[i];
         from[c] = L;
@@ -657,8 +632,7 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
     for (size_t l = 0; l < L; l++)
         if (from[l] < L) {
             size_t f = from[l];
-            size_t blocks = ((size_t)total[f] + THREADS - 1) / THREADS, most = 8 * (size_t)s->g.sms;
-            nested_counts_kernel<<<(unsigned)(blocks < most ? blocks : most), THREADS, 0, s->g.stream>>>(
+            nested_counts_kernel<<<blocks_over((size_t)total[f], s->g.sms), THREADS, 0, s->g.stream>>>(
                 s->counts.ptr + at[f], total[f], bins[f], bins[l], bins[f].m / bins[l].m, s->counts.ptr + at[l]);
             PC_CUDA_LAUNCHED("HECA nested counts");
         }
@@ -678,6 +652,8 @@ pc_status pc__heca_gpu_count(pc__heca_gpu *s, pc__hca_grid *const *grids, const 
         (st = pc__hca_grow(s->member_comp, most, "HECA member cells")) != PC_OK)
         return st;
     PC_CUDA_TRY(cudaEventRecord(s->counted, s->g.stream), "HECA member counts");
+    for (pc__hca_gpu &lane : s->lanes) // here, before the members' threads use them
+        lane.n = s->g.n;
     s->members = L;
     return PC_OK;
 }
@@ -702,9 +678,10 @@ pc_status pc__heca_gpu_member(pc__heca_gpu *s, size_t l, int lane_number, size_t
         st = keep_cells(*s, lane, counters, s->member_total[l], g->cells, s->cells_at[l]);
     if (st == PC_OK && g->cells * (around - 1) >= device_from)
         st = device_stages(lane, s->member_bin[l], g->cells, gr);
-    if (st == PC_OK) // the kept cells there before the state's stream reads them
-        st = pc__cuda_status(cudaStreamSynchronize(lane.stream), "HECA member cells");
-    return st;
+    // The kept cells there before the state's stream reads them; after a failure, nothing of this
+    // member's still running when the next run's passes begin.
+    pc_status synced = lane.stream ? pc__cuda_status(cudaStreamSynchronize(lane.stream), "HECA member cells") : PC_OK;
+    return st != PC_OK ? st : synced;
 }
 
 pc_status pc__heca_gpu_cells(pc__heca_gpu *s, const pc__hca_grid *g, int32_t *cell_of_point, double *sums)
@@ -778,11 +755,11 @@ pc_status pc__heca_gpu_clusters(pc__heca_gpu *s, int32_t *labels, const int32_t 
     pc_status st = pc__hca_grow(s->clusters, cells ? cells : 1, "HECA cell clusters");
     if (st != PC_OK)
         return st;
-    size_t n = s->rows.rows, blocks = (n + THREADS - 1) / THREADS, most = 8 * (size_t)s->g.sms;
+    size_t n = s->rows.rows;
     PC_CUDA_TRY(cudaMemcpyAsync(s->clusters.ptr, cluster_of_cell, cells * sizeof *cluster_of_cell,
                                 cudaMemcpyHostToDevice, s->g.stream),
                 "HECA cell clusters");
-    clusters_kernel<<<(unsigned)(blocks < most ? blocks : most), THREADS, 0, s->g.stream>>>(labels, s->clusters.ptr, n);
+    clusters_kernel<<<blocks_over(n, s->g.sms), THREADS, 0, s->g.stream>>>(labels, s->clusters.ptr, n);
     PC_CUDA_LAUNCHED("HECA cluster labels");
     if (host)
         PC_CUDA_TRY(cudaMemcpyAsync(host, labels, n * sizeof *host, cudaMemcpyDeviceToHost, s->g.stream), "HECA labels");
@@ -802,11 +779,20 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
 {
     pc__hca_device_scope on(s->g.device);
     memset(groups, 0, sizeof *groups);
-    size_t P = g[ref]->cells, dim = s->g.dim, links = 0, cells = 0;
+    size_t P = g[ref]->cells, dim = s->g.dim, links = 0, around = 1;
+    bool same = L == s->members;
     for (size_t l = 0; l < L; l++) {
         links += member[l].components;
-        cells += g[l]->cells;
+        same = same && g[l] == s->member[l];
     }
+    if (!same)
+        return pc__fail(PC_INTERNAL_ERROR, "HECA: the members are not the ones counted on the GPU");
+    for (size_t j = 0; j < dim; j++)
+        around *= 3;
+    if (P * ((around - 1) / 2) > (size_t)INT32_MAX) // the pairs are counted and placed in int32
+        return pc__fail(PC_UNSUPPORTED,
+                        "pc_heca_device: %zu prototypes in %zu dimensions may have more adjacent pairs than the "
+                        "GPU path counts (2^31); copy the points to the host for pc_heca", P, dim);
     pc_status st;
     if ((st = pc__hca_grow(s->views, L * sizeof(member_view), "HECA members")) != PC_OK ||
         (st = pc__hca_grow(s->mean, P * dim, "HECA prototypes")) != PC_OK ||
@@ -815,22 +801,15 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
         (st = pc__hca_grow(s->proto_comp, L * P, "HECA prototypes")) != PC_OK ||
         (st = pc__hca_grow(s->pair_at, 2 * (P + 1), "HECA prototype pairs")) != PC_OK)
         return st;
-    // The members' views, cells' components and forests, one copy each (the host arrays waited for
-    // before they are freed).
+    // The members' views and forests, one copy each, and their cells' components (the host arrays waited
+    // for before they are freed).
     member_view *view = (member_view *)pc__calloc(L, sizeof *view, "HECA members");
     int32_t *up = (int32_t *)pc__alloc(links ? links : 1, sizeof *up, "HECA member forests");
     double *up_h = (double *)pc__alloc(links ? links : 1, sizeof *up_h, "HECA member forests");
-    int32_t *comp = (int32_t *)pc__alloc(cells, sizeof *comp, "HECA member components"); // members in turn
-    st = view && up && up_h && comp ? PC_OK : PC_OUT_OF_MEMORY;
-    for (size_t l = 0, at = 0, cells_in = 0; st == PC_OK && l < L; at += member[l].components, l++) {
+    st = view && up && up_h ? PC_OK : PC_OUT_OF_MEMORY;
+    for (size_t l = 0, at = 0; st == PC_OK && l < L; at += member[l].components, l++) {
         member_view &v = view[l];
-        v.bin.dim = (int)dim;
-        v.bin.m = g[l]->m;
-        for (size_t j = 0; j < dim; j++) {
-            v.bin.lo[j] = g[l]->lo[j];
-            v.bin.hi[j] = g[l]->hi[j];
-            v.bin.stride[j] = g[l]->stride[j];
-        }
+        v.bin = s->member_bin[l]; // its shape (the cell tables are not read here)
         v.map = s->counts.ptr + s->map_at[l];
         v.density = s->member_density.ptr + s->cells_at[l];
         v.comp = s->member_comp.ptr + s->cells_at[l];
@@ -840,12 +819,10 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
         v.up_h = s->up_h.ptr + at;
         memcpy(up + at, member[l].up, member[l].components * sizeof *up);
         memcpy(up_h + at, member[l].up_h, member[l].components * sizeof *up_h);
-        memcpy(comp + cells_in, member[l].component_of_cell, g[l]->cells * sizeof *comp);
         if (g[l]->cells) // to where the member's cells are kept
-            st = pc__cuda_status(cudaMemcpyAsync(s->member_comp.ptr + s->cells_at[l], comp + cells_in,
-                                                 g[l]->cells * sizeof *comp, cudaMemcpyHostToDevice, s->g.stream),
+            st = pc__cuda_status(cudaMemcpyAsync(s->member_comp.ptr + s->cells_at[l], member[l].component_of_cell,
+                                                 g[l]->cells * sizeof(int32_t), cudaMemcpyHostToDevice, s->g.stream),
                                  "HECA member components");
-        cells_in += g[l]->cells;
     }
     if (st == PC_OK)
         st = pc__cuda_status(cudaMemcpyAsync(s->views.ptr, view, L * sizeof *view, cudaMemcpyHostToDevice, s->g.stream),
@@ -894,7 +871,6 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
     free(view);
     free(up);
     free(up_h);
-    free(comp);
     if (st != PC_OK)
         return st;
     size_t pairs = (size_t)pairs32;
@@ -946,7 +922,7 @@ pc_status pc__heca_gpu_groups(pc__heca_gpu *s, const pc__hca_grid *const *g, siz
     size_t edges = 0, forest_edges = 0;
     if ((st = pc__hca_grow(s->g.edge_ab, pairs, "HECA group edges")) != PC_OK ||
         (st = pc__hca_grow(s->g.edge_h, pairs, "HECA group edges")) != PC_OK ||
-        (st = pc__hca_cells::compact(s->g, capacity, edge_used{s->g.edge_key.ptr},
+        (st = pc__hca_cells::compact(s->g, capacity, pc__hca_cells::edge_used{s->g.edge_key.ptr},
                                      edge_emit{s->g.edge_key.ptr, s->edge_u.ptr, s->g.edge_ab.ptr, s->g.edge_h.ptr},
                                      &edges)) != PC_OK ||
         (st = pc__hca_cuda_kruskal_order(s->g, edges)) != PC_OK ||

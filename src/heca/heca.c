@@ -5,6 +5,7 @@
 #include "../hca/internal_hca.h"
 #include "../core/union_find.h"
 #include "heca_gpu.h"
+#include "join_height.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -79,31 +80,6 @@ static pc_status member_forest(member *mb)
     free(rank);
     free(leaf);
     return PC_OK;
-}
-
-/* The height at which components a and b join in the member's dendrogram (0 when a == b). */
-static double join_height(const member *mb, int32_t a, int32_t b)
-{
-    if (a == b)
-        return 0;
-    int32_t path[64];
-    double high[64];
-    int len = 0;
-    double h = 0;
-    for (int32_t x = a; x >= 0 && len < 64; x = mb->up[x]) {
-        path[len] = x;
-        high[len++] = h;
-        if (mb->up[x] >= 0)
-            h = mb->up_h[x] > h ? mb->up_h[x] : h;
-    }
-    double hb = 0;
-    for (int32_t y = b; y >= 0; y = mb->up[y]) {
-        for (int i = 0; i < len; i++)
-            if (path[i] == y)
-                return high[i] > hb ? high[i] : hb;
-        hb = mb->up_h[y] > hb ? mb->up_h[y] : hb;
-    }
-    return 1; /* not reached: the dendrogram joins everything */
 }
 
 /* The member's component holding position x: that of the cell holding x, or where that cell is empty,
@@ -1056,7 +1032,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
             for (size_t l = 0; l < L; l++) {
                 int32_t a = comp[l][pairs[i].a], b = comp[l][pairs[i].b];
                 one &= a == b;
-                s += join_height(&mb[l], a, b);
+                s += pc__heca_join_height(mb[l].up, mb[l].up_h, a, b);
             }
             U[i] = s / (double)L;
             same[i] = (uint8_t)one;

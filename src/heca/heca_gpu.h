@@ -45,7 +45,8 @@ typedef struct {
     const int32_t *up;
     const double *up_h;
 } pc__heca_member;
-/* ALGORITHMS.md section 3a steps 2-4 on the device, after pc__heca_gpu_count of the same grids: each
+/* ALGORITHMS.md section 3a steps 2-4 on the device, after pc__heca_gpu_count of the same grids and
+ * pc__heca_gpu_member of each (member[l]: member l's components, made on the device or the host): each
  * prototype (a cell of grid `ref`, its mean at mean[c * dim]) given its component in every member (as
  * heca.c's component_at), the averaged distance U of every adjacent pair, the groups (prototypes joined
  * through adjacent pairs that every member puts in one component; numbered, and their representative
