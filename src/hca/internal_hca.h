@@ -125,7 +125,7 @@ typedef struct {
 /* A pass over the points that lists those of the cells marked in `in` beside its own work: thread t
  * of the pass lists its share (a range of points, the ranges in thread order) into lists[t]. */
 typedef struct {
-    const uint8_t *in;
+    const uint8_t *in;          /* a byte a cell, and 3 more (read 4 bytes at a time) */
     size_t value_bytes;
     pc__hca_point_list *lists; /* threads of them, zeroed */
 } pc__hca_listing;

@@ -460,7 +460,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     memset(out, 0, sizeof *out);
     pc__hca_reach cl;
     memset(&cl, 0, sizeof cl);
-    uint8_t *is_border = pc__calloc(cells, 1, "HCA-MS border cells");
+    uint8_t *is_border = pc__calloc(cells + 3, 1, "HCA-MS border cells"); /* 3 to spare: cell_sums.c's gather */
     uint64_t *keys = NULL; /* the border points' values, for climb_distinct */
     pc__hca_listing listing = {is_border, 0, NULL};
     double *mean = pc__calloc(cells * dim, sizeof *mean, "HCA-MS cell means");
