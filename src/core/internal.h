@@ -70,6 +70,9 @@ pc_status pc__begin(const pc_points *points, const void *params, pc_result **res
 /* The same without the pass over the values (for backends that check them as they read them, and
  * for views of device memory, which the host cannot read). */
 pc_status pc__begin_shape(const pc_points *points, const void *params, pc_result **result);
+/* A plan's start (`what` names it): parameters present, the last error reset, n and dim >= 1, a known
+ * type. The caller has checked its plan pointer and cleared *plan. */
+pc_status pc__begin_plan(const void *params, size_t n, size_t dim, pc_dtype dtype, const char *what);
 /* The view's shape: present, a type, n and dim >= 1, data, a stride at least a row. */
 pc_status pc__points_check_shape(const pc_points *points);
 

@@ -14,6 +14,18 @@ pc_status pc__begin_shape(const pc_points *points, const void *params, pc_result
     return pc__points_check_shape(points);
 }
 
+pc_status pc__begin_plan(const void *params, size_t n, size_t dim, pc_dtype dtype, const char *what)
+{
+    if (!params)
+        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
+    pc__clear_error();
+    if (n == 0 || dim == 0)
+        return pc__fail(PC_INVALID_ARGUMENT, "%s needs n >= 1 and dim >= 1, got %zu x %zu", what, n, dim);
+    if (dtype != PC_F32 && dtype != PC_F64 && dtype != PC_U8 && dtype != PC_U16)
+        return pc__fail(PC_INVALID_ARGUMENT, "unknown point type %d", (int)dtype);
+    return PC_OK;
+}
+
 pc_status pc__begin(const pc_points *points, const void *params, pc_result **result)
 {
     pc_status st = pc__begin_shape(points, params, result);

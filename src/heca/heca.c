@@ -1281,16 +1281,9 @@ pc_status pc_heca_plan_create(const pc_heca_params *params, size_t n, size_t dim
     if (!plan)
         return pc__fail(PC_INVALID_ARGUMENT, "plan pointer is NULL");
     *plan = NULL;
-    if (!params)
-        return pc__fail(PC_INVALID_ARGUMENT, "parameters are NULL");
-    pc__clear_error();
-    if (n == 0 || dim == 0)
-        return pc__fail(PC_INVALID_ARGUMENT, "a HECA plan needs n >= 1 and dim >= 1, got %zu x %zu", n, dim);
-    if (dtype != PC_F32 && dtype != PC_F64 && dtype != PC_U8 && dtype != PC_U16)
-        return pc__fail(PC_INVALID_ARGUMENT, "unknown point type %d", (int)dtype);
     pc_points shape = {NULL, n, dim, 0, dtype};
-    pc_status st = check_device(&shape, params);
-    if (st != PC_OK)
+    pc_status st = pc__begin_plan(params, n, dim, dtype, "a HECA plan");
+    if (st != PC_OK || (st = check_device(&shape, params)) != PC_OK)
         return st;
     pc_heca_plan *p = pc__calloc(1, sizeof *p, "HECA plan");
     if (!p)
