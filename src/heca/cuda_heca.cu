@@ -55,6 +55,9 @@ pc__hca_point_pass pass_of(const pc__heca_gpu &s) { return {s.g.sms, s.g.stream,
 // The values a band of integer rows takes (the cell tables' length), 0 for floats.
 size_t values_of(pc_dtype dtype) { return dtype == PC_U8 ? 256 : dtype == PC_U16 ? 65536 : 0; }
 
+// Blocks of a kernel of a thread an item.
+unsigned blocks_of(size_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
+
 // Blocks of a grid-stride kernel over n items: enough to fill the GPU, no more.
 unsigned blocks_over(size_t n, int sms)
 {
@@ -143,8 +146,9 @@ pc_status grow_tables(pc__heca_gpu &s, size_t grids)
     return pc__hca_grow(s.g.table, grids * s.g.dim * values + 1, "HECA cell tables");
 }
 
-// Grid g's non-empty cells from its counters (HCA's own compaction, in key order; the counters become
-// the cells' map) into g's key, density and cells (new host arrays).
+// Grid g's non-empty cells from a copy of its counters on `lane` (HCA's own compaction, in key order; the
+// copy becomes the cells' map, which keep_cells puts back over the counters) into g's key, density and
+// cells (new host arrays).
 pc_status cells_of(pc__hca_gpu &lane, pc__hca_grid *g, const int32_t *counters, uint64_t total)
 {
     pc_status st = pc__hca_grow(lane.slot, (size_t)total, "HECA member cells");
@@ -476,8 +480,6 @@ struct edge_emit {
         }
     }
 };
-
-unsigned blocks_of(size_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
 } // namespace
 
