@@ -129,6 +129,17 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
     }
 }
 
+/* Each of the first lanes pixels (4 bytes each, as pc__hca_load_u8_pixels gives them) added into its
+ * cell's 4 lanes of 32 bits (the 3-band pixels' padding byte adds 0). */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
+sum_lanes(const uint32_t *pixel, const uint32_t *linear, int lanes, uint32_t *sums)
+{
+    for (int l = 0; l < lanes; l++) {
+        __m128i *at = (__m128i *)(sums + (size_t)linear[l] * 4);
+        _mm_storeu_si128(at, _mm_add_epi32(_mm_loadu_si128(at), _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)pixel[l]))));
+    }
+}
+
 /* The AVX-512 path of the cell index for packed 4-band and 3-band uint8 pixels (the common image
  * cases), 16 pixels a step, by pc__hca_u8_coords (pixels_u8.h). The indices go out with streaming
  * stores when the array is aligned: it is the size of the image times four and is next read by the
@@ -139,10 +150,12 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
  * Counting: 16 pixels of the same cell as the current run (flat areas) add 16 to it in a register;
  * otherwise each pixel adds to its cell's count, one step later (below). Pixels b0 * 16 .. min(b1 *
  * 16, n) - 1. Progress and cancellation (pc__hca_tick_at) are checked once a step, as the common loop
- * does once a pixel. */
+ * does once a pixel. sums (with cell_of; else NULL): each pixel's bands added into its linear index's 4
+ * lanes (sum_lanes), a step later as the counts are (pending_pixel), at most 2^24 pixels a call. */
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const pc__hca_u8_grid *u,
-                uint32_t *cell_of, int32_t *mine, int blocked, int32_t *count, struct pc__hca_tick *tick)
+                uint32_t *cell_of, int32_t *mine, int blocked, int32_t *count, struct pc__hca_tick *tick,
+                uint32_t *sums)
 {
     pc__hca_u8_cells cells;
     pc__hca_u8_cells_init(&cells, u, dim);
@@ -153,17 +166,24 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
      * step (or at the end): read back from memory at once, they would wait for the vector's store to
      * reach the cache (a 64-byte store does not forward to 4-byte loads), which cost more than the
      * counting itself. */
-    uint32_t pending[16];
-    int pending_lanes = 0;
+    uint32_t pending[16], pending_pixel[16], pending_linear[16];
+    int pending_lanes = 0, pending_sums = 0;
     for (size_t b = b0; b < b1; b++) {
         size_t i = b * 16;
         if (pc__hca_tick_at(tick, i, n))
             break; /* cancelled (hca.c: progress): the counts are not used */
         __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         pc__prefetch_stream(data + dim * i);
-        __m512i coords = pc__hca_u8_coords(pc__hca_load_u8_pixels(data, dim, i, live), &cells);
+        __m512i pixels = pc__hca_load_u8_pixels(data, dim, i, live);
+        __m512i coords = pc__hca_u8_coords(pixels, &cells);
         if (cell_of) {
             __m512i linear = pc__hca_u8_coords_index(coords, &cells);
+            if (sums) {
+                sum_lanes(pending_pixel, pending_linear, pending_sums, sums);
+                _mm512_storeu_si512(pending_pixel, pixels);
+                _mm512_storeu_si512(pending_linear, linear);
+                pending_sums = live == 0xffff ? 16 : (int)(n - i);
+            }
             if (live != 0xffff)
                 _mm512_mask_storeu_epi32(cell_of + i, live, linear);
             else if (aligned)
@@ -189,6 +209,8 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         }
     }
     count_lanes(pending, pending_lanes, mine, count);
+    if (sums)
+        sum_lanes(pending_pixel, pending_linear, pending_sums, sums);
     if (mine)
         mine[run_idx] += run;
     _mm_sfence(); /* the streamed indices are visible before the threads' barrier */
@@ -289,10 +311,25 @@ static void add_block_copies(int32_t *count, uint64_t total, const int32_t *copi
  * budget together and are no larger than the image (else summing the copies costs more than their
  * cache lines save); else each thread but the first into a copy by the linear index, where those fit;
  * else atomically. The copies are summed after. */
+/* Pixels a thread sums into its 32-bit lanes before they move into the int64 sums: 2^24 x 255 fits. */
+#define LANE_PIXELS ((size_t)1 << 24)
+
+/* A thread's lanes (total x 4) added into sums (total x dim, by linear index) and cleared. */
+static void flush_lanes(uint32_t *lanes, uint64_t total, size_t dim, int64_t *sums)
+{
+    size_t skip = 4 - dim; /* 3 bands: lane 0 is the padding byte's */
+#pragma omp critical(pc__hca_grid_sums)
+    for (uint64_t c = 0; c < total; c++)
+        for (size_t j = 0; j < dim; j++)
+            sums[c * dim + j] += lanes[c * 4 + skip + j];
+    memset(lanes, 0, total * 4 * sizeof *lanes);
+}
+
 static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, int threads,
                                  struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
-                                 size_t budget)
+                                 size_t budget, int64_t *sums)
 {
+    int failed = 0;
     threads = threads > 1 ? threads : 1;
     /* Each blocked copy starts on a cache line, so that a block of 16 counts is one line. */
     uint64_t size = (block_count_size(u->m, p->dim) + 15) & ~(uint64_t)15;
@@ -304,7 +341,7 @@ static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, i
     int blocked = copies != NULL;
     if (!blocked && threads > 1 && total * sizeof(int32_t) * (size_t)threads <= budget)
         copies = calloc(total * (size_t)(threads - 1), sizeof *copies);
-#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
         int t = 0, team = 1;
 #ifdef _OPENMP
@@ -317,9 +354,21 @@ static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, i
                         : !copies        ? NULL
                         : t == 0         ? count
                                          : copies + (size_t)(t - 1) * total;
-        size_t blocks = (p->n + 15) / 16;
-        index_u8_avx512(p->data, p->dim, p->n, blocks * (size_t)t / (size_t)team,
-                        blocks * (size_t)(t + 1) / (size_t)team, u, cell_of, mine, blocked, count, tick);
+        size_t blocks = (p->n + 15) / 16, b0 = blocks * (size_t)t / (size_t)team,
+               b1 = blocks * (size_t)(t + 1) / (size_t)team;
+        uint32_t *lanes = sums && cell_of ? calloc(total * 4, sizeof *lanes) : NULL;
+        failed |= sums && cell_of && !lanes;
+        if (!lanes) {
+            if (!failed)
+                index_u8_avx512(p->data, p->dim, p->n, b0, b1, u, cell_of, mine, blocked, count, tick, NULL);
+        } else {
+            for (size_t from = b0; from < b1; from += LANE_PIXELS / 16) {
+                size_t to = b1 - from > LANE_PIXELS / 16 ? from + LANE_PIXELS / 16 : b1;
+                index_u8_avx512(p->data, p->dim, p->n, from, to, u, cell_of, mine, blocked, count, tick, lanes);
+                flush_lanes(lanes, total, p->dim, sums);
+            }
+            free(lanes);
+        }
         /* Every thread's counts are in before the copies are summed. */
 #pragma omp barrier
         if (blocked)
@@ -328,7 +377,7 @@ static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, i
             add_copies(count, copies, total, threads);
     }
     free(blocked ? blocked_memory : copies);
-    return PC_OK;
+    return failed ? pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cell sums") : PC_OK;
 }
 #endif
 
@@ -339,7 +388,7 @@ pc_status pc__hca_count_u8_coords(const pc_points *p, const uint8_t *coord, int 
     if (pc__hca_grid_vector_path(p, m)) {
         pc__hca_u8_grid u;
         pc__hca_u8_grid_from(coord, m, &u);
-        return count_u8_coords(p, &u, threads, tick, NULL, count, total, budget);
+        return count_u8_coords(p, &u, threads, tick, NULL, count, total, budget, NULL);
     }
 #endif
     (void)p, (void)coord, (void)m, (void)threads, (void)tick, (void)count, (void)total, (void)budget;
@@ -422,16 +471,17 @@ void pc__hca_u8_grid_of(const pc__hca_grid *g, pc__hca_u8_grid *u)
  * the count of every index: each thread counts into its own copy where the copies fit the budget,
  * since atomic increments on the cells all threads hit at once would serialise them. */
 static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t stride, uint32_t *cell_of,
-                                 int32_t *count, uint64_t total, size_t budget)
+                                 int32_t *count, uint64_t total, size_t budget, int64_t *sums)
 {
     size_t dim = g->dim;
 #if PC__HAVE_CPU_PATHS
     if (pc__hca_grid_vector_path(p, g->m)) {
         pc__hca_u8_grid u;
         pc__hca_u8_grid_of(g, &u);
-        return count_u8_coords(p, &u, g->threads, g->tick, cell_of, count, total, budget);
+        return count_u8_coords(p, &u, g->threads, g->tick, cell_of, count, total, budget, sums);
     }
 #endif
+    (void)sums; /* only the vector path sums */
     const unsigned char *base = p->data;
     uint32_t *table = NULL; /* integer bands: the offset of every value, per band */
     size_t values = pc__hca_integer_values(p);
@@ -499,16 +549,36 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     return PC_OK;
 }
 
-/* Dense grid: counts per linear index, then the non-empty cells in index order. */
+/* The grids whose counting pass also sums the cells (pc__hca_grid_build_box's sums): each thread's 16
+ * bytes a linear index stay within a core's L2 cache. Larger ones are summed by a pass of their own,
+ * where a random add a pixel into a table beyond the cache would cost more than the pass. */
+#define SUMMED_CELLS ((uint64_t)1 << 17)
+
+/* Dense grid: counts per linear index, then the non-empty cells in index order; their sums too where
+ * wanted and the counting pass can (cell_sums). */
 static pc_status build_dense(pc__hca_grid *g, const pc_points *p, size_t stride, int32_t *scratch, uint64_t total,
-                             size_t budget)
+                             size_t budget, int sums)
 {
     /* The counts live in the slot array (int32 suffices: n < 2^31 is checked). */
     g->slot = pc__calloc(total, sizeof *g->slot, "HCA dense grid");
     if (!g->slot)
         return PC_OUT_OF_MEMORY;
-    pc_status st = index_and_count(g, p, stride, (uint32_t *)scratch, g->slot, total, budget);
-    return st != PC_OK ? st : pc__hca_grid_dense_cells(g, total);
+    int64_t *by_index = NULL;
+    if (sums && scratch && total <= SUMMED_CELLS && pc__hca_grid_vector_path(p, g->m) &&
+        !(by_index = pc__calloc(total * g->dim, sizeof *by_index, "HCA cell sums")))
+        return PC_OUT_OF_MEMORY;
+    pc_status st = index_and_count(g, p, stride, (uint32_t *)scratch, g->slot, total, budget, by_index);
+    if (st == PC_OK)
+        st = pc__hca_grid_dense_cells(g, total);
+    if (st == PC_OK && by_index) {
+        if ((g->cell_sums = pc__alloc(g->cells * g->dim, sizeof *g->cell_sums, "HCA cell sums")) != NULL)
+            for (size_t c = 0; c < g->cells; c++)
+                memcpy(g->cell_sums + c * g->dim, by_index + g->key[c] * g->dim, g->dim * sizeof *by_index);
+        else
+            st = PC_OUT_OF_MEMORY;
+    }
+    free(by_index);
+    return st;
 }
 
 pc_status pc__hca_grid_dense_cells(pc__hca_grid *g, uint64_t total)
@@ -641,7 +711,7 @@ done:
 pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *p, int m, size_t memory_budget, int threads,
                              int32_t *scratch)
 {
-    return pc__hca_grid_build_box(g, p, m, NULL, NULL, memory_budget, threads, scratch);
+    return pc__hca_grid_build_box(g, p, m, NULL, NULL, memory_budget, threads, scratch, 0);
 }
 
 void pc__hca_bounding_box(const pc_points *p, int threads, double *lo, double *hi)
@@ -692,14 +762,15 @@ pc_status pc__hca_grid_begin(pc__hca_grid *g, const pc_points *p, int m, const d
 }
 
 pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *p, int m, const double *lo, const double *hi,
-                                 size_t memory_budget, int threads, int32_t *scratch)
+                                 size_t memory_budget, int threads, int32_t *scratch, int sums)
 {
     size_t stride = pc__hca_row_bytes(p);
     uint64_t total = 0;
     pc_status st = pc__hca_grid_begin(g, p, m, lo, hi, memory_budget, threads, &total);
     if (st != PC_OK)
         return st;
-    st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget) : build_sparse(g, p, stride, scratch);
+    st = g->dense ? build_dense(g, p, stride, scratch, total, memory_budget, sums)
+                  : build_sparse(g, p, stride, scratch);
     if (st == PC_OK)
         pc__hca_grid_deltas(g);
     else
@@ -754,9 +825,10 @@ void pc__hca_grid_free(pc__hca_grid *g)
     free(g->first_seen_to_cell);
     free(g->key);
     free(g->density);
+    free(g->cell_sums);
     g->slot = g->first_seen_to_cell = NULL;
     g->key = NULL;
-    g->density = NULL;
+    g->density = g->cell_sums = NULL;
 }
 
 long pc__hca_find(const pc__hca_grid *g, uint64_t key)

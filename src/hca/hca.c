@@ -313,7 +313,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     pc__hca_grid_tick = params->progress ? &tick : NULL;
     /* (straight to bytes: the counts alone, r->labels is NULL) */
-    st = pc__hca_grid_build_box(&g, points, params->m, lo, hi, params->memory_budget, threads, r->labels);
+    st = pc__hca_grid_build_box(&g, points, params->m, lo, hi, params->memory_budget, threads, r->labels,
+                                params->refine_borders);
     pc__hca_grid_tick = NULL;
     g.tick = params->progress ? &tick : NULL;
     if (st != PC_OK || (st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.35)) != PC_OK)

@@ -21,6 +21,8 @@ typedef struct {
     size_t cells; /* non-empty cells, numbered by increasing linear index */
     uint64_t *key;    /* cells: linear index */
     int64_t *density; /* cells: points in the cell */
+    int64_t *cell_sums; /* cells x dim: each cell's sums of its points' values, where the counting pass
+                         * summed them too (pc__hca_grid_build_box's sums), else NULL */
     int64_t *delta;   /* index offsets of the 3^dim - 1 neighbours of an interior cell (or NULL) */
     size_t deltas;
     struct pc__hca_tick *tick; /* optional: progress and cancellation within passes (hca.c) */
@@ -81,9 +83,12 @@ pc_status pc__hca_grid_build(pc__hca_grid *g, const pc_points *points, int m, si
 void pc__hca_grid_free(pc__hca_grid *g);
 /* HECA and HCA-MS (src/heca/, src/hca/refine.c): the grid over a given box (its members share one box,
  * some shifted by half a cell), the box alone, the labelling of pc_hca, and the border refinement.
- * scratch NULL: the counts only, without writing each point's cell (n x 4 bytes a member saved). */
+ * scratch NULL: the counts only, without writing each point's cell (n x 4 bytes a member saved).
+ * sums: the cells' sums wanted (HCA-MS's means): where the counting pass can add them as it goes
+ * (packed 3- or 4-band uint8 on the AVX-512 path, a small dense grid, with scratch), g->cell_sums; else
+ * it stays NULL and the caller sums in a pass of its own (cell_sums.c). */
 pc_status pc__hca_grid_build_box(pc__hca_grid *g, const pc_points *points, int m, const double *lo, const double *hi,
-                                 size_t memory_budget, int threads, int32_t *scratch);
+                                 size_t memory_budget, int threads, int32_t *scratch, int sums);
 void pc__hca_bounding_box(const pc_points *points, int threads, double *lo, double *hi);
 /* The non-empty cell of each point: scratch[i] as the grid build left it, mapped. */
 static inline int32_t pc__hca_cell_of(const pc__hca_grid *g, const int32_t *scratch, size_t i)
@@ -158,7 +163,8 @@ pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
  * grid's per-point scratch, or (scratch NULL: a dense grid of packed 3- or 4-band pixels on the AVX-512
  * path, built without them) found again from the pixels; and the means from them
- * (pc__hca_means_from_sums). listing (or NULL): the same pass lists the points of marked cells. */
+ * (pc__hca_means_from_sums), or from g->cell_sums where the counting pass summed them. listing (or
+ * NULL): the same pass lists the points of marked cells (with g->cell_sums, a pass that only lists). */
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                                int64_t *sums, const pc__hca_listing *listing);
 pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,

@@ -935,7 +935,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
                                         0.02 + 0.58 * (double)(l + 1) / (double)L, 0, 0};
             pc__hca_grid_tick = p->hca.progress ? &tick : NULL;
             st = pc__hca_grid_build_box(&mb[l].g, points, cells_a_side[l], blo, bhi, p->hca.memory_budget, threads,
-                                        into);
+                                        into, 0);
             pc__hca_grid_tick = NULL;
             mb[l].g.tick = NULL;
             if (st != PC_OK || (st = pc__hca_tick_status(p->hca.progress ? &tick : NULL)) != PC_OK)
