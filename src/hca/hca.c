@@ -121,17 +121,35 @@ static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *
 }
 
 /* The grid's cell map turned into a cluster map in place, and the same as a byte a linear index (255:
- * none; 3 bytes of padding after for the vector paths) where k < 255, else NULL (or no memory). */
-static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k)
+ * none; 3 bytes of padding after for the vector paths) where k < 255, else NULL (or no memory). With
+ * marked (HCA-MS's border cells, listed by the label pass): the cell map stays (the climbs that follow
+ * look cells up in it), and *border is marked by linear index, padded the same way. */
+static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, const uint8_t *marked,
+                            uint8_t **border)
 {
     int threads = g->threads;
     (void)threads; /* used only by the OpenMP pragma */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
     long entries = g->dense ? (long)(g->stride[0] * (uint64_t)g->m) : (long)g->cells;
+    uint8_t *small = k < 255 ? malloc((size_t)entries + 3) : NULL; /* (+ 3: the vector paths read 4 bytes) */
+    if (marked) {
+        *border = small ? malloc((size_t)entries + 3) : NULL;
+        if (!*border) {
+            free(small);
+            return NULL;
+        }
+        for (long c = 0; c < entries; c++) {
+            int32_t cluster = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
+            small[c] = cluster < 0 ? 255 : (uint8_t)cluster;
+            (*border)[c] = map[c] >= 0 ? marked[map[c]] : 0;
+        }
+        memset(small + entries, 255, 3);
+        memset(*border + entries, 0, 3);
+        return small;
+    }
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (long c = 0; c < entries; c++)
         map[c] = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
-    uint8_t *small = k < 255 ? malloc((size_t)entries + 3) : NULL; /* (+ 3: the vector paths read 4 bytes) */
     if (small) {
         for (long c = 0; c < entries; c++)
             small[c] = map[c] < 0 ? 255 : (uint8_t)map[c];
@@ -140,12 +158,23 @@ static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, siz
     return small;
 }
 
+int pc__hca_labels_list(const pc__hca_grid *g, const pc_points *points, size_t k)
+{
+#if PC__HAVE_CPU_PATHS
+    return g->dense && points->dtype == PC_U8 && pc__hca_row_bytes(points) == g->dim && (g->dim == 3 || g->dim == 4) &&
+           k < 255 && pc__cpu_path() == PC__CPU_AVX512;
+#else
+    (void)g, (void)points, (void)k;
+    return 0;
+#endif
+}
+
 /* Every point takes its cell's cluster: the cell is in labels[] since the grid was built, or (refind)
  * is found again from the pixel's bands (label_u8.c), the cluster going into labels[] or, with bytes,
  * into bytes[]; the clusters' exact means are summed on the way: integer sums for uint8 pixels,
  * doubles otherwise. The grid's cell map is turned into a cluster map in place: its last use. */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                               int refind, int32_t *labels, uint8_t *bytes, double *sums)
+                               int refind, int32_t *labels, uint8_t *bytes, double *sums, const pc__hca_listing *listing)
 {
     int failed = 0;
     size_t dim = g->dim, stride = pc__hca_row_bytes(points);
@@ -153,8 +182,9 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     (void)threads; /* used only by the OpenMP pragmas */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
     /* With fewer than 255 clusters a byte per grid index keeps the map 4x smaller in cache. */
-    uint8_t *small = cluster_map(g, cluster_of_cell, k);
-    if (bytes && !small)
+    uint8_t *border = NULL; /* listing: the marked cells by linear index */
+    uint8_t *small = cluster_map(g, cluster_of_cell, k, listing ? listing->in : NULL, &border);
+    if ((bytes || listing) && !small)
         return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the cells' cluster map");
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
     int vector = 0; /* 16 pixels a step: packed 3- or 4-band uint8 with a byte map, on the AVX-512 path */
@@ -194,7 +224,15 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (refind) /* k >= 255: the block's cells first, then the int32 map below */
                 pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
-                pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum);
+                pc__hca_point_list *list = NULL;
+#ifdef _OPENMP
+                if (listing) /* the blocks of a static schedule: each thread's in order, the threads in order */
+                    list = listing->lists + omp_get_thread_num();
+#endif
+                if (listing && !list)
+                    list = listing->lists;
+                pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, border, list,
+                                        listing ? listing->value_bytes : 0);
                 continue;
             }
 #endif
@@ -232,6 +270,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         free(isum);
     }
     free(small);
+    free(border);
     if (failed)
         return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums");
     return pc__hca_tick_status(g->tick);
@@ -292,6 +331,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     int32_t *cluster_of_cell = NULL;
     double *sums = NULL;
     size_t k = 0;
+    pc__hca_refining rf; /* HCA-MS's border points, where the label pass lists them */
+    memset(&rf, 0, sizeof rf);
     pc_status st;
     double t0 = pc__now();
     /* The labels straight into bytes (pc_hca_plan_run_u8): where the label stage can find each pixel's
@@ -340,8 +381,15 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     tick.from = 0.55; /* each pass's first report comes at once */
     tick.to = 0.75;
     tick.last_time = 0;
-    if (params->refine_borders &&
+    /* HCA-MS where the counting pass summed the cells: the label pass lists the border points, and
+     * their climbs follow it (one pass over the pixels fewer). A zero bandwidth moves nothing and keeps
+     * to pc__hca_refine, which reads the points' cells. */
+    int lists = params->refine_borders && g.cell_sums && params->refine_bandwidth != 0 &&
+                pc__hca_labels_list(&g, points, k);
+    if (params->refine_borders && !lists &&
         (st = pc__hca_refine(&g, points, r->labels, cluster_of_cell, params, &border)) != PC_OK)
+        goto done;
+    if (lists && (st = pc__hca_refine_begin(&g, points, cluster_of_cell, &rf)) != PC_OK)
         goto done;
     if ((st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.75)) != PC_OK) {
         free(border.index); /* the climbs that ran are of no use */
@@ -360,11 +408,22 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     }
     if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, straight, r->labels, straight ? bytes : NULL,
-                                   sums)) !=
-        PC_OK) {
+                                   sums, lists && rf.count ? &rf.listing : NULL)) != PC_OK) {
         free(border.index);
         free(border.cluster);
         goto done;
+    }
+    double t4c = pc__now();
+    if (lists) {
+        rf.listed = 1;
+        if ((st = pc__hca_refine_climbs(&g, points, NULL, cluster_of_cell, params, &rf, &border)) != PC_OK)
+            goto done;
+        if ((st = pc__hca_tick_status(g.tick)) != PC_OK) { /* cancelled among the climbs */
+            free(border.index);
+            free(border.cluster);
+            goto done;
+        }
+        t4r += pc__now() - t4c; /* the climbs counted as the refine stage's, not the label stage's */
     }
     r->border_points = (int64_t)border.count;
     r->changed_points = params->refine_borders ? pc__hca_refine_apply(&border, points, r->labels, sums) : 0;
@@ -379,6 +438,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         pc__result_add_stage(r, "refine", t4r - t4);
     pc__result_add_stage(r, straight ? "label to bytes" : "label", t5 - t4r);
 done:
+    pc__hca_refine_end(&rf);
     free(cluster_of_cell);
     free(sums);
     pc__hca_graph_free(&gr);

@@ -95,13 +95,6 @@ static inline int32_t pc__hca_cell_of(const pc__hca_grid *g, const int32_t *scra
 {
     return g->dense ? g->slot[(uint32_t)scratch[i]] : g->first_seen_to_cell[scratch[i]];
 }
-/* Every point's cluster from its cell's, the clusters' sums (k x (dim + 1)); turns the grid's cell map
- * into a cluster map: its last use. labels hold the points' cells as the grid build left them, unless
- * refind: a dense grid built without them, of packed 3- or 4-band uint8 on the AVX-512 path, whose
- * cells the label stage finds again from the pixels. bytes (else NULL; refind, k < 255): the labels as
- * bytes there instead of in labels. */
-pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
-                               int refind, int32_t *labels, uint8_t *bytes, double *sums);
 /* HCA-MS (ALGORITHMS.md 3b): the border points of the cut and the clusters their climbs reach, found
  * before the labelling (scratch: the grid's per-point cells); applied after it, sums kept right. */
 typedef struct {
@@ -109,8 +102,6 @@ typedef struct {
     int32_t *index;   /* count: the points */
     int32_t *cluster; /* count: the cluster each reaches */
 } pc__hca_border;
-pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
-                         const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *border);
 /* Applies the border's clusters to labels, moving each changed point between the sums; returns the
  * number of points that changed cluster. Frees the border's arrays. */
 int64_t pc__hca_refine_apply(pc__hca_border *border, const pc_points *points, int32_t *labels, double *sums);
@@ -156,10 +147,38 @@ static inline void pc__hca_list_if_marked(const pc__hca_listing *listing, pc__hc
     if (list && listing->in[cell])
         pc__hca_list_point(list, i, row, listing->value_bytes);
 }
+/* Every point's cluster from its cell's, the clusters' sums (k x (dim + 1)); turns the grid's cell map
+ * into a cluster map: its last use. labels hold the points' cells as the grid build left them, unless
+ * refind: a dense grid built without them, of packed 3- or 4-band uint8 on the AVX-512 path, whose
+ * cells the label stage finds again from the pixels. bytes (else NULL; refind, k < 255): the labels as
+ * bytes there instead of in labels. listing (else NULL; where pc__hca_labels_list): the points of the
+ * cells marked in listing->in listed as they are labelled (HCA-MS), and the cell map kept. */
+pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
+                               int refind, int32_t *labels, uint8_t *bytes, double *sums,
+                               const pc__hca_listing *listing);
+int pc__hca_labels_list(const pc__hca_grid *g, const pc_points *points, size_t k);
 /* The threads' lists joined in thread order into index (count of them; and keys where value_bytes),
  * and freed; PC_OUT_OF_MEMORY where one could not grow. index NULL: only freed. */
 pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_t count, int32_t *index,
                                    uint64_t *keys);
+/* pc__hca_refine in parts, where the label pass lists the border points (hca.c): begin marks the
+ * border cells and makes the threads' lists; the climbs take the means from the cells' sums and the
+ * points from the lists (rf->listed) or list them in a pass of their own; end frees what is left. */
+typedef struct {
+    uint8_t *is_border;      /* cells + 3: the cells with a neighbour of another cluster */
+    size_t count;            /* the points they hold */
+    pc__hca_listing listing; /* in: is_border; lists: one a thread (g->threads) */
+    int threads;
+    int listed;              /* the lists are filled, and g->cell_sums holds the sums */
+} pc__hca_refining;
+pc_status pc__hca_refine_begin(const pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell,
+                               pc__hca_refining *rf);
+pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
+                                const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_refining *rf,
+                                pc__hca_border *border);
+void pc__hca_refine_end(pc__hca_refining *rf);
+pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
+                         const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *border);
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
  * grid's per-point scratch, or (scratch NULL: a dense grid of packed 3- or 4-band pixels on the AVX-512
  * path, built without them) found again from the pixels; and the means from them
@@ -341,9 +360,11 @@ pc_status pc__hca_bytes_fit(size_t k);
 /* The label stage of packed uint8 pixels of dim = 3 or 4 bands on the AVX-512 path (label_u8.c):
  * labels[begin, end) hold cell indices and become small[cell] (255: -1; small has 3 bytes of padding
  * after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are added to
- * isum. end - begin < 2^26. */
+ * isum. end - begin < 2^26. border (else NULL): the points of cells marked there (by index, padded as
+ * small) listed into list, with value_bytes of their rows. */
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
-                             size_t end, uint64_t *isum);
+                             size_t end, uint64_t *isum, const uint8_t *border, pc__hca_point_list *list,
+                             size_t value_bytes);
 /* The same where no cells were kept (pc_hca_plan_run_u8's labels straight to bytes, HECA's reference
  * member): each pixel's cell found again from its bands in grid u, and small[cell] written into
  * bytes[begin, end) if bytes, else into labels[begin, end) (255: -1). */

@@ -452,44 +452,89 @@ static void border_points(const pc__hca_grid *g, const int32_t *scratch, const p
     }
 }
 
+/* Integer pixels of at most 8 bytes climb once a distinct value (climb_distinct); their listing keeps
+ * each one's value (its value_bytes). */
+static size_t distinct_value_bytes(const pc_points *points)
+{
+    size_t dim = points->dim;
+    size_t value_bytes = points->dtype == PC_U16 ? 2 * dim : points->dtype == PC_U8 ? dim : 0;
+    return value_bytes <= 8 ? value_bytes : 0;
+}
+
+pc_status pc__hca_refine_begin(const pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell,
+                               pc__hca_refining *rf)
+{
+    memset(rf, 0, sizeof *rf);
+    rf->is_border = pc__calloc(g->cells + 3, 1, "HCA-MS border cells"); /* 3 to spare: cell_sums.c's gather */
+    if (!rf->is_border)
+        return PC_OUT_OF_MEMORY;
+    rf->count = (size_t)pc__hca_border_cells(g, cluster_of_cell, rf->is_border, g->threads);
+    rf->listing.in = rf->is_border;
+    rf->threads = g->threads;
+    rf->listing.value_bytes = distinct_value_bytes(points);
+    if (rf->count && !(rf->listing.lists = pc__calloc((size_t)g->threads, sizeof *rf->listing.lists,
+                                                      "HCA-MS border points"))) {
+        pc__hca_refine_end(rf);
+        return PC_OUT_OF_MEMORY;
+    }
+    return PC_OK;
+}
+
+void pc__hca_refine_end(pc__hca_refining *rf)
+{
+    if (rf->listing.lists) /* lists left after a failure before the join */
+        pc__hca_point_lists_join(rf->listing.lists, rf->threads, 0, NULL, NULL);
+    free(rf->listing.lists);
+    free(rf->is_border);
+    memset(rf, 0, sizeof *rf);
+}
+
 pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
                          const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *out)
+{
+    pc__hca_refining rf;
+    pc_status st = pc__hca_refine_begin(g, points, cluster_of_cell, &rf);
+    if (st == PC_OK)
+        st = pc__hca_refine_climbs(g, points, scratch, cluster_of_cell, params, &rf, out);
+    pc__hca_refine_end(&rf);
+    return st;
+}
+
+pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
+                                const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_refining *rf,
+                                pc__hca_border *out)
 {
     size_t dim = g->dim, cells = g->cells;
     int threads = g->threads;
     memset(out, 0, sizeof *out);
+    out->count = rf->count;
+    if (out->count == 0)
+        return PC_OK;
     pc__hca_reach cl;
     memset(&cl, 0, sizeof cl);
-    uint8_t *is_border = pc__calloc(cells + 3, 1, "HCA-MS border cells"); /* 3 to spare: cell_sums.c's gather */
     uint64_t *keys = NULL; /* the border points' values, for climb_distinct */
-    pc__hca_listing listing = {is_border, 0, NULL};
     double *mean = pc__calloc(cells * dim, sizeof *mean, "HCA-MS cell means");
     pc_status st = PC_OUT_OF_MEMORY;
-    if (!is_border || !mean)
-        goto done;
-    out->count = (size_t)pc__hca_border_cells(g, cluster_of_cell, is_border, threads);
-    if (out->count == 0) {
-        st = PC_OK;
-        goto done;
-    }
-    size_t stride = pc__hca_row_bytes(points);
+    size_t stride = pc__hca_row_bytes(points), value_bytes = points->dtype == PC_F64 ? 8 * dim
+                                                              : points->dtype == PC_F32 ? 4 * dim
+                                                              : points->dtype == PC_U16 ? 2 * dim : dim;
     const unsigned char *base = points->data;
-    size_t value_bytes = points->dtype == PC_F64 ? 8 * dim : points->dtype == PC_F32 ? 4 * dim
-                       : points->dtype == PC_U16 ? 2 * dim : dim;
-    /* Integer pixels of at most 8 bytes climb once a distinct value (climb_distinct). */
-    int distinct = (points->dtype == PC_U8 || points->dtype == PC_U16) && value_bytes <= 8, listed = 0;
-    listing.value_bytes = distinct ? value_bytes : 0;
-    listing.lists = pc__calloc((size_t)threads, sizeof *listing.lists, "HCA-MS border points");
+    int distinct = rf->listing.value_bytes > 0, listed = rf->listed;
     out->index = pc__alloc(out->count, sizeof *out->index, "HCA-MS border points");
     out->cluster = pc__alloc(out->count, sizeof *out->cluster, "HCA-MS border points");
-    if (!listing.lists || !out->index || !out->cluster ||
+    if (!mean || !out->index || !out->cluster ||
         (distinct && !(keys = pc__alloc(out->count, sizeof *keys, "HCA-MS border values"))))
         goto done;
-    if ((st = cell_means(g, points, scratch, threads, mean, &listing, &listed)) != PC_OK)
+    if (listed)
+        pc__hca_means_from_sums(g, PC_U8, g->cell_sums, mean);
+    else if ((st = cell_means(g, points, scratch, threads, mean, &rf->listing, &listed)) != PC_OK)
         goto done;
     if (!listed)
-        border_points(g, scratch, points, threads, &listing);
-    if ((st = pc__hca_point_lists_join(listing.lists, threads, out->count, out->index, keys)) != PC_OK)
+        border_points(g, scratch, points, threads, &rf->listing);
+    st = pc__hca_point_lists_join(rf->listing.lists, threads, out->count, out->index, keys);
+    free(rf->listing.lists);
+    rf->listing.lists = NULL;
+    if (st != PC_OK)
         goto done;
     st = PC_OUT_OF_MEMORY;
     if (pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params) != PC_OK)
@@ -526,12 +571,8 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     }
     st = PC_OK;
 done:
-    if (listing.lists) /* lists left after a failure before the join */
-        pc__hca_point_lists_join(listing.lists, threads, 0, NULL, NULL);
-    free(listing.lists);
     pc__hca_reach_free(&cl);
     free(keys);
-    free(is_border);
     free(mean);
     if (st != PC_OK) {
         free(out->index);

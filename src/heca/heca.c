@@ -1128,7 +1128,7 @@ static pc_status run(const pc_points *points, const pc_heca_params *p, int threa
         /* The labelling pass reports its progress and stops when cancelled. */
         struct pc__hca_tick tick = {&p->hca, 0.8, 1, 0, 0};
         mb[ref].g.tick = p->hca.progress ? &tick : NULL;
-        st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, refind, r->labels, NULL, sums);
+        st = pc__hca_label_points(&mb[ref].g, points, cluster_of_cell, k, refind, r->labels, NULL, sums, NULL);
         mb[ref].g.tick = NULL;
         if (st != PC_OK)
             goto done;
