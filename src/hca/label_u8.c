@@ -66,6 +66,27 @@ static __attribute__((target("arch=x86-64-v4"))) void flush_sums(const cluster_s
     }
 }
 
+/* Lists pixels i + l of the lanes l in marked (v: the 16 pixels as pc__hca_load_u8_pixels gives them),
+ * 16 entries at a time: their indices and, with value_bytes, their bands as refine.c's keys (the row's
+ * bytes in a little-endian integer; 3 bands: the padding byte shifted out). */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
+list_marked(pc__hca_point_list *list, __mmask16 marked, size_t i, __m512i v, size_t dim, size_t value_bytes)
+{
+    while (!list->failed && list->cap - list->count < 16)
+        pc__hca_point_list_grow(list, value_bytes);
+    if (list->failed)
+        return;
+    __m512i at = _mm512_add_epi32(_mm512_set1_epi32((int)i),
+                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    _mm512_storeu_si512(list->index + list->count, _mm512_maskz_compress_epi32(marked, at));
+    if (value_bytes) {
+        __m512i key = _mm512_maskz_compress_epi32(marked, dim == 3 ? _mm512_srli_epi32(v, 8) : v);
+        _mm512_storeu_si512(list->key + list->count, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(key)));
+        _mm512_storeu_si512(list->key + list->count + 8, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(key, 1)));
+    }
+    list->count += (size_t)__builtin_popcount(marked);
+}
+
 /* small[cell] for 16 cells, read as 4 bytes from there (the map has 3 bytes of padding), the first kept. */
 static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512i
 clusters_of(const uint8_t *small, __m512i cell, __mmask16 live)
@@ -93,11 +114,8 @@ pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int
         if (border) { /* HCA-MS: the points of marked cells listed, in order */
             __mmask16 marked = _mm512_mask_test_epi32_mask(
                 live, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, cell, border, 1), _mm512_set1_epi32(0xff));
-            while (marked) {
-                size_t at = i + (size_t)__builtin_ctz(marked);
-                marked &= (__mmask16)(marked - 1);
-                pc__hca_list_point(list, at, u8 + at * dim, value_bytes);
-            }
+            if (marked)
+                list_marked(list, marked, i, pc__hca_load_u8_pixels(u8, dim, i, live), dim, value_bytes);
         }
         _mm512_mask_storeu_epi32(labels + i, live, _mm512_mask_mov_epi32(cluster, none, _mm512_set1_epi32(-1)));
         __mmask16 rest = live & (__mmask16)~none;
