@@ -122,10 +122,10 @@ static inline __attribute__((always_inline)) void label_u8_block(const uint8_t *
 
 /* The grid's cell map turned into a cluster map in place, and the same as a byte a linear index (255:
  * none; 3 bytes of padding after for the vector paths) where k < 255, else NULL (or no memory). With
- * marked (HCA-MS's border cells, listed by the label pass): the cell map stays (the climbs that follow
- * look cells up in it), and *border is marked by linear index, padded the same way. */
-static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, const uint8_t *marked,
-                            uint8_t **border)
+ * marked (HCA-MS's border cells, listed by the label pass, k < PC__HCA_MARKED_NONE): the cell map stays
+ * (the climbs that follow look cells up in it), and the bytes carry the marks as
+ * pc__hca_label_u8_avx512 reads them. */
+static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, const uint8_t *marked)
 {
     int threads = g->threads;
     (void)threads; /* used only by the OpenMP pragma */
@@ -133,18 +133,14 @@ static uint8_t *cluster_map(pc__hca_grid *g, const int32_t *cluster_of_cell, siz
     long entries = g->dense ? (long)(g->stride[0] * (uint64_t)g->m) : (long)g->cells;
     uint8_t *small = k < 255 ? malloc((size_t)entries + 3) : NULL; /* (+ 3: the vector paths read 4 bytes) */
     if (marked) {
-        *border = small ? malloc((size_t)entries + 3) : NULL;
-        if (!*border) {
-            free(small);
-            return NULL;
+        if (small) {
+            for (long c = 0; c < entries; c++) {
+                int32_t cluster = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
+                small[c] = (uint8_t)((cluster < 0 ? PC__HCA_MARKED_NONE : cluster) |
+                                     (map[c] >= 0 && marked[map[c]] ? PC__HCA_MARK : 0));
+            }
+            memset(small + entries, PC__HCA_MARKED_NONE, 3);
         }
-        for (long c = 0; c < entries; c++) {
-            int32_t cluster = map[c] >= 0 ? cluster_of_cell[map[c]] : -1;
-            small[c] = cluster < 0 ? 255 : (uint8_t)cluster;
-            (*border)[c] = map[c] >= 0 ? marked[map[c]] : 0;
-        }
-        memset(small + entries, 255, 3);
-        memset(*border + entries, 0, 3);
         return small;
     }
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
@@ -162,7 +158,7 @@ int pc__hca_labels_list(const pc__hca_grid *g, const pc_points *points, size_t k
 {
 #if PC__HAVE_CPU_PATHS
     return g->dense && points->dtype == PC_U8 && pc__hca_row_bytes(points) == g->dim && (g->dim == 3 || g->dim == 4) &&
-           k < 255 && pc__cpu_path() == PC__CPU_AVX512;
+           k < PC__HCA_MARKED_NONE && pc__cpu_path() == PC__CPU_AVX512;
 #else
     (void)g, (void)points, (void)k;
     return 0;
@@ -182,8 +178,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     (void)threads; /* used only by the OpenMP pragmas */
     int32_t *map = g->dense ? g->slot : g->first_seen_to_cell;
     /* With fewer than 255 clusters a byte per grid index keeps the map 4x smaller in cache. */
-    uint8_t *border = NULL; /* listing: the marked cells by linear index */
-    uint8_t *small = cluster_map(g, cluster_of_cell, k, listing ? listing->in : NULL, &border);
+    uint8_t *small = cluster_map(g, cluster_of_cell, k, listing ? listing->in : NULL);
     if ((bytes || listing) && !small)
         return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate the cells' cluster map");
     int packed_u8 = points->dtype == PC_U8 && stride == dim;
@@ -231,7 +226,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
 #endif
                 if (listing && !list)
                     list = listing->lists;
-                pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, border, list,
+                pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, list,
                                         listing ? listing->value_bytes : 0);
                 continue;
             }
@@ -270,7 +265,6 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         free(isum);
     }
     free(small);
-    free(border);
     if (failed)
         return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums");
     return pc__hca_tick_status(g->tick);

@@ -360,11 +360,13 @@ pc_status pc__hca_bytes_fit(size_t k);
 /* The label stage of packed uint8 pixels of dim = 3 or 4 bands on the AVX-512 path (label_u8.c):
  * labels[begin, end) hold cell indices and become small[cell] (255: -1; small has 3 bytes of padding
  * after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are added to
- * isum. end - begin < 2^26. border (else NULL): the points of cells marked there (by index, padded as
- * small) listed into list, with value_bytes of their rows. */
+ * isum. end - begin < 2^26. list (else NULL): the points of cells marked in small (PC__HCA_MARK,
+ * beside clusters below PC__HCA_MARKED_NONE, which stands for none) listed there, with value_bytes of
+ * their rows. */
+#define PC__HCA_MARK 0x80
+#define PC__HCA_MARKED_NONE 0x7f
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
-                             size_t end, uint64_t *isum, const uint8_t *border, pc__hca_point_list *list,
-                             size_t value_bytes);
+                             size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes);
 /* The same where no cells were kept (pc_hca_plan_run_u8's labels straight to bytes, HECA's reference
  * member): each pixel's cell found again from its bands in grid u, and small[cell] written into
  * bytes[begin, end) if bytes, else into labels[begin, end) (255: -1). */
