@@ -727,6 +727,20 @@ static void test_climb_path(pc__cpu_path_id path, uint64_t seed)
                 pc_result_free(r8);
                 pc_result_free(r16);
             }
+            /* A zero bandwidth moves nothing (uint8 rows whose cells the counting pass summed take the
+             * listing pass then, not the label pass's): HCA's labels, no point changed. */
+            p.refine_bandwidth = 0;
+            pc_result *still = NULL, *plain = NULL;
+            CHECK(pc_hca(&narrow, &p, &still) == PC_OK);
+            p.refine_borders = 0;
+            CHECK(pc_hca(&narrow, &p, &plain) == PC_OK);
+            p.refine_borders = 1;
+            if (still && plain) {
+                CHECK(memcmp(pc_result_labels(still), pc_result_labels(plain), rows * sizeof(int32_t)) == 0);
+                CHECK(pc_result_changed_points(still) == 0 && pc_result_border_points(still) > 0);
+            }
+            pc_result_free(still);
+            pc_result_free(plain);
             p.threads = 0;
             p.refine_bandwidth = -1;
             free(wide);

@@ -163,40 +163,9 @@ pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, c
     return failed ? pc__fail(PC_OUT_OF_MEMORY, "cannot allocate per-thread cell sums") : PC_OK;
 }
 
-/* The listing alone, where the counting pass summed the cells (g->cell_sums): each thread its share of
- * the points, in chunks whose cells are mapped from scratch, then listed as add_rows_lanes lists them. */
-static void list_rows(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
-                      const pc__hca_listing *listing)
-{
-    size_t n = g->n, stride = pc__hca_row_bytes(points);
-    const uint8_t *base = points->data;
-    (void)threads;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        size_t t = 0, team = 1;
-#ifdef _OPENMP
-        t = (size_t)omp_get_thread_num();
-        team = (size_t)omp_get_num_threads();
-#endif
-        int32_t found[FOUND_ROWS];
-        for (size_t at = n * t / team, end = n * (t + 1) / team; at < end; at += FOUND_ROWS) {
-            size_t stop = end - at > FOUND_ROWS ? at + FOUND_ROWS : end;
-            for (size_t i = at; i < stop; i++)
-                found[i - at] = pc__hca_cell_of(g, scratch, i);
-            list_marked(found, stop - at, listing, listing->lists + t, at, base, stride);
-        }
-    }
-}
-
 pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                                 double *mean, const pc__hca_listing *listing)
 {
-    if (g->cell_sums) {
-        pc__hca_means_from_sums(g, PC_U8, g->cell_sums, mean);
-        if (listing)
-            list_rows(g, points, scratch, threads, listing);
-        return PC_OK;
-    }
     int64_t *sums = pc__alloc(g->cells * g->dim, sizeof *sums, "cell sums");
     pc_status st = sums ? pc__hca_cell_sums_u8(g, points, scratch, threads, sums, listing) : PC_OUT_OF_MEMORY;
     if (st == PC_OK)

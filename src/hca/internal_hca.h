@@ -182,8 +182,7 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
  * grid's per-point scratch, or (scratch NULL: a dense grid of packed 3- or 4-band pixels on the AVX-512
  * path, built without them) found again from the pixels; and the means from them
- * (pc__hca_means_from_sums), or from g->cell_sums where the counting pass summed them. listing (or
- * NULL): the same pass lists the points of marked cells (with g->cell_sums, a pass that only lists). */
+ * (pc__hca_means_from_sums). listing (or NULL): the same pass lists the points of marked cells. */
 pc_status pc__hca_cell_sums_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                                int64_t *sums, const pc__hca_listing *listing);
 pc_status pc__hca_cell_means_u8(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,

@@ -383,7 +383,8 @@ pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_
 
 /* The cells' means from fixed-point sums (refine_climb.h): integer adds, so every thread count and the
  * GPU give the same means bit for bit. Packed uint8 rows: the same pass lists the border points
- * (listing; *listed set), where the general one leaves them to border_points. */
+ * (listing; *listed set), where the general one leaves them to border_points; so does a grid whose
+ * counting pass summed the cells (g->cell_sums). */
 static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch, int threads,
                             double *mean, const pc__hca_listing *listing, int *listed)
 {
@@ -391,6 +392,10 @@ static pc_status cell_means(const pc__hca_grid *g, const pc_points *points, cons
     const unsigned char *base = points->data;
     int integer = points->dtype == PC_U8 || points->dtype == PC_U16, failed = 0;
     *listed = 0;
+    if (g->cell_sums) { /* summed by the counting pass: the points are listed by border_points */
+        pc__hca_means_from_sums(g, PC_U8, g->cell_sums, mean);
+        return PC_OK;
+    }
     if (points->dtype == PC_U8 && stride == dim) {
         *listed = 1;
         return pc__hca_cell_means_u8(g, points, scratch, threads, mean, listing);
