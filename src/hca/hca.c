@@ -203,6 +203,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
          * memory when it changes (a read-modify-write per pixel would chain through memory). */
         uint64_t run[PC__HCA_MAX_DIM + 1] = {0};
         int32_t run_cluster = -1;
+        int64_t moved = 0; /* listing->by_value: the thread's pixels whose cluster their value's changed */
         /* Blocks of points, so that a cancelled run stops within one block on every thread. */
         const size_t block = 65536;
 #pragma omp for schedule(static)
@@ -219,15 +220,14 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (refind) /* k >= 255: the block's cells first, then the int32 map below */
                 pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
-                pc__hca_point_list *list = NULL;
+                pc__hca_point_list *list = listing && !listing->by_value ? listing->lists : NULL;
 #ifdef _OPENMP
-                if (listing) /* the blocks of a static schedule: each thread's in order, the threads in order */
-                    list = listing->lists + omp_get_thread_num();
+                if (list) /* the blocks of a static schedule: each thread's in order, the threads in order */
+                    list += omp_get_thread_num();
 #endif
-                if (listing && !list)
-                    list = listing->lists;
                 pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, list,
-                                        listing ? listing->value_bytes : 0);
+                                        listing ? listing->value_bytes : 0, listing ? listing->by_value : NULL,
+                                        &moved);
                 continue;
             }
 #endif
@@ -253,6 +253,10 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
                     s[dim] += 1;
                 }
             }
+        }
+        if (listing && listing->changed) {
+#pragma omp atomic
+            *listing->changed += moved;
         }
         if (isum && run_cluster >= 0)
             for (size_t j = 0; j <= dim; j++)
@@ -327,6 +331,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     size_t k = 0;
     pc__hca_refining rf; /* HCA-MS's border points, where the label pass lists them */
     memset(&rf, 0, sizeof rf);
+    uint8_t *by_value = NULL; /* HCA-MS on 3-band pixels whose values the grid marked: clusters by value */
+    int64_t changed_by_value = 0;
     pc_status st;
     double t0 = pc__now();
     /* The labels straight into bytes (pc_hca_plan_run_u8): where the label stage can find each pixel's
@@ -385,6 +391,14 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     if (lists && (st = pc__hca_refine_begin(&g, points, cluster_of_cell, &rf)) != PC_OK)
         goto done;
+    /* 3 bands: the values present in border cells climb now, and the label pass gives each border
+     * pixel its value's cluster (no list of the points, no apply after). */
+    if (lists && rf.count && g.present) {
+        if ((st = pc__hca_refine_values(&g, cluster_of_cell, params, &rf, &by_value)) != PC_OK)
+            goto done;
+        rf.listing.by_value = by_value;
+        rf.listing.changed = &changed_by_value;
+    }
     if ((st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.75)) != PC_OK) {
         free(border.index); /* the climbs that ran are of no use */
         free(border.cluster);
@@ -408,7 +422,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     }
     double t4c = pc__now();
-    if (lists) {
+    if (lists && !by_value) {
         rf.listed = 1;
         if ((st = pc__hca_refine_climbs(&g, points, NULL, cluster_of_cell, params, &rf, &border)) != PC_OK)
             goto done;
@@ -419,8 +433,10 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         }
         t4r += pc__now() - t4c; /* the climbs counted as the refine stage's, not the label stage's */
     }
-    r->border_points = (int64_t)border.count;
-    r->changed_points = params->refine_borders ? pc__hca_refine_apply(&border, points, r->labels, sums) : 0;
+    r->border_points = by_value ? (int64_t)rf.count : (int64_t)border.count;
+    r->changed_points = by_value                 ? changed_by_value
+                        : params->refine_borders ? pc__hca_refine_apply(&border, points, r->labels, sums)
+                                                 : 0;
     if ((st = pc__hca_finish(r, &g, &gr, sums, k)) != PC_OK)
         goto done;
     double t5 = pc__now();
@@ -433,6 +449,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     pc__result_add_stage(r, straight ? "label to bytes" : "label", t5 - t4r);
 done:
     pc__hca_refine_end(&rf);
+    free(by_value);
     free(cluster_of_cell);
     free(sums);
     pc__hca_graph_free(&gr);

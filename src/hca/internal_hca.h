@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define PC__HCA_MAX_DIM 8
+#define PC__HCA_VALUE_WORDS ((size_t)1 << 18) /* 64-bit words of a map of the 2^24 3-band uint8 values */
 
 typedef struct {
     size_t n, dim;
@@ -23,6 +24,8 @@ typedef struct {
     int64_t *density; /* cells: points in the cell */
     int64_t *cell_sums; /* cells x dim: each cell's sums of its points' values, where the counting pass
                          * summed them too (pc__hca_grid_build_box's sums), else NULL */
+    uint64_t *present;  /* with cell_sums on 3 bands: a bit for each of the 2^24 pixel values (the bands
+                         * as the bytes of a little-endian integer) that some pixel has, else NULL */
     int64_t *delta;   /* index offsets of the 3^dim - 1 neighbours of an interior cell (or NULL) */
     size_t deltas;
     struct pc__hca_tick *tick; /* optional: progress and cancellation within passes (hca.c) */
@@ -124,6 +127,11 @@ typedef struct {
     const uint8_t *in;          /* a byte a cell, and 3 more (read 4 bytes at a time) */
     size_t value_bytes;
     pc__hca_point_list *lists; /* threads of them, zeroed */
+    /* The label pass (pc__hca_label_points) only: in place of listing, each marked pixel takes the
+     * cluster by_value holds for its value (pc__hca_refine_values), and *changed counts those whose
+     * cluster that changes. NULL: listed. */
+    const uint8_t *by_value;
+    int64_t *changed;
 } pc__hca_listing;
 void pc__hca_point_list_grow(pc__hca_point_list *l, size_t value_bytes);
 static inline void pc__hca_list_point(pc__hca_point_list *l, size_t i, const unsigned char *row, size_t value_bytes)
@@ -177,6 +185,11 @@ pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, 
                                 const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_refining *rf,
                                 pc__hca_border *border);
 void pc__hca_refine_end(pc__hca_refining *rf);
+/* 3-band uint8 pixels whose grid marked the values present (g->present): every present value of a
+ * border cell climbs once, and *by_value (2^24 bytes, read only at those values) holds the cluster
+ * each reaches (PC__HCA_MARKED_NONE for none), for the label pass to give border pixels by value. */
+pc_status pc__hca_refine_values(const pc__hca_grid *g, const int32_t *cluster_of_cell, const pc_hca_params *params,
+                                const pc__hca_refining *rf, uint8_t **by_value);
 pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
                          const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *border);
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
@@ -361,11 +374,13 @@ pc_status pc__hca_bytes_fit(size_t k);
  * after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are added to
  * isum. end - begin < 2^26. list (else NULL): the points of cells marked in small (PC__HCA_MARK,
  * beside clusters below PC__HCA_MARKED_NONE, which stands for none) listed there, with value_bytes of
- * their rows. */
+ * their rows. by_value (3 bands, else NULL; in place of list): marked pixels take by_value's cluster for
+ * their value, those that change counted into *changed. */
 #define PC__HCA_MARK 0x80
 #define PC__HCA_MARKED_NONE 0x7f
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
-                             size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes);
+                             size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes,
+                             const uint8_t *by_value, int64_t *changed);
 /* The same where no cells were kept (pc_hca_plan_run_u8's labels straight to bytes, HECA's reference
  * member): each pixel's cell found again from its bands in grid u, and small[cell] written into
  * bytes[begin, end) if bytes, else into labels[begin, end) (255: -1). */

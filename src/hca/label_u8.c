@@ -97,23 +97,34 @@ clusters_of(const uint8_t *small, __m512i cell, __mmask16 live)
 
 __attribute__((target("arch=x86-64-v4"))) void
 pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
-                        size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes)
+                        size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes,
+                        const uint8_t *by_value, int64_t *changed)
 {
     cluster_sums s;
     s.current = -1;
     memset(s.touched, 0, sizeof s.touched);
-    /* With a list, small's top bit marks the cells whose points are listed, and no cluster is 127. */
-    const __m512i none_byte = _mm512_set1_epi32(list ? PC__HCA_MARKED_NONE : 255);
+    /* With marks, small's top bit marks the cells whose points are listed or take their value's
+     * cluster, and no cluster is 127. */
+    int marks = list || by_value;
+    int64_t moved = 0;
+    const __m512i none_byte = _mm512_set1_epi32(marks ? PC__HCA_MARKED_NONE : 255);
     for (size_t i = begin; i < end; i += 16) {
         __mmask16 live = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1);
         pc__prefetch_stream(labels + i);
         pc__prefetch_stream(u8 + dim * i);
         __m512i cluster = clusters_of(small, _mm512_maskz_loadu_epi32(live, labels + i), live);
-        if (list) { /* HCA-MS: the points of marked cells listed, in order */
+        if (marks) { /* HCA-MS: the points of marked cells listed, in order, or given their value's cluster */
             __mmask16 marked = _mm512_mask_test_epi32_mask(live, cluster, _mm512_set1_epi32(PC__HCA_MARK));
             cluster = _mm512_andnot_si512(_mm512_set1_epi32(PC__HCA_MARK), cluster);
-            if (marked)
+            if (marked && by_value) { /* 3 bands: the value is the pixel's 4 bytes less the padding one */
+                __m512i value = _mm512_srli_epi32(pc__hca_load_u8_pixels(u8, dim, i, live), 8);
+                __m512i reached = _mm512_and_si512(
+                    _mm512_mask_i32gather_epi32(cluster, marked, value, by_value, 1), _mm512_set1_epi32(255));
+                moved += __builtin_popcount(_mm512_mask_cmpneq_epi32_mask(marked, reached, cluster));
+                cluster = reached;
+            } else if (marked) {
                 list_marked(list, marked, i, pc__hca_load_u8_pixels(u8, dim, i, live), dim, value_bytes);
+            }
         }
         __mmask16 none = _mm512_cmpeq_epi32_mask(cluster, none_byte);
         _mm512_mask_storeu_epi32(labels + i, live, _mm512_mask_mov_epi32(cluster, none, _mm512_set1_epi32(-1)));
@@ -122,6 +133,8 @@ pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int
             add_by_cluster(&s, cluster, rest, pc__hca_load_u8_pixels(u8, dim, i, live));
     }
     flush_sums(&s, dim, isum);
+    if (changed)
+        *changed += moved;
 }
 
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) void
