@@ -181,6 +181,21 @@ int main(int argc, char **argv)
             p.refine_borders = 0;
             snprintf(what, sizeof what, "hca uint8 as bytes %s", pc_backend_name(backends[b]));
             check_config(what, &pixels, &p, &p, run_hca_bytes, cuda ? 4 : 8);
+            /* HCA-MS on uint8 pixels: on the AVX-512 path 3 bands climb their values before the label
+             * pass, 4 bands list their points in it and climb after (hca.c): the fraction never goes
+             * back, and a stop anywhere ends the run. */
+            p.refine_borders = 1;
+            /* 16 levels a band, so that the 3 M rows of 4 bands climb few distinct values while their
+             * label pass is long enough to report from */
+            uint8_t *levels = malloc(pixel_count * 3);
+            for (size_t q = 0; levels && q < pixel_count * 3; q++)
+                levels[q] = (uint8_t)(u8[q] & 0xf0);
+            for (size_t bands = 3; levels && bands <= 4; bands++) {
+                pc_points rows = pc_points_u8(bands == 3 ? u8 : levels, bands == 3 ? 40000 : pixel_count * 3 / 4, bands);
+                snprintf(what, sizeof what, "hca-ms uint8 %zu bands %s", bands, pc_backend_name(backends[b]));
+                check_config(what, &rows, &p, &p, run_hca, cuda ? 4 : 8);
+            }
+            free(levels);
         }
         pc_heca_params hp;
         pc_heca_params_init(&hp);

@@ -309,11 +309,6 @@ static void add_block_copies(int32_t *count, uint64_t total, const int32_t *copi
     }
 }
 
-/* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count. Each thread counts its blocks
- * of pixels into its own copy, by block (pc__hca_u8_block_index), where the copies and count fit the
- * budget together and are no larger than the image (else summing the copies costs more than their
- * cache lines save); else each thread but the first into a copy by the linear index, where those fit;
- * else atomically. The copies are summed after. */
 /* Pixels a thread sums into its 32-bit lanes before they move into the int64 sums: 2^24 x 255 fits. */
 #define LANE_PIXELS ((size_t)1 << 24)
 
@@ -328,6 +323,13 @@ static void flush_lanes(uint32_t *lanes, uint64_t total, size_t dim, int64_t *su
     memset(lanes, 0, total * 4 * sizeof *lanes);
 }
 
+/* The AVX-512 pass of pc__hca_count_u8_coords and of index_and_count. Each thread counts its blocks
+ * of pixels into its own copy, by block (pc__hca_u8_block_index), where the copies and count fit the
+ * budget together and are no larger than the image (else summing the copies costs more than their
+ * cache lines save); else each thread but the first into a copy by the linear index, where those fit;
+ * else atomically. The copies are summed after. sums (total x dim, zeroed; else NULL): each cell's
+ * sums of its pixels too, by linear index, where cell_of is written; present (3 bands, 2^24 bits, zeroed;
+ * else NULL): the pixel values the image has marked (sum_lanes). */
 static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, int threads,
                                  struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
                                  size_t budget, int64_t *sums, uint64_t *present)

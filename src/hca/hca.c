@@ -168,7 +168,8 @@ int pc__hca_labels_list(const pc__hca_grid *g, const pc_points *points, size_t k
 /* Every point takes its cell's cluster: the cell is in labels[] since the grid was built, or (refind)
  * is found again from the pixel's bands (label_u8.c), the cluster going into labels[] or, with bytes,
  * into bytes[]; the clusters' exact means are summed on the way: integer sums for uint8 pixels,
- * doubles otherwise. The grid's cell map is turned into a cluster map in place: its last use. */
+ * doubles otherwise. The grid's cell map is turned into a cluster map in place (its last use), except
+ * where the pass lists or gives border points their clusters for HCA-MS (listing). */
 pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell, size_t k,
                                int refind, int32_t *labels, uint8_t *bytes, double *sums, const pc__hca_listing *listing)
 {
@@ -405,8 +406,9 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     }
     double t4r = pc__now();
+    int climbs_after = lists && !by_value; /* the label pass lists, the climbs follow it */
     tick.from = 0.75;
-    tick.to = 1;
+    tick.to = climbs_after ? 0.85 : 1;
     tick.last_time = 0;
     sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
     if (!sums) {
@@ -422,7 +424,10 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     }
     double t4c = pc__now();
-    if (lists && !by_value) {
+    if (climbs_after) {
+        tick.from = 0.85; /* the fraction goes on from the label pass's */
+        tick.to = 1;
+        tick.last_time = 0;
         rf.listed = 1;
         if ((st = pc__hca_refine_climbs(&g, points, NULL, cluster_of_cell, params, &rf, &border)) != PC_OK)
             goto done;

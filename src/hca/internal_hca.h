@@ -99,7 +99,8 @@ static inline int32_t pc__hca_cell_of(const pc__hca_grid *g, const int32_t *scra
     return g->dense ? g->slot[(uint32_t)scratch[i]] : g->first_seen_to_cell[scratch[i]];
 }
 /* HCA-MS (ALGORITHMS.md 3b): the border points of the cut and the clusters their climbs reach, found
- * before the labelling (scratch: the grid's per-point cells); applied after it, sums kept right. */
+ * before the labelling (scratch: the grid's per-point cells), or listed by it (pc__hca_refine_climbs
+ * after pc__hca_label_points); applied after it, sums kept right. */
 typedef struct {
     size_t count;     /* border points */
     int32_t *index;   /* count: the points */

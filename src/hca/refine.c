@@ -561,7 +561,6 @@ pc_status pc__hca_refine_values(const pc__hca_grid *g, const int32_t *cluster_of
                     values[count++] = value;
                 }
     }
-    (void)dim;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1) schedule(dynamic, 64)
     for (long u = 0; u < (long)count; u++) {
         if (pc__hca_tick_at(g->tick, (size_t)u, count)) continue; /* cancelled (hca.c: progress) */
@@ -621,6 +620,10 @@ pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, 
     st = PC_OUT_OF_MEMORY;
     if (pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params) != PC_OK)
         goto done;
+    if (!scratch && !(cl.climb.h > 0)) { /* no bandwidth reads the points' cells, which a listing label pass overwrote */
+        st = pc__fail(PC_INTERNAL_ERROR, "HCA-MS: no bandwidth after the labels (hca.c refines before them then)");
+        goto done;
+    }
     pc__climb_dimensions(&cl.climb); /* the CPU's climbs (not the GPU's, cuda_refine.cu) */
     if (cl.climb.h > 0 && distinct) {
         st = climb_distinct(&cl, points, keys, threads, out);
