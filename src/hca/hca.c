@@ -332,6 +332,7 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     size_t k = 0;
     pc__hca_refining rf; /* HCA-MS's border points, where the label pass lists them */
     memset(&rf, 0, sizeof rf);
+    pc__hca_border border = {0, NULL, NULL}; /* their clusters (freed by the apply, or at done) */
     uint8_t *by_value = NULL; /* HCA-MS on 3-band pixels whose values the grid marked: clusters by value */
     int64_t changed_by_value = 0;
     pc_status st;
@@ -378,7 +379,6 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         (st = pc__hca_progress(params, 0.55)) != PC_OK || (straight && (st = pc__hca_bytes_fit(k)) != PC_OK))
         goto done;
     double t4 = pc__now();
-    pc__hca_border border = {0, NULL, NULL};
     tick.from = 0.55; /* each pass's first report comes at once */
     tick.to = 0.75;
     tick.last_time = 0;
@@ -400,11 +400,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         rf.listing.by_value = by_value;
         rf.listing.changed = &changed_by_value;
     }
-    if ((st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.75)) != PC_OK) {
-        free(border.index); /* the climbs that ran are of no use */
-        free(border.cluster);
+    if ((st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.75)) != PC_OK)
         goto done;
-    }
     double t4r = pc__now();
     int climbs_after = lists && !by_value; /* the label pass lists, the climbs follow it */
     tick.from = 0.75;
@@ -413,29 +410,19 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     sums = pc__calloc(k * (dim + 1), sizeof *sums, "cluster sums");
     if (!sums) {
         st = PC_OUT_OF_MEMORY;
-        free(border.index);
-        free(border.cluster);
         goto done;
     }
     if ((st = pc__hca_label_points(&g, points, cluster_of_cell, k, straight, r->labels, straight ? bytes : NULL,
-                                   sums, lists && rf.count ? &rf.listing : NULL)) != PC_OK) {
-        free(border.index);
-        free(border.cluster);
+                                   sums, lists && rf.count ? &rf.listing : NULL)) != PC_OK)
         goto done;
-    }
     double t4c = pc__now();
     if (climbs_after) {
         tick.from = 0.85; /* the fraction goes on from the label pass's */
         tick.to = 1;
         tick.last_time = 0;
-        rf.listed = 1;
-        if ((st = pc__hca_refine_climbs(&g, points, NULL, cluster_of_cell, params, &rf, &border)) != PC_OK)
+        if ((st = pc__hca_refine_climbs(&g, points, NULL, cluster_of_cell, params, &rf, &border)) != PC_OK ||
+            (st = pc__hca_tick_status(g.tick)) != PC_OK) /* cancelled among the climbs */
             goto done;
-        if ((st = pc__hca_tick_status(g.tick)) != PC_OK) { /* cancelled among the climbs */
-            free(border.index);
-            free(border.cluster);
-            goto done;
-        }
         t4r += pc__now() - t4c; /* the climbs counted as the refine stage's, not the label stage's */
     }
     r->border_points = by_value ? (int64_t)rf.count : (int64_t)border.count;
@@ -453,6 +440,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         pc__result_add_stage(r, "refine", t4r - t4);
     pc__result_add_stage(r, straight ? "label to bytes" : "label", t5 - t4r);
 done:
+    free(border.index); /* where a failure came before the apply */
+    free(border.cluster);
     pc__hca_refine_end(&rf);
     free(by_value);
     free(cluster_of_cell);

@@ -172,13 +172,13 @@ pc_status pc__hca_point_lists_join(pc__hca_point_list *lists, int threads, size_
                                    uint64_t *keys);
 /* pc__hca_refine in parts, where the label pass lists the border points (hca.c): begin marks the
  * border cells and makes the threads' lists; the climbs take the means from the cells' sums and the
- * points from the lists (rf->listed) or list them in a pass of their own; end frees what is left. */
+ * points from the lists (scratch NULL: the label pass listed them) or list them in a pass of their own
+ * (scratch: the points' cells); end frees what is left. */
 typedef struct {
     uint8_t *is_border;      /* cells + 3: the cells with a neighbour of another cluster */
     size_t count;            /* the points they hold */
     pc__hca_listing listing; /* in: is_border; lists: one a thread (g->threads) */
     int threads;
-    int listed;              /* the lists are filled, and g->cell_sums holds the sums */
 } pc__hca_refining;
 pc_status pc__hca_refine_begin(const pc__hca_grid *g, const pc_points *points, const int32_t *cluster_of_cell,
                                pc__hca_refining *rf);

@@ -600,7 +600,8 @@ pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, 
                                                               : points->dtype == PC_F32 ? 4 * dim
                                                               : points->dtype == PC_U16 ? 2 * dim : dim;
     const unsigned char *base = points->data;
-    int distinct = rf->listing.value_bytes > 0, listed = rf->listed;
+    int distinct = rf->listing.value_bytes > 0;
+    int listed = scratch == NULL; /* the label pass listed the points (hca.c), and the grid summed the cells */
     out->index = pc__alloc(out->count, sizeof *out->index, "HCA-MS border points");
     out->cluster = pc__alloc(out->count, sizeof *out->cluster, "HCA-MS border points");
     if (!mean || !out->index || !out->cluster ||
