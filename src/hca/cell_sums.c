@@ -78,6 +78,29 @@ static void list_marked(const int32_t *cell, size_t count, const pc__hca_listing
             pc__hca_list_point(list, at + q, base + (at + q) * stride, listing->value_bytes);
 }
 
+/* The packed pixels at .. at + count - 1 (3 or 4 bands: the cells found again) into their cells'
+ * lanes: each pixel's bytes widened by one load (a masked one for 3 bands, which reads nothing past the
+ * pixel) in place of a byte load and an insert a band. */
+#if PC__HAVE_CPU_PATHS
+PC__TARGET_AVX512 static void add_found_avx512(const uint8_t *base, size_t dim, const int32_t *found, size_t count,
+                                               size_t at, lanes4 *lanes)
+{
+    const uint8_t *row = base + at * dim;
+    for (size_t q = 0; q < count; q++, row += dim) {
+        __m128i v;
+        if (dim == 4) {
+            uint32_t bytes;
+            memcpy(&bytes, row, 4);
+            v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)bytes));
+        } else {
+            v = _mm_cvtepu8_epi32(_mm_maskz_loadu_epi8(0x7, row));
+        }
+        __m128i *lane = (__m128i *)(lanes + found[q]);
+        _mm_store_si128(lane, _mm_add_epi32(_mm_load_si128(lane), v));
+    }
+}
+#endif
+
 /* Rows begin .. end of up to 4 bands into the cells' lanes, then into sums. The cells from scratch, or
  * where there is none (3 or 4 bands on the AVX-512 path), found again from the pixels in u. list (or
  * NULL): the rows of cells marked in listing->in listed there, in the same pass (HCA-MS: one read of
@@ -94,8 +117,13 @@ PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_
         for (size_t at = from; at < to; at += FOUND_ROWS) {
             size_t stop = to - at > FOUND_ROWS ? at + FOUND_ROWS : to;
 #if PC__HAVE_CPU_PATHS
-            if (!scratch)
+            if (!scratch) {
                 pc__hca_u8_cells_of(base, dim, u, g->slot, at, stop, found);
+                add_found_avx512(base, dim, found, stop - at, at, lanes);
+                if (list)
+                    list_marked(found, stop - at, listing, list, at, base, stride);
+                continue;
+            }
 #endif
             for (size_t i = at; i < stop; i++) {
                 const uint8_t *row = base + i * stride;

@@ -130,16 +130,13 @@ static inline void count_lanes(const uint32_t *ids, int lanes, int32_t *mine, in
 }
 
 /* Each of the first lanes pixels (4 bytes each, as pc__hca_load_u8_pixels gives them) added into its
- * cell's 4 lanes of 32 bits (the 3-band pixels' padding byte adds 0); present (3 bands, else NULL): the
- * pixel's value (its bands as the bytes of a little-endian integer) marked in a map of 2^24 bits. */
+ * cell's 4 lanes of 32 bits (the 3-band pixels' padding byte adds 0). */
 static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
-sum_lanes(const uint32_t *pixel, const uint32_t *linear, int lanes, uint32_t *sums, uint64_t *present)
+sum_lanes(const uint32_t *pixel, const uint32_t *linear, int lanes, uint32_t *sums)
 {
     for (int l = 0; l < lanes; l++) {
         __m128i *at = (__m128i *)(sums + (size_t)linear[l] * 4);
         _mm_storeu_si128(at, _mm_add_epi32(_mm_loadu_si128(at), _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)pixel[l]))));
-        if (present)
-            present[pixel[l] >> 14] |= (uint64_t)1 << (pixel[l] >> 8 & 63);
     }
 }
 
@@ -158,7 +155,7 @@ sum_lanes(const uint32_t *pixel, const uint32_t *linear, int lanes, uint32_t *su
 __attribute__((target("arch=x86-64-v4,avx512vbmi"))) static void
 index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1, const pc__hca_u8_grid *u,
                 uint32_t *cell_of, int32_t *mine, int blocked, int32_t *count, struct pc__hca_tick *tick,
-                uint32_t *sums, uint64_t *present)
+                uint32_t *sums)
 {
     pc__hca_u8_cells cells;
     pc__hca_u8_cells_init(&cells, u, dim);
@@ -182,7 +179,7 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
         if (cell_of) {
             __m512i linear = pc__hca_u8_coords_index(coords, &cells);
             if (sums) {
-                sum_lanes(pending_pixel, pending_linear, pending_sums, sums, present);
+                sum_lanes(pending_pixel, pending_linear, pending_sums, sums);
                 _mm512_storeu_si512(pending_pixel, pixels);
                 _mm512_storeu_si512(pending_linear, linear);
                 pending_sums = live == 0xffff ? 16 : (int)(n - i);
@@ -213,7 +210,7 @@ index_u8_avx512(const uint8_t *data, size_t dim, size_t n, size_t b0, size_t b1,
     }
     count_lanes(pending, pending_lanes, mine, count);
     if (sums)
-        sum_lanes(pending_pixel, pending_linear, pending_sums, sums, present);
+        sum_lanes(pending_pixel, pending_linear, pending_sums, sums);
     if (mine)
         mine[run_idx] += run;
     _mm_sfence(); /* the streamed indices are visible before the threads' barrier */
@@ -328,11 +325,10 @@ static void flush_lanes(uint32_t *lanes, uint64_t total, size_t dim, int64_t *su
  * budget together and are no larger than the image (else summing the copies costs more than their
  * cache lines save); else each thread but the first into a copy by the linear index, where those fit;
  * else atomically. The copies are summed after. sums (total x dim, zeroed; else NULL): each cell's
- * sums of its pixels too, by linear index, where cell_of is written; present (3 bands, 2^24 bits, zeroed;
- * else NULL): the pixel values the image has marked (sum_lanes). */
+ * sums of its pixels too, by linear index, where cell_of is written. */
 static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, int threads,
                                  struct pc__hca_tick *tick, uint32_t *cell_of, int32_t *count, uint64_t total,
-                                 size_t budget, int64_t *sums, uint64_t *present)
+                                 size_t budget, int64_t *sums)
 {
     int failed = 0;
     threads = threads > 1 ? threads : 1;
@@ -362,26 +358,18 @@ static pc_status count_u8_coords(const pc_points *p, const pc__hca_u8_grid *u, i
         size_t blocks = (p->n + 15) / 16, b0 = blocks * (size_t)t / (size_t)team,
                b1 = blocks * (size_t)(t + 1) / (size_t)team;
         uint32_t *lanes = sums && cell_of ? calloc(total * 4, sizeof *lanes) : NULL;
-        uint64_t *seen = lanes && present ? calloc(PC__HCA_VALUE_WORDS, sizeof *seen) : NULL;
-        failed |= (sums && cell_of && !lanes) || (lanes && present && !seen);
+        failed |= sums && cell_of && !lanes;
         if (!lanes) {
             if (!failed)
-                index_u8_avx512(p->data, p->dim, p->n, b0, b1, u, cell_of, mine, blocked, count, tick, NULL, NULL);
+                index_u8_avx512(p->data, p->dim, p->n, b0, b1, u, cell_of, mine, blocked, count, tick, NULL);
         } else if (!failed) {
             for (size_t from = b0; from < b1; from += LANE_PIXELS / 16) {
                 size_t to = b1 - from > LANE_PIXELS / 16 ? from + LANE_PIXELS / 16 : b1;
-                index_u8_avx512(p->data, p->dim, p->n, from, to, u, cell_of, mine, blocked, count, tick, lanes,
-                                seen);
+                index_u8_avx512(p->data, p->dim, p->n, from, to, u, cell_of, mine, blocked, count, tick, lanes);
                 flush_lanes(lanes, total, p->dim, sums);
-            }
-            if (seen) {
-#pragma omp critical(pc__hca_grid_values)
-                for (size_t w = 0; w < PC__HCA_VALUE_WORDS; w++)
-                    present[w] |= seen[w];
             }
         }
         free(lanes);
-        free(seen);
         /* Every thread's counts are in before the copies are summed. */
 #pragma omp barrier
         if (blocked)
@@ -401,7 +389,7 @@ pc_status pc__hca_count_u8_coords(const pc_points *p, const uint8_t *coord, int 
     if (pc__hca_grid_vector_path(p, m)) {
         pc__hca_u8_grid u;
         pc__hca_u8_grid_from(coord, m, &u);
-        return count_u8_coords(p, &u, threads, tick, NULL, count, total, budget, NULL, NULL);
+        return count_u8_coords(p, &u, threads, tick, NULL, count, total, budget, NULL);
     }
 #endif
     (void)p, (void)coord, (void)m, (void)threads, (void)tick, (void)count, (void)total, (void)budget;
@@ -491,7 +479,7 @@ static pc_status index_and_count(pc__hca_grid *g, const pc_points *p, size_t str
     if (pc__hca_grid_vector_path(p, g->m)) {
         pc__hca_u8_grid u;
         pc__hca_u8_grid_of(g, &u);
-        return count_u8_coords(p, &u, g->threads, g->tick, cell_of, count, total, budget, sums, g->present);
+        return count_u8_coords(p, &u, g->threads, g->tick, cell_of, count, total, budget, sums);
     }
 #endif
     (void)sums; /* only the vector path sums */
@@ -578,11 +566,8 @@ static pc_status build_dense(pc__hca_grid *g, const pc_points *p, size_t stride,
         return PC_OUT_OF_MEMORY;
     int64_t *by_index = NULL;
     if (sums && scratch && total <= SUMMED_CELLS && pc__hca_grid_vector_path(p, g->m) &&
-        (!(by_index = pc__calloc(total * g->dim, sizeof *by_index, "HCA cell sums")) ||
-         (g->dim == 3 && !(g->present = pc__calloc(PC__HCA_VALUE_WORDS, sizeof *g->present, "HCA pixel values"))))) {
-        free(by_index);
+        !(by_index = pc__calloc(total * g->dim, sizeof *by_index, "HCA cell sums")))
         return PC_OUT_OF_MEMORY;
-    }
     pc_status st = index_and_count(g, p, stride, (uint32_t *)scratch, g->slot, total, budget, by_index);
     if (st == PC_OK)
         st = pc__hca_grid_dense_cells(g, total);
@@ -842,11 +827,9 @@ void pc__hca_grid_free(pc__hca_grid *g)
     free(g->key);
     free(g->density);
     free(g->cell_sums);
-    free(g->present);
     g->slot = g->first_seen_to_cell = NULL;
     g->key = NULL;
     g->density = g->cell_sums = NULL;
-    g->present = NULL;
 }
 
 long pc__hca_find(const pc__hca_grid *g, uint64_t key)

@@ -204,7 +204,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
          * memory when it changes (a read-modify-write per pixel would chain through memory). */
         uint64_t run[PC__HCA_MAX_DIM + 1] = {0};
         int32_t run_cluster = -1;
-        int64_t moved = 0; /* listing->by_value: the thread's pixels whose cluster their value's changed */
+        int64_t moved = 0; /* listing->values: the thread's pixels whose cluster their value's changed */
         /* Blocks of points, so that a cancelled run stops within one block on every thread. */
         const size_t block = 65536;
 #pragma omp for schedule(static)
@@ -221,13 +221,13 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (refind) /* k >= 255: the block's cells first, then the int32 map below */
                 pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
-                pc__hca_point_list *list = listing && !listing->by_value ? listing->lists : NULL;
+                pc__hca_point_list *list = listing && !listing->values ? listing->lists : NULL;
 #ifdef _OPENMP
                 if (list) /* the blocks of a static schedule: each thread's in order, the threads in order */
                     list += omp_get_thread_num();
 #endif
                 pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, list,
-                                        listing ? listing->value_bytes : 0, listing ? listing->by_value : NULL,
+                                        listing ? listing->value_bytes : 0, listing ? listing->values : NULL,
                                         &moved);
                 continue;
             }
@@ -333,7 +333,9 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     pc__hca_refining rf; /* HCA-MS's border points, where the label pass lists them */
     memset(&rf, 0, sizeof rf);
     pc__hca_border border = {0, NULL, NULL}; /* their clusters (freed by the apply, or at done) */
-    uint8_t *by_value = NULL; /* HCA-MS on 3-band pixels whose values the grid marked: clusters by value */
+    pc__hca_values values; /* HCA-MS on 3-band pixels: the clusters their values climb to */
+    memset(&values, 0, sizeof values);
+    int by_value = 0;
     int64_t changed_by_value = 0;
     pc_status st;
     double t0 = pc__now();
@@ -392,12 +394,13 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
         goto done;
     if (lists && (st = pc__hca_refine_begin(&g, points, cluster_of_cell, &rf)) != PC_OK)
         goto done;
-    /* 3 bands: the values present in border cells climb now, and the label pass gives each border
-     * pixel its value's cluster (no list of the points, no apply after). */
-    if (lists && rf.count && g.present) {
-        if ((st = pc__hca_refine_values(&g, cluster_of_cell, params, &rf, &by_value)) != PC_OK)
+    /* 3 bands: the label pass gives each border pixel the cluster its value climbs to, climbing each
+     * value where it first meets it (no list of the points, no apply after). */
+    by_value = lists && rf.count && points->dim == 3;
+    if (by_value) {
+        if ((st = pc__hca_values_begin(&values, &g, cluster_of_cell, params)) != PC_OK)
             goto done;
-        rf.listing.by_value = by_value;
+        rf.listing.values = &values;
         rf.listing.changed = &changed_by_value;
     }
     if ((st = pc__hca_tick_status(g.tick)) != PC_OK || (st = pc__hca_progress(params, 0.75)) != PC_OK)
@@ -443,7 +446,7 @@ done:
     free(border.index); /* where a failure came before the apply */
     free(border.cluster);
     pc__hca_refine_end(&rf);
-    free(by_value);
+    pc__hca_values_free(&values);
     free(cluster_of_cell);
     free(sums);
     pc__hca_graph_free(&gr);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #define PC__HCA_MAX_DIM 8
-#define PC__HCA_VALUE_WORDS ((size_t)1 << 18) /* 64-bit words of a map of the 2^24 3-band uint8 values */
 
 typedef struct {
     size_t n, dim;
@@ -24,8 +23,6 @@ typedef struct {
     int64_t *density; /* cells: points in the cell */
     int64_t *cell_sums; /* cells x dim: each cell's sums of its points' values, where the counting pass
                          * summed them too (pc__hca_grid_build_box's sums), else NULL */
-    uint64_t *present;  /* with cell_sums on 3 bands: a bit for each of the 2^24 pixel values (the bands
-                         * as the bytes of a little-endian integer) that some pixel has, else NULL */
     int64_t *delta;   /* index offsets of the 3^dim - 1 neighbours of an interior cell (or NULL) */
     size_t deltas;
     struct pc__hca_tick *tick; /* optional: progress and cancellation within passes (hca.c) */
@@ -122,16 +119,17 @@ typedef struct {
     size_t count, cap;
     int failed;
 } pc__hca_point_list;
+typedef struct pc__hca_values pc__hca_values;
 /* A pass over the points that lists those of the cells marked in `in` beside its own work: thread t
  * of the pass lists its share (a range of points, the ranges in thread order) into lists[t]. */
 typedef struct {
     const uint8_t *in;          /* a byte a cell, and 3 more (read 4 bytes at a time) */
     size_t value_bytes;
     pc__hca_point_list *lists; /* threads of them, zeroed */
-    /* The label pass (pc__hca_label_points) only: in place of listing, each marked pixel takes the
-     * cluster by_value holds for its value (pc__hca_refine_values), and *changed counts those whose
-     * cluster that changes. NULL: listed. */
-    const uint8_t *by_value;
+    /* The label pass (pc__hca_label_points) only, 3 bands: in place of listing, each marked pixel takes
+     * the cluster its value climbs to (pc__hca_values), and *changed counts those whose cluster that
+     * changes. NULL: listed. */
+    const pc__hca_values *values;
     int64_t *changed;
 } pc__hca_listing;
 void pc__hca_point_list_grow(pc__hca_point_list *l, size_t value_bytes);
@@ -186,11 +184,6 @@ pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, 
                                 const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_refining *rf,
                                 pc__hca_border *border);
 void pc__hca_refine_end(pc__hca_refining *rf);
-/* 3-band uint8 pixels whose grid marked the values present (g->present): every present value of a
- * border cell climbs once, and *by_value (2^24 bytes, read only at those values) holds the cluster
- * each reaches (PC__HCA_MARKED_NONE for none), for the label pass to give border pixels by value. */
-pc_status pc__hca_refine_values(const pc__hca_grid *g, const int32_t *cluster_of_cell, const pc_hca_params *params,
-                                const pc__hca_refining *rf, uint8_t **by_value);
 pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
                          const int32_t *cluster_of_cell, const pc_hca_params *params, pc__hca_border *border);
 /* uint8 rows (cell_sums.c): sums (cells x dim, overwritten) of every cell's values, the cells from the
@@ -217,6 +210,23 @@ void pc__hca_reach_free(pc__hca_reach *r);
 void pc__climb_dimensions(pc__hca_climb *climb);
 int32_t pc__hca_reach_climb(const pc__hca_reach *r, double *x); /* climbs x in place, then its end */
 int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);
+/* HCA-MS on 3-band uint8 pixels whose grid summed the cells (refine.c): each value of a border pixel
+ * climbs where the label pass first meets it (pc__hca_label_u8_avx512), once for the image, and
+ * by_value (2^24 + 3 bytes, zero-filled: read 4 bytes at a value) keeps 1 + the cluster it reached
+ * (PC__HCA_MARKED_NONE + 1 for none), 0 for a value not climbed yet. The climbs need no list of the
+ * values or of the points, and no pass of their own over the pixels. Two threads meeting a new value
+ * at once both climb it and write the same byte. */
+struct pc__hca_values {
+    pc__hca_reach reach;
+    double *mean; /* the cells' means, which reach points to */
+    uint8_t *by_value;
+};
+pc_status pc__hca_values_begin(pc__hca_values *v, const pc__hca_grid *g, const int32_t *cluster_of_cell,
+                               const pc_hca_params *params);
+void pc__hca_values_free(pc__hca_values *v);
+/* The cluster (PC__HCA_MARKED_NONE for none) the 3-band value (its bands as the bytes of a
+ * little-endian integer) climbs to, kept in by_value. */
+uint8_t pc__hca_value_climb(const pc__hca_values *v, uint32_t value);
 /* HCA-MS on the GPU (src/hca/cuda_refine.cu; cuda_off.c without CUDA), called by the CUDA backend's run
  * once the points are labelled: the same border points, climbs and clusters as pc__hca_refine, the
  * labels (device_labels, else host_labels) and the clusters' sums (as cuda.cu's label pass keeps them)
@@ -375,13 +385,13 @@ pc_status pc__hca_bytes_fit(size_t k);
  * after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are added to
  * isum. end - begin < 2^26. list (else NULL): the points of cells marked in small (PC__HCA_MARK,
  * beside clusters below PC__HCA_MARKED_NONE, which stands for none) listed there, with value_bytes of
- * their rows. by_value (3 bands, else NULL; in place of list): marked pixels take by_value's cluster for
- * their value, those that change counted into *changed. */
+ * their rows. values (3 bands, else NULL; in place of list): marked pixels take the cluster their value
+ * climbs to (pc__hca_value_climb where by_value has none yet), those that change counted into *changed. */
 #define PC__HCA_MARK 0x80
 #define PC__HCA_MARKED_NONE 0x7f
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                              size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes,
-                             const uint8_t *by_value, int64_t *changed);
+                             const pc__hca_values *values, int64_t *changed);
 /* The same where no cells were kept (pc_hca_plan_run_u8's labels straight to bytes, HECA's reference
  * member): each pixel's cell found again from its bands in grid u, and small[cell] written into
  * bytes[begin, end) if bytes, else into labels[begin, end) (255: -1). */

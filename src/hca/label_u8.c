@@ -98,14 +98,14 @@ clusters_of(const uint8_t *small, __m512i cell, __mmask16 live)
 __attribute__((target("arch=x86-64-v4"))) void
 pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                         size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes,
-                        const uint8_t *by_value, int64_t *changed)
+                        const pc__hca_values *values, int64_t *changed)
 {
     cluster_sums s;
     s.current = -1;
     memset(s.touched, 0, sizeof s.touched);
     /* With marks, small's top bit marks the cells whose points are listed or take their value's
      * cluster, and no cluster is 127. */
-    int marks = list || by_value;
+    int marks = list || values;
     int64_t moved = 0;
     const __m512i none_byte = _mm512_set1_epi32(marks ? PC__HCA_MARKED_NONE : 255);
     for (size_t i = begin; i < end; i += 16) {
@@ -116,12 +116,23 @@ pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int
         if (marks) { /* HCA-MS: the points of marked cells listed, in order, or given their value's cluster */
             __mmask16 marked = _mm512_mask_test_epi32_mask(live, cluster, _mm512_set1_epi32(PC__HCA_MARK));
             cluster = _mm512_andnot_si512(_mm512_set1_epi32(PC__HCA_MARK), cluster);
-            if (marked && by_value) { /* 3 bands: the value is the pixel's 4 bytes less the padding one */
+            if (marked && values) { /* 3 bands: the value is the pixel's 4 bytes less the padding one */
                 __m512i value = _mm512_srli_epi32(pc__hca_load_u8_pixels(u8, dim, i, live), 8);
-                __m512i reached = _mm512_and_si512(
-                    _mm512_mask_i32gather_epi32(cluster, marked, value, by_value, 1), _mm512_set1_epi32(255));
+                __m512i kept = _mm512_and_si512(
+                    _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), marked, value, values->by_value, 1),
+                    _mm512_set1_epi32(255));
+                __mmask16 fresh = _mm512_mask_cmpeq_epi32_mask(marked, kept, _mm512_setzero_si512());
+                if (fresh) { /* values met for the first time climb now */
+                    uint32_t v[16], k[16];
+                    _mm512_storeu_si512(v, value);
+                    _mm512_storeu_si512(k, kept);
+                    for (unsigned f = fresh; f; f &= f - 1)
+                        k[__builtin_ctz(f)] = 1u + pc__hca_value_climb(values, v[__builtin_ctz(f)]);
+                    kept = _mm512_loadu_si512(k);
+                }
+                __m512i reached = _mm512_sub_epi32(kept, _mm512_set1_epi32(1));
                 moved += __builtin_popcount(_mm512_mask_cmpneq_epi32_mask(marked, reached, cluster));
-                cluster = reached;
+                cluster = _mm512_mask_mov_epi32(cluster, marked, reached);
             } else if (marked) {
                 list_marked(list, marked, i, pc__hca_load_u8_pixels(u8, dim, i, live), dim, value_bytes);
             }

@@ -505,80 +505,43 @@ pc_status pc__hca_refine(const pc__hca_grid *g, const pc_points *points, const i
     return st;
 }
 
-pc_status pc__hca_refine_values(const pc__hca_grid *g, const int32_t *cluster_of_cell, const pc_hca_params *params,
-                                const pc__hca_refining *rf, uint8_t **by_value)
+pc_status pc__hca_values_begin(pc__hca_values *v, const pc__hca_grid *g, const int32_t *cluster_of_cell,
+                               const pc_hca_params *params)
 {
-    size_t dim = g->dim, cells = g->cells;
-    *by_value = NULL;
-    pc__hca_reach cl;
-    memset(&cl, 0, sizeof cl);
-    uint32_t *values = NULL; /* the border cells' values some pixel has */
-    double *mean = pc__alloc(cells * dim, sizeof *mean, "HCA-MS cell means");
-    /* (+ 3: the label pass reads 4 bytes at a value) */
-    uint8_t *reached = pc__alloc_large(((size_t)1 << 24) + 3, 1, "HCA-MS clusters by value");
-    pc_status st = PC_OUT_OF_MEMORY;
-    if (!mean || !reached)
-        goto done;
-    pc__hca_means_from_sums(g, PC_U8, g->cell_sums, mean);
-    if ((st = pc__hca_reach_setup(&cl, g, mean, cluster_of_cell, params)) != PC_OK)
-        goto done;
-    pc__climb_dimensions(&cl.climb);
-    /* Each band's values by coordinate: [first[j][c], last[j][c]] (the coordinate grows with the value). */
-    int first[3][256], last[3][256];
-    for (size_t j = 0; j < 3; j++) {
-        uint8_t coordinate[256];
-        pc__hca_band_coordinates(g, j, coordinate);
-        for (int c = 0; c < 256; c++)
-            first[j][c] = 256, last[j][c] = -1;
-        for (int v = 0; v < 256; v++) {
-            first[j][coordinate[v]] = v < first[j][coordinate[v]] ? v : first[j][coordinate[v]];
-            last[j][coordinate[v]] = v;
-        }
+    memset(v, 0, sizeof *v);
+    v->mean = pc__alloc(g->cells * g->dim, sizeof *v->mean, "HCA-MS cell means");
+    /* zero-filled pages, touched only at the values that climb (+ 3: the label pass reads 4 bytes) */
+    v->by_value = pc__calloc(((size_t)1 << 24) + 3, 1, "HCA-MS clusters by value");
+    if (!v->mean || !v->by_value) {
+        pc__hca_values_free(v);
+        return PC_OUT_OF_MEMORY;
     }
-    size_t count = 0, cap = 4096;
-    st = PC_OUT_OF_MEMORY;
-    if (!(values = malloc(cap * sizeof *values)))
-        goto done;
-    for (size_t s = 0; s < cells; s++) {
-        if (!rf->is_border[s])
-            continue;
-        int c[3];
-        for (size_t j = 0; j < 3; j++)
-            c[j] = (int)((g->key[s] / g->stride[j]) % (uint64_t)g->m);
-        for (int v2 = first[2][c[2]]; v2 <= last[2][c[2]]; v2++)
-            for (int v1 = first[1][c[1]]; v1 <= last[1][c[1]]; v1++)
-                for (int v0 = first[0][c[0]]; v0 <= last[0][c[0]]; v0++) {
-                    uint32_t value = (uint32_t)v0 | (uint32_t)v1 << 8 | (uint32_t)v2 << 16;
-                    if (!(g->present[value >> 6] >> (value & 63) & 1))
-                        continue;
-                    if (count == cap) {
-                        uint32_t *more = realloc(values, 2 * cap * sizeof *values);
-                        if (!more)
-                            goto done;
-                        values = more;
-                        cap *= 2;
-                    }
-                    values[count++] = value;
-                }
+    pc__hca_means_from_sums(g, PC_U8, g->cell_sums, v->mean);
+    pc_status st = pc__hca_reach_setup(&v->reach, g, v->mean, cluster_of_cell, params);
+    if (st != PC_OK) {
+        pc__hca_values_free(v);
+        return st;
     }
-#pragma omp parallel for num_threads(g->threads) if (g->threads > 1) schedule(dynamic, 64)
-    for (long u = 0; u < (long)count; u++) {
-        if (pc__hca_tick_at(g->tick, (size_t)u, count)) continue; /* cancelled (hca.c: progress) */
-        double x[3] = {(double)(values[u] & 255), (double)(values[u] >> 8 & 255), (double)(values[u] >> 16)};
-        int32_t cluster = pc__hca_reach_climb(&cl, x);
-        reached[values[u]] = (uint8_t)(cluster < 0 ? PC__HCA_MARKED_NONE : cluster);
-    }
-    *by_value = reached;
-    reached = NULL;
-    st = PC_OK;
-done:
-    if (st != PC_OK)
-        pc__fail(PC_OUT_OF_MEMORY, "HCA-MS: cannot hold the border values' climbs");
-    pc__hca_reach_free(&cl);
-    free(values);
-    free(mean);
-    free(reached);
-    return st;
+    pc__climb_dimensions(&v->reach.climb);
+    return PC_OK;
+}
+
+void pc__hca_values_free(pc__hca_values *v)
+{
+    pc__hca_reach_free(&v->reach);
+    free(v->mean);
+    free(v->by_value);
+    memset(v, 0, sizeof *v);
+}
+
+uint8_t pc__hca_value_climb(const pc__hca_values *v, uint32_t value)
+{
+    double x[3] = {(double)(value & 255), (double)(value >> 8 & 255), (double)(value >> 16 & 255)};
+    int32_t cluster = pc__hca_reach_climb(&v->reach, x);
+    uint8_t reached = (uint8_t)(cluster < 0 ? PC__HCA_MARKED_NONE : cluster);
+    /* Another thread may climb the same value now and store the same byte. */
+    __atomic_store_n(&v->by_value[value], (uint8_t)(reached + 1), __ATOMIC_RELAXED);
+    return reached;
 }
 
 pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
