@@ -515,6 +515,51 @@ static void test_blocked_counts(uint64_t seed)
     }
 }
 
+/* The counting pass's cell sums (HCA-MS) over more pixels than its 32-bit lanes hold before they move
+ * into the int64 sums (2^24 a thread): 2^25 + 12345 pixels of values 250-255 in 64 cells, 7 in 8 of
+ * them (255, 255, 255) so that one cell's lanes pass 2^32 on one thread, on one thread and two,
+ * against sums by the definition. A move left out, or one that keeps a lane's old total, shows. */
+static void test_long_sums(uint64_t seed)
+{
+    size_t n = ((size_t)1 << 25) + 12345, bands = 3;
+    int m = 4;
+    uint8_t *img = malloc(n * bands);
+    int32_t *scratch = malloc(n * sizeof *scratch);
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        for (size_t j = 0; j < bands; j++)
+            img[i * bands + j] = (uint8_t)(s % 8 ? 255 : 250 + (s >> (8 + 4 * j)) % 6);
+    }
+    double lo[3] = {250, 250, 250}, hi[3] = {255, 255, 255};
+    uint64_t total = cells_total(m, bands);
+    int64_t *want = calloc(total * bands, sizeof *want);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = 0;
+        for (size_t j = 0; j < bands; j++)
+            key = key * (uint64_t)m + (uint64_t)pc__hca_cell_coordinate(img[i * bands + j], lo[j], hi[j], m);
+        for (size_t j = 0; j < bands; j++)
+            want[key * bands + j] += img[i * bands + j];
+    }
+    pc_points v = pc_points_u8(img, n, bands);
+    for (int threads = 1; threads <= 2; threads++) {
+        pc__hca_grid g;
+        size_t wrong = 0;
+        pc_status st = pc__hca_grid_build_box(&g, &v, m, lo, hi, (size_t)1 << 30, threads, scratch, 1);
+        CHECK_MSG(st == PC_OK && g.cell_sums, "grid with sums, %d threads: %s", threads,
+                  st == PC_OK ? "no sums" : pc_last_error());
+        for (size_t c = 0; st == PC_OK && g.cell_sums && c < g.cells; c++)
+            for (size_t j = 0; j < bands; j++)
+                wrong += g.cell_sums[c * bands + j] != want[g.key[c] * bands + j];
+        CHECK_MSG(wrong == 0, "sums of 2^25 + 12345 pixels, %d threads: %zu differ", threads, wrong);
+        if (st == PC_OK)
+            pc__hca_grid_free(&g);
+    }
+    free(want);
+    free(scratch);
+    free(img);
+}
+
 /* The grid's cells and counts, and the labels of the whole clustering, sequential and with 2 threads,
  * of 4-band pixels and of the same bytes read as n * 4 / 3 RGB pixels. */
 static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
@@ -954,8 +999,10 @@ int main(void)
     test_u8_affine(seed);
     if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512) {
         test_meanshift_expanded(seed);
-        if (pc__cpu_has_vbmi())
+        if (pc__cpu_has_vbmi()) {
             test_blocked_counts(seed);
+            test_long_sums(seed);
+        }
     } else
         printf("cpu_paths: the expanded form not run (no AVX-512 path here)\n");
     test_host_copies(seed);
