@@ -769,6 +769,23 @@ static void test_climb_path(pc__cpu_path_id path, uint64_t seed)
                           pc_result_changed_points(r16) == pc_result_changed_points(r8));
                     listed += pc_result_changed_points(r8);
                 }
+                if (bands == 3 && r16) {
+                    /* 3 bands: each value's first pixel settled after the label pass, as where another
+                     * thread was climbing it (hca.c: settle_deferred), with the clusters' sums moved. */
+                    pc_result *late = NULL;
+                    pc__hca_defer_first = 1;
+                    CHECK(pc_hca(&narrow, &p, &late) == PC_OK);
+                    pc__hca_defer_first = 0;
+                    size_t k = pc_result_cluster_count(r16);
+                    CHECK_MSG(late && pc_result_cluster_count(late) == k &&
+                                  memcmp(pc_result_labels(r16), pc_result_labels(late), rows * sizeof(int32_t)) == 0 &&
+                                  pc_result_changed_points(r16) == pc_result_changed_points(late) &&
+                                  memcmp(pc_result_sizes(r16), pc_result_sizes(late), k * sizeof(int64_t)) == 0 &&
+                                  memcmp(pc_result_centers(r16), pc_result_centers(late), k * bands * sizeof(float)) == 0,
+                              "path %s, %d threads: HCA-MS with every value's first pixel settled late differs",
+                              pc__cpu_path_name(path), threads);
+                    pc_result_free(late);
+                }
                 pc_result_free(r8);
                 pc_result_free(r16);
             }

@@ -165,6 +165,36 @@ int pc__hca_labels_list(const pc__hca_grid *g, const pc_points *points, size_t k
 #endif
 }
 
+/* HCA-MS's 3-band pixels whose value another thread was climbing when the label pass met them
+ * (listed): they took their cell's cluster, and now take their value's, moving between the clusters'
+ * sums (isum, dim + 1 = 4 a cluster). Returns 1 where the list could not hold them all. */
+static int settle_deferred(const pc__hca_values *values, pc__hca_point_list *list, const uint8_t *u8,
+                           int32_t *labels, uint64_t *isum, int64_t *moved)
+{
+    for (size_t q = 0; q < list->count; q++) {
+        size_t i = (size_t)list->index[q];
+        const uint8_t *px = u8 + 3 * i;
+        int32_t to = values->by_value[px[0] | (uint32_t)px[1] << 8 | (uint32_t)px[2] << 16] - 1, from = labels[i];
+        to = to == PC__HCA_MARKED_NONE ? -1 : to;
+        if (to == from)
+            continue;
+        ++*moved;
+        labels[i] = to;
+        for (size_t j = 0; j < 3; j++) {
+            if (from >= 0)
+                isum[(size_t)from * 4 + j] -= px[j];
+            if (to >= 0)
+                isum[(size_t)to * 4 + j] += px[j];
+        }
+        if (from >= 0)
+            isum[(size_t)from * 4 + 3]--;
+        if (to >= 0)
+            isum[(size_t)to * 4 + 3]++;
+    }
+    list->count = 0;
+    return list->failed;
+}
+
 /* Every point takes its cell's cluster: the cell is in labels[] since the grid was built, or (refind)
  * is found again from the pixel's bands (label_u8.c), the cluster going into labels[] or, with bytes,
  * into bytes[]; the clusters' exact means are summed on the way: integer sums for uint8 pixels,
@@ -221,7 +251,8 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (refind) /* k >= 255: the block's cells first, then the int32 map below */
                 pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
-                pc__hca_point_list *list = listing && !listing->values ? listing->lists : NULL;
+                /* (values: the pixels whose climbs were under way on another thread) */
+                pc__hca_point_list *list = listing ? listing->lists : NULL;
 #ifdef _OPENMP
                 if (list) /* the blocks of a static schedule: each thread's in order, the threads in order */
                     list += omp_get_thread_num();
@@ -255,13 +286,22 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
                 }
             }
         }
+        if (isum && run_cluster >= 0)
+            for (size_t j = 0; j <= dim; j++)
+                isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
+        /* After the loop's barrier every climb is done: the pixels that waited on another thread's take
+         * its cluster now (pc__hca_label_u8_avx512). */
+        if (listing && listing->values && isum) {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
+            failed |= settle_deferred(listing->values, listing->lists + t, u8, labels, isum, &moved);
+        }
         if (listing && listing->changed) {
 #pragma omp atomic
             *listing->changed += moved;
         }
-        if (isum && run_cluster >= 0)
-            for (size_t j = 0; j <= dim; j++)
-                isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
         if (isum && mine)
             for (size_t q = 0; q < k * (dim + 1); q++)
                 mine[q] = (double)isum[q];

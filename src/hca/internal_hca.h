@@ -213,20 +213,25 @@ int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);
 /* HCA-MS on 3-band uint8 pixels whose grid summed the cells (refine.c): each value of a border pixel
  * climbs where the label pass first meets it (pc__hca_label_u8_avx512), once for the image, and
  * by_value (2^24 + 3 bytes, zero-filled: read 4 bytes at a value) keeps 1 + the cluster it reached
- * (PC__HCA_MARKED_NONE + 1 for none), 0 for a value not climbed yet. The climbs need no list of the
- * values or of the points, and no pass of their own over the pixels. Two threads meeting a new value
- * at once both climb it and write the same byte. */
+ * (PC__HCA_MARKED_NONE + 1 for none), 0 for a value not met yet, PC__HCA_CLIMBING while a thread
+ * climbs it. The climbs need no list of the values or of the points, and no pass of their own. */
 struct pc__hca_values {
     pc__hca_reach reach;
     double *mean; /* the cells' means, which reach points to */
     uint8_t *by_value;
 };
+#define PC__HCA_CLIMBING 0xff
 pc_status pc__hca_values_begin(pc__hca_values *v, const pc__hca_grid *g, const int32_t *cluster_of_cell,
                                const pc_hca_params *params);
 void pc__hca_values_free(pc__hca_values *v);
-/* The cluster (PC__HCA_MARKED_NONE for none) the 3-band value (its bands as the bytes of a
- * little-endian integer) climbs to, kept in by_value. */
-uint8_t pc__hca_value_climb(const pc__hca_values *v, uint32_t value);
+/* 1 + the cluster (PC__HCA_MARKED_NONE for none) the 3-band value (its bands as the bytes of a
+ * little-endian integer) climbs to: kept in by_value, or climbed now by the calling thread, which
+ * claims it first. 0 where another thread's climb of it is under way: the caller comes back to the
+ * pixel once every thread's climbs are done (the label pass's deferred pixels). */
+uint8_t pc__hca_value_reach(const pc__hca_values *v, uint32_t value);
+/* Tests only: 1 makes pc__hca_value_reach answer 0 to the thread that climbed, as to one that met
+ * another's climb, so that every value's first pixel takes the deferred way. */
+extern int pc__hca_defer_first;
 /* HCA-MS on the GPU (src/hca/cuda_refine.cu; cuda_off.c without CUDA), called by the CUDA backend's run
  * once the points are labelled: the same border points, climbs and clusters as pc__hca_refine, the
  * labels (device_labels, else host_labels) and the clusters' sums (as cuda.cu's label pass keeps them)
@@ -385,8 +390,9 @@ pc_status pc__hca_bytes_fit(size_t k);
  * after its last entry), and each cluster's band sums and count (dim + 1 a cluster) are added to
  * isum. end - begin < 2^26. list (else NULL): the points of cells marked in small (PC__HCA_MARK,
  * beside clusters below PC__HCA_MARKED_NONE, which stands for none) listed there, with value_bytes of
- * their rows. values (3 bands, else NULL; in place of list): marked pixels take the cluster their value
- * climbs to (pc__hca_value_climb where by_value has none yet), those that change counted into *changed. */
+ * their rows. values (3 bands, else NULL): marked pixels take the cluster their value climbs to
+ * (pc__hca_value_reach), those that change counted into *changed; those whose value another thread is
+ * climbing keep their cell's cluster for now and are listed in list (the caller's to settle). */
 #define PC__HCA_MARK 0x80
 #define PC__HCA_MARKED_NONE 0x7f
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,

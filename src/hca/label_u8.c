@@ -121,13 +121,21 @@ pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int
                 __m512i kept = _mm512_and_si512(
                     _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), marked, value, values->by_value, 1),
                     _mm512_set1_epi32(255));
-                __mmask16 fresh = _mm512_mask_cmpeq_epi32_mask(marked, kept, _mm512_setzero_si512());
-                if (fresh) { /* values met for the first time climb now */
-                    uint32_t v[16], k[16];
+                /* values not climbed yet, or under way on another thread */
+                __mmask16 fresh = _mm512_mask_cmpeq_epi32_mask(marked, kept, _mm512_setzero_si512()) |
+                                  _mm512_mask_cmpeq_epi32_mask(marked, kept, _mm512_set1_epi32(PC__HCA_CLIMBING));
+                if (fresh) {
+                    uint32_t v[16], k[16], c[16];
                     _mm512_storeu_si512(v, value);
                     _mm512_storeu_si512(k, kept);
-                    for (unsigned f = fresh; f; f &= f - 1)
-                        k[__builtin_ctz(f)] = 1u + pc__hca_value_climb(values, v[__builtin_ctz(f)]);
+                    _mm512_storeu_si512(c, cluster);
+                    for (unsigned f = fresh; f; f &= f - 1) {
+                        int l = __builtin_ctz(f);
+                        if (!(k[l] = pc__hca_value_reach(values, v[l]))) {
+                            k[l] = c[l] + 1; /* its cell's cluster until the climb is done */
+                            pc__hca_list_point(list, i + (size_t)l, NULL, 0);
+                        }
+                    }
                     kept = _mm512_loadu_si512(k);
                 }
                 __m512i reached = _mm512_sub_epi32(kept, _mm512_set1_epi32(1));

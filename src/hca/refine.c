@@ -534,14 +534,22 @@ void pc__hca_values_free(pc__hca_values *v)
     memset(v, 0, sizeof *v);
 }
 
-uint8_t pc__hca_value_climb(const pc__hca_values *v, uint32_t value)
+int pc__hca_defer_first = 0;
+
+uint8_t pc__hca_value_reach(const pc__hca_values *v, uint32_t value)
 {
-    double x[3] = {(double)(value & 255), (double)(value >> 8 & 255), (double)(value >> 16 & 255)};
-    int32_t cluster = pc__hca_reach_climb(&v->reach, x);
-    uint8_t reached = (uint8_t)(cluster < 0 ? PC__HCA_MARKED_NONE : cluster);
-    /* Another thread may climb the same value now and store the same byte. */
-    __atomic_store_n(&v->by_value[value], (uint8_t)(reached + 1), __ATOMIC_RELAXED);
-    return reached;
+    uint8_t *at = &v->by_value[value], got = __atomic_load_n(at, __ATOMIC_RELAXED), none = 0;
+    if (got == 0) {
+        if (__atomic_compare_exchange_n(at, &none, PC__HCA_CLIMBING, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            double x[3] = {(double)(value & 255), (double)(value >> 8 & 255), (double)(value >> 16 & 255)};
+            int32_t cluster = pc__hca_reach_climb(&v->reach, x);
+            got = (uint8_t)(1 + (cluster < 0 ? PC__HCA_MARKED_NONE : cluster));
+            __atomic_store_n(at, got, __ATOMIC_RELAXED);
+            return pc__hca_defer_first ? 0 : got;
+        }
+        got = none; /* another thread's claim, or its result */
+    }
+    return got == PC__HCA_CLIMBING ? 0 : got;
 }
 
 pc_status pc__hca_refine_climbs(const pc__hca_grid *g, const pc_points *points, const int32_t *scratch,
