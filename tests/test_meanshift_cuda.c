@@ -19,14 +19,17 @@ static pc_result *run(const float *pts, size_t n, size_t dim, const pc_meanshift
     return r;
 }
 
-/* Same partition: a one-to-one map between the two numberings. */
-static int same_partition(const int32_t *a, const int32_t *b, size_t n, size_t k)
+/* Same partition of the points not skipped (skip[i] set): a one-to-one map between the two
+ * numberings (labels below k). */
+static int same_partition(const int32_t *a, const int32_t *b, size_t n, size_t k, const uint8_t *skip)
 {
     int32_t *map = malloc(k * sizeof *map), *back = malloc(k * sizeof *back);
     for (size_t c = 0; c < k; c++)
         map[c] = back[c] = -1;
     int same = 1;
     for (size_t i = 0; i < n && same; i++) {
+        if (skip[i])
+            continue;
         if (map[a[i]] < 0 && back[b[i]] < 0) {
             map[a[i]] = b[i];
             back[b[i]] = a[i];
@@ -38,8 +41,23 @@ static int same_partition(const int32_t *a, const int32_t *b, size_t n, size_t k
     return same;
 }
 
-/* Modes within tol * (h + |reference|), allowing `allowed` points beyond it. */
-static size_t modes_off(const pc_result *gpu, const pc_result *cpu, double h, double tol, double *worst)
+/* The clusters that hold a point not skipped. */
+static size_t clusters_held(const int32_t *labels, size_t n, size_t k, const uint8_t *skip)
+{
+    uint8_t *held = calloc(k, 1);
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!skip[i] && !held[labels[i]]) {
+            held[labels[i]] = 1;
+            count++;
+        }
+    free(held);
+    return count;
+}
+
+/* Modes within tol * (h + |reference|); returns the number beyond it, marked in off_at. */
+static size_t modes_off(const pc_result *gpu, const pc_result *cpu, double h, double tol, double *worst,
+                        uint8_t *off_at)
 {
     size_t n = pc_result_n(cpu), dim = pc_result_dim(cpu), off = 0;
     *worst = 0;
@@ -50,7 +68,8 @@ static size_t modes_off(const pc_result *gpu, const pc_result *cpu, double h, do
             e = fmax(e, fabs(g - c) / (h + fabs(c)));
         }
         *worst = fmax(*worst, e);
-        off += e > tol;
+        off_at[i] = e > tol;
+        off += off_at[i];
     }
     return off;
 }
@@ -112,7 +131,8 @@ static void compare(const gpu_case *c, uint64_t seed, int fixed_iterations)
          * the CPU's, every other within 1e-4. One in 5000. */
         if (fixed_iterations && allowed < c->n / 5000)
             allowed = c->n / 5000;
-        size_t off = modes_off(gpu, cpu, p.bandwidth, tol, &worst);
+        uint8_t *off_at = malloc(c->n);
+        size_t off = modes_off(gpu, cpu, p.bandwidth, tol, &worst, off_at);
         const char *path = getenv("PC_MEANSHIFT_CUDA_PATH");
         CHECK_MSG(off <= allowed,
                   "n %zu dim %zu kernel %s variant %s path %s radius %g blurring %d: %zu modes off (worst %.3g)",
@@ -120,13 +140,19 @@ static void compare(const gpu_case *c, uint64_t seed, int fixed_iterations)
                   c->radius, c->blurring, off, worst);
         CHECK(pc_result_backend(gpu) == PC_BACKEND_CUDA);
         if (!c->blurring) {
-            CHECK_MSG(pc_result_cluster_count(gpu) == pc_result_cluster_count(cpu), "clusters %zu vs %zu",
-                      pc_result_cluster_count(gpu), pc_result_cluster_count(cpu));
-            if (pc_result_cluster_count(gpu) == pc_result_cluster_count(cpu))
-                CHECK_MSG(same_partition(pc_result_labels(gpu), pc_result_labels(cpu), c->n,
-                                         pc_result_cluster_count(cpu)),
+            /* The partition of the points whose modes agree. A point allowed off may stand alone or join
+             * another cluster on one side (seed 1795932819 on an H200: 1 of 1000 points, 9-D, the flat
+             * kernel after 6 iterations, a cluster of its own on the GPU: 25 clusters against 24). */
+            size_t kg = pc_result_cluster_count(gpu), kc = pc_result_cluster_count(cpu), k = kg > kc ? kg : kc;
+            size_t held_gpu = clusters_held(pc_result_labels(gpu), c->n, k, off_at),
+                   held_cpu = clusters_held(pc_result_labels(cpu), c->n, k, off_at);
+            CHECK_MSG(held_gpu == held_cpu, "n %zu dim %zu kernel %s: clusters %zu vs %zu (%zu vs %zu, %zu modes off)",
+                      c->n, c->dim, pc_kernel_name(c->kernel), held_gpu, held_cpu, kg, kc, off);
+            if (held_gpu == held_cpu)
+                CHECK_MSG(same_partition(pc_result_labels(gpu), pc_result_labels(cpu), c->n, k, off_at),
                           "n %zu dim %zu: labels differ beyond renumbering", c->n, c->dim);
         }
+        free(off_at);
     }
     pc_result_free(cpu);
     pc_result_free(gpu);
