@@ -181,7 +181,7 @@ int main(int argc, char **argv)
             p.refine_borders = 0;
             snprintf(what, sizeof what, "hca uint8 as bytes %s", pc_backend_name(backends[b]));
             check_config(what, &pixels, &p, &p, run_hca_bytes, cuda ? 4 : 8);
-            /* HCA-MS on uint8 pixels: on the AVX-512 path 3 bands climb their values before the label
+            /* HCA-MS on uint8 pixels: on the AVX-512 path 3 bands climb their values in the label
              * pass, 4 bands list their points in it and climb after (hca.c): the fraction never goes
              * back, and a stop anywhere ends the run. */
             p.refine_borders = 1;
@@ -196,6 +196,22 @@ int main(int argc, char **argv)
                 check_config(what, &rows, &p, &p, run_hca, cuda ? 4 : 8);
             }
             free(levels);
+            /* 3 bands of noise: nearly every border pixel a value of its own, so that the label pass
+             * is mostly climbs (two blocks of 65,536 pixels, ~1 s on the development machine). It
+             * reports between them (15 times at least; 9-10 when it reported only between blocks), and
+             * a stop there ends the run. */
+            uint8_t *noise = malloc(100000 * 3);
+            uint64_t z = 0x9e3779b97f4a7c15ull;
+            for (size_t q = 0; noise && q < 100000 * 3; q++) {
+                z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+                noise[q] = (uint8_t)(z >> 24);
+            }
+            if (noise) {
+                pc_points rows = pc_points_u8(noise, 100000, 3);
+                snprintf(what, sizeof what, "hca-ms uint8 noise %s", pc_backend_name(backends[b]));
+                check_config(what, &rows, &p, &p, run_hca, cuda ? 4 : 15);
+            }
+            free(noise);
         }
         pc_heca_params hp;
         pc_heca_params_init(&hp);

@@ -237,8 +237,26 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         int64_t moved = 0; /* listing->values: the thread's pixels whose cluster their value's changed */
         /* Blocks of points, so that a cancelled run stops within one block on every thread. */
         const size_t block = 65536;
+        /* HCA-MS's 3-band values, climbed where the label pass first meets them: a block's climbs
+         * depend on the image (where the border values first come), so the blocks go to whichever
+         * thread is free (an image whose first half is noise and second half one colour took twice the
+         * time on a static schedule), and the pass reports progress between climbs as well. The
+         * deferred pixels' lists are settled in any order. */
+        int by_values = vector && listing && listing->values;
+#pragma omp for schedule(dynamic, 1)
+        for (long b = 0; b < (by_values ? (long)((g->n + block - 1) / block) : 0); b++) {
+            if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n) || !mine || !isum)
+                continue;
+            size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
+            pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, listing->lists + t, 0,
+                                    listing->values, &moved, g->tick, g->n);
+        }
 #pragma omp for schedule(static)
-        for (long b = 0; b < (long)((g->n + block - 1) / block); b++) {
+        for (long b = 0; b < (by_values ? 0 : (long)((g->n + block - 1) / block)); b++) {
             /* cancelled, or this thread's sums missing (the run fails): nothing more to do */
             if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n) || !mine || (packed_u8 && !isum))
                 continue;
@@ -251,15 +269,13 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (refind) /* k >= 255: the block's cells first, then the int32 map below */
                 pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
-                /* (values: the pixels whose climbs were under way on another thread) */
                 pc__hca_point_list *list = listing ? listing->lists : NULL;
 #ifdef _OPENMP
                 if (list) /* the blocks of a static schedule: each thread's in order, the threads in order */
                     list += omp_get_thread_num();
 #endif
                 pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, list,
-                                        listing ? listing->value_bytes : 0, listing ? listing->values : NULL,
-                                        &moved);
+                                        listing ? listing->value_bytes : 0, NULL, &moved, NULL, 0);
                 continue;
             }
 #endif
@@ -311,7 +327,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
     }
     free(small);
     if (failed)
-        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums");
+        return pc__fail(PC_OUT_OF_MEMORY, "HCA: cannot allocate per-thread cluster sums or HCA-MS's lists");
     return pc__hca_tick_status(g->tick);
 }
 
@@ -435,7 +451,8 @@ static pc_status run_cpu(const pc_points *points, const pc_hca_params *params, i
     if (lists && (st = pc__hca_refine_begin(&g, points, cluster_of_cell, &rf)) != PC_OK)
         goto done;
     /* 3 bands: the label pass gives each border pixel the cluster its value climbs to, climbing each
-     * value where it first meets it (no list of the points, no apply after). */
+     * value where it first meets it (no apply after; only the pixels whose value another thread was
+     * climbing are listed, and settled after the pass). */
     by_value = lists && rf.count && points->dim == 3;
     if (by_value) {
         if ((st = pc__hca_values_begin(&values, &g, cluster_of_cell, params)) != PC_OK)

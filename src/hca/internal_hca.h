@@ -128,7 +128,8 @@ typedef struct {
     pc__hca_point_list *lists; /* threads of them, zeroed */
     /* The label pass (pc__hca_label_points) only, 3 bands: in place of listing, each marked pixel takes
      * the cluster its value climbs to (pc__hca_values), and *changed counts those whose cluster that
-     * changes. NULL: listed. */
+     * changes; lists[t] then holds thread t's pixels whose value another thread was climbing, to be
+     * settled after the pass. NULL: listed. */
     const pc__hca_values *values;
     int64_t *changed;
 } pc__hca_listing;
@@ -214,7 +215,8 @@ int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);
  * climbs where the label pass first meets it (pc__hca_label_u8_avx512), once for the image, and
  * by_value (2^24 + 3 bytes, zero-filled: read 4 bytes at a value) keeps 1 + the cluster it reached
  * (PC__HCA_MARKED_NONE + 1 for none), 0 for a value not met yet, PC__HCA_CLIMBING while a thread
- * climbs it. The climbs need no list of the values or of the points, and no pass of their own. */
+ * climbs it. The climbs need no list of the values, no pass of their own, and a list only of the
+ * few pixels met while another thread climbed their value. */
 struct pc__hca_values {
     pc__hca_reach reach;
     double *mean; /* the cells' means, which reach points to */
@@ -392,12 +394,13 @@ pc_status pc__hca_bytes_fit(size_t k);
  * beside clusters below PC__HCA_MARKED_NONE, which stands for none) listed there, with value_bytes of
  * their rows. values (3 bands, else NULL): marked pixels take the cluster their value climbs to
  * (pc__hca_value_reach), those that change counted into *changed; those whose value another thread is
- * climbing keep their cell's cluster for now and are listed in list (the caller's to settle). */
+ * climbing keep their cell's cluster for now and are listed in list (the caller's to settle); tick (or
+ * NULL) gets the pass's progress between climbs, at pixel i of n, and a stop there returns at once. */
 #define PC__HCA_MARK 0x80
 #define PC__HCA_MARKED_NONE 0x7f
 void pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                              size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes,
-                             const pc__hca_values *values, int64_t *changed);
+                             const pc__hca_values *values, int64_t *changed, struct pc__hca_tick *tick, size_t n);
 /* The same where no cells were kept (pc_hca_plan_run_u8's labels straight to bytes, HECA's reference
  * member): each pixel's cell found again from its bands in grid u, and small[cell] written into
  * bytes[begin, end) if bytes, else into labels[begin, end) (255: -1). */

@@ -98,7 +98,7 @@ clusters_of(const uint8_t *small, __m512i cell, __mmask16 live)
 __attribute__((target("arch=x86-64-v4"))) void
 pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int32_t *labels, size_t begin,
                         size_t end, uint64_t *isum, pc__hca_point_list *list, size_t value_bytes,
-                        const pc__hca_values *values, int64_t *changed)
+                        const pc__hca_values *values, int64_t *changed, struct pc__hca_tick *tick, size_t n)
 {
     cluster_sums s;
     s.current = -1;
@@ -136,6 +136,9 @@ pc__hca_label_u8_avx512(const uint8_t *u8, size_t dim, const uint8_t *small, int
                             pc__hca_list_point(list, i + (size_t)l, NULL, 0);
                         }
                     }
+                    /* a block may hold thousands of climbs: progress and a stop between them */
+                    if (pc__hca_tick_at(tick, (i + 16) & ~(size_t)63, n))
+                        return; /* cancelled: nothing of the pass is used */
                     kept = _mm512_loadu_si512(k);
                 }
                 __m512i reached = _mm512_sub_epi32(kept, _mm512_set1_epi32(1));
