@@ -216,7 +216,9 @@ int32_t pc__hca_reach_end(const pc__hca_reach *r, const double *x);
  * by_value (2^24 + 3 bytes, zero-filled: read 4 bytes at a value) keeps 1 + the cluster it reached
  * (PC__HCA_MARKED_NONE + 1 for none), 0 for a value not met yet, PC__HCA_CLIMBING while a thread
  * climbs it. The climbs need no list of the values, no pass of their own, and a list only of the
- * few pixels met while another thread climbed their value. */
+ * few pixels met while another thread climbed their value. The label pass's gathers read bytes that
+ * other threads store (relaxed atomics): a byte only goes 0, PC__HCA_CLIMBING, final, and each of the
+ * three is handled wherever it is read. */
 struct pc__hca_values {
     pc__hca_reach reach;
     double *mean; /* the cells' means, which reach points to */
