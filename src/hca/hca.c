@@ -245,6 +245,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         int by_values = vector && listing && listing->values;
 #pragma omp for schedule(dynamic, 1)
         for (long b = 0; b < (by_values ? (long)((g->n + block - 1) / block) : 0); b++) {
+#if PC__HAVE_CPU_PATHS /* (else vector, and so by_values, is 0) */
             if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n) || !mine || !isum)
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
@@ -254,6 +255,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
 #endif
             pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, listing->lists + t, 0,
                                     listing->values, &moved, g->tick, g->n);
+#endif
         }
 #pragma omp for schedule(static)
         for (long b = 0; b < (by_values ? 0 : (long)((g->n + block - 1) / block)); b++) {
