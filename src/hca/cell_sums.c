@@ -120,19 +120,14 @@ PC__INLINE void add_rows_lanes(const pc__hca_grid *g, const uint8_t *base, size_
             if (!scratch) {
                 pc__hca_u8_cells_of(base, dim, u, g->slot, at, stop, found);
                 add_found_avx512(base, dim, found, stop - at, at, lanes);
-                if (list)
-                    list_marked(found, stop - at, listing, list, at, base, stride);
-                continue;
-            }
+            } else
 #endif
-            for (size_t i = at; i < stop; i++) {
-                const uint8_t *row = base + i * stride;
-                lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
-                int32_t c = scratch ? pc__hca_cell_of(g, scratch, i) : found[i - at];
-                if (scratch)
-                    found[i - at] = c;
-                lanes[c] += v;
-            }
+                for (size_t i = at; i < stop; i++) {
+                    const uint8_t *row = base + i * stride;
+                    lanes4 v = {row[0], dim > 1 ? row[1] : 0, dim > 2 ? row[2] : 0, dim > 3 ? row[3] : 0};
+                    found[i - at] = pc__hca_cell_of(g, scratch, i);
+                    lanes[found[i - at]] += v;
+                }
             if (list)
                 list_marked(found, stop - at, listing, list, at, base, stride);
         }

@@ -235,6 +235,10 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
         uint64_t run[PC__HCA_MAX_DIM + 1] = {0};
         int32_t run_cluster = -1;
         int64_t moved = 0; /* listing->values: the thread's pixels whose cluster their value's changed */
+        int thread = 0; /* its list in listing->lists */
+#ifdef _OPENMP
+        thread = omp_get_thread_num();
+#endif
         /* Blocks of points, so that a cancelled run stops within one block on every thread. */
         const size_t block = 65536;
         /* HCA-MS's 3-band values, climbed where the label pass first meets them: a block's climbs
@@ -249,11 +253,7 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (pc__hca_tick_at(g->tick, (size_t)b * block, g->n) || !mine || !isum)
                 continue;
             size_t end = (size_t)(b + 1) * block < g->n ? (size_t)(b + 1) * block : g->n;
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
-            pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, listing->lists + t, 0,
+            pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, listing->lists + thread, 0,
                                     listing->values, &moved, g->tick, g->n);
 #endif
         }
@@ -271,11 +271,8 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
             if (refind) /* k >= 255: the block's cells first, then the int32 map below */
                 pc__hca_u8_cells_of(u8, dim, &cells, NULL, (size_t)b * block, end, labels + (size_t)b * block);
             if (vector && isum) {
-                pc__hca_point_list *list = listing ? listing->lists : NULL;
-#ifdef _OPENMP
-                if (list) /* the blocks of a static schedule: each thread's in order, the threads in order */
-                    list += omp_get_thread_num();
-#endif
+                /* the blocks of a static schedule: each thread's in order, the threads in order */
+                pc__hca_point_list *list = listing ? listing->lists + thread : NULL;
                 pc__hca_label_u8_avx512(u8, dim, small, labels, (size_t)b * block, end, isum, list,
                                         listing ? listing->value_bytes : 0, NULL, &moved, NULL, 0);
                 continue;
@@ -309,13 +306,8 @@ pc_status pc__hca_label_points(pc__hca_grid *g, const pc_points *points, const i
                 isum[(size_t)run_cluster * (dim + 1) + j] += run[j];
         /* After the loop's barrier every climb is done: the pixels that waited on another thread's take
          * its cluster now (pc__hca_label_u8_avx512). */
-        if (listing && listing->values && isum) {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
-            failed |= settle_deferred(listing->values, listing->lists + t, u8, labels, isum, &moved);
-        }
+        if (listing && listing->values && isum)
+            failed |= settle_deferred(listing->values, listing->lists + thread, u8, labels, isum, &moved);
         if (listing && listing->changed) {
 #pragma omp atomic
             *listing->changed += moved;
