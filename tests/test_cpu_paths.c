@@ -632,11 +632,12 @@ static size_t blocks_out_of_order(const pc__hca_climb *c, const double *x)
     numbered = walk;
     int count = pc__climb_block_count(&numbered, dim), i = 0;
     size_t differ = 0, lo, end;
+    float xr[PC__CLIMB_MAX_DIM] = {0};
     for (; !walk.done; i++) {
         int at[PC__CLIMB_MAX_DIM];
         pc__climb_block_at(&numbered, dim, i, at);
         differ += memcmp(at, walk.at, (size_t)dim * sizeof *at) != 0;
-        pc__climb_block_next(c, dim, x, &walk, &lo, &end);
+        pc__climb_block_next(c, dim, x, &walk, &lo, &end, xr);
     }
     return differ + (i != count);
 }
@@ -662,10 +663,11 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
         free((void *)r.climb.block_start);
         r.climb.block_start = NULL;
     }
-    const double *by_dim = r.climb.ref_dim;
+    const float *by_dim = r.climb.ref_dim;
     size_t differ = 0, steps = 0, out_of_order = 0;
     for (size_t i = 0; i < count; i++) {
-        double a[PC__HCA_MAX_DIM], b[PC__HCA_MAX_DIM], next[PC__HCA_MAX_DIM];
+        double a[PC__HCA_MAX_DIM], b[PC__HCA_MAX_DIM];
+        float next[PC__HCA_MAX_DIM];
         memcpy(a, starts + i * dim, dim * sizeof *a);
         memcpy(b, a, dim * sizeof *b);
         out_of_order += blocks_out_of_order(&r.climb, a);

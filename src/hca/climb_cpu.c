@@ -1,10 +1,10 @@
-/* HCA-MS's climbs on the CPU: a step's sums (refine_climb.h) in 8 lanes (built with -ffp-contract=off:
- * no multiply-add may be fused, as on the GPU). On the AVX-512 path the lanes are the 8 doubles of a
- * vector: 8 references at once, each lane doing the scalar path's operations on
- * its own references in its order (the same exp polynomial, no fused multiply-add), so that the sums
- * are the same numbers bit for bit. A reference beyond the cut-off leaves its lane as it was (a masked
- * add), as the scalar path skips it. The climbs were 60% of HCA-MS on an RGB image's 27,000 distinct
- * border values on 2 cores, one reference at a time. */
+/* HCA-MS's climbs on the CPU: a step's sums (refine_climb.h) in 16 lanes of floats (built with
+ * -ffp-contract=off: the only fused multiply-adds are the ones refine_climb.h spells, as on the GPU).
+ * On the AVX-512 path the lanes are the 16 floats of a vector: 16 references at once, each lane doing
+ * the other paths' operations on its own references in their order (the same exp polynomial, the same
+ * multiply-adds), so that the sums are the same numbers bit for bit. A reference beyond the cut-off
+ * leaves its lane as it was (a masked add), as the lanes one after another skip it. The climbs were 60%
+ * of HCA-MS on an RGB image's 27,000 distinct border values on 2 cores, one reference at a time. */
 #include "internal_hca.h"
 
 #include "../core/cpu_path.h"
@@ -15,107 +15,241 @@
 #if PC__HAVE_CPU_PATHS
 #include <immintrin.h>
 
-/* pc__climb_exp on 8 lanes: the same operations in the same order. */
-static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512d exp_lanes(__m512d x)
-{
-    const __m512d one = _mm512_set1_pd(1.0);
-    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512d r = _mm512_sub_pd(x, _mm512_mul_pd(k, _mm512_set1_pd(6.93147180369123816490e-01)));
-    r = _mm512_sub_pd(r, _mm512_mul_pd(k, _mm512_set1_pd(1.90821492927058770002e-10)));
-    __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2), r8 = _mm512_mul_pd(r4, r4);
-    __m512d p01 = _mm512_add_pd(one, r);
-    __m512d p23 = _mm512_add_pd(_mm512_set1_pd(1.0 / 2), _mm512_mul_pd(_mm512_set1_pd(1.0 / 6), r));
-    __m512d p45 = _mm512_add_pd(_mm512_set1_pd(1.0 / 24), _mm512_mul_pd(_mm512_set1_pd(1.0 / 120), r));
-    __m512d p67 = _mm512_add_pd(_mm512_set1_pd(1.0 / 720), _mm512_mul_pd(_mm512_set1_pd(1.0 / 5040), r));
-    __m512d p89 = _mm512_add_pd(_mm512_set1_pd(1.0 / 40320), _mm512_mul_pd(_mm512_set1_pd(1.0 / 362880), r));
-    __m512d pab = _mm512_add_pd(_mm512_set1_pd(1.0 / 3628800), _mm512_mul_pd(_mm512_set1_pd(1.0 / 39916800), r));
-    __m512d q0 = _mm512_add_pd(p01, _mm512_mul_pd(p23, r2));
-    __m512d q1 = _mm512_add_pd(p45, _mm512_mul_pd(p67, r2));
-    __m512d q2 = _mm512_add_pd(p89, _mm512_mul_pd(pab, r2));
-    __m512d p = _mm512_add_pd(_mm512_add_pd(q0, _mm512_mul_pd(q1, r4)), _mm512_mul_pd(q2, r8));
-    __m512i e = _mm512_max_epi64(_mm512_cvttpd_epi64(k), _mm512_set1_epi64(-1000));
-    __m512d two_k = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52));
-    return _mm512_mul_pd(p, two_k);
-}
+/* The AVX-512 lanes' walk over a step's blocks: pc__climb_block_next's blocks in its order, but each
+ * dimension's gaps, frames and key parts worked out once a step for its (at most 3) blocks rather than
+ * once a block, and the blocks beyond the cut-off or empty passed over. Its gaps and frames are
+ * pc__climb_gap2's and pc__climb_offset's, so the sums are the shared walk's (test_cpu_paths compares
+ * the two); the walk was a third of a 4-band step's time block by block. */
+typedef struct {
+    int n[PC__CLIMB_MAX_DIM], i[PC__CLIMB_MAX_DIM], done;
+    double gap2[PC__CLIMB_MAX_DIM][3];
+    float xr[PC__CLIMB_MAX_DIM][3];
+    uint64_t key[PC__CLIMB_MAX_DIM][3];
+} step_walk;
 
-/* dim is c->dim; sums_avx512 gives it as a constant for 3 and 4 bands, so that the loops over the
- * dimensions unroll and the sums, the position and the means stay in registers. */
-static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
-sums_avx512_dim(const pc__hca_climb *c, int dim, const double *x, double *num, double *den)
+static inline __attribute__((always_inline)) void step_walk_begin(const pc__hca_climb *c, int dim, const double *x,
+                                                                  step_walk *w)
 {
-    __m512d acc[PC__CLIMB_MAX_DIM], accw = _mm512_setzero_pd(), xs[PC__CLIMB_MAX_DIM];
-    for (int j = 0; j < dim; j++) {
-        acc[j] = _mm512_setzero_pd();
-        xs[j] = _mm512_set1_pd(x[j]);
-    }
-    const __m512d cutoff2 = _mm512_set1_pd(c->cutoff2), inv = _mm512_set1_pd(c->inv);
     pc__climb_blocks b;
     pc__climb_blocks_begin(c, dim, x, &b);
-    size_t lo, end;
-    while (pc__climb_block_next(c, dim, x, &b, &lo, &end))
-        for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
-            __mmask8 live = end - q >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (end - q)) - 1);
-            __m512d mu[PC__CLIMB_MAX_DIM], d2 = _mm512_setzero_pd();
-            for (int j = 0; j < dim; j++) {
-                mu[j] = _mm512_maskz_loadu_pd(live, c->ref_dim + (size_t)j * c->refs + q);
-                __m512d e = _mm512_sub_pd(mu[j], xs[j]);
-                d2 = _mm512_add_pd(d2, _mm512_mul_pd(e, e));
+    for (int j = 0; j < dim; j++) {
+        w->n[j] = b.to[j] - b.from[j] + 1;
+        w->i[j] = 0;
+        for (int i = 0; i < w->n[j]; i++) {
+            int at = b.from[j] + i;
+            w->gap2[j][i] = pc__climb_gap2(c, j, at, x[j]);
+            w->xr[j][i] = pc__climb_offset(c, j, at, x[j]);
+            w->key[j][i] = (uint64_t)at * c->block_stride[j];
+        }
+    }
+    w->done = 0;
+}
+
+/* The next block within the cut-off that holds references: [*lo, *end), x in its frame (xr); 0 when
+ * there are no more. */
+static inline __attribute__((always_inline)) int step_walk_next(const pc__hca_climb *c, int dim, step_walk *w,
+                                                                size_t *lo, size_t *end, float *xr)
+{
+    while (!w->done) {
+        double gap2 = 0;
+        uint64_t k = 0;
+        for (int j = 0; j < dim; j++) {
+            gap2 += w->gap2[j][w->i[j]];
+            k += w->key[j][w->i[j]];
+        }
+        int near = !(gap2 > c->cutoff2);
+        if (near)
+            for (int j = 0; j < dim; j++)
+                xr[j] = w->xr[j][w->i[j]];
+        int carry = 1;
+        for (int j = dim - 1; j >= 0; j--)
+            if (carry) {
+                carry = w->i[j] + 1 >= w->n[j];
+                w->i[j] = carry ? 0 : w->i[j] + 1;
             }
-            __mmask8 in = live & _mm512_cmp_pd_mask(d2, cutoff2, _CMP_LE_OQ);
+        w->done = carry;
+        if (near) {
+            pc__climb_block_refs(c, k, lo, end);
+            if (*lo < *end)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* pc__climb_exp on 16 lanes: the same operations in the same order. */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512 exp_lanes(__m512 a)
+{
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693145752f), a);
+    r = _mm512_fmadd_ps(k, _mm512_set1_ps(-1.42860677e-6f), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 5040), r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127));
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)));
+}
+
+/* The 16 lanes' totals in refine_climb.h's order. */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) float lanes_total(__m512 v)
+{
+    float lanes[PC__CLIMB_LANES];
+    _mm512_storeu_ps(lanes, v);
+    return pc__climb_lanes_total(lanes);
+}
+
+/* The mask of the references [q, end) in a vector of 16. */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __mmask16 live_lanes(size_t q, size_t end)
+{
+    return end - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - q)) - 1);
+}
+
+/* A vector's weights: each reference's count times the Gaussian of its squared distance d2 (in h^2),
+ * for the lanes within the cut-off (*in; none: 0 and no weights). */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512
+weights(const pc__hca_climb *c, size_t q, __mmask16 live, __m512 d2, __mmask16 *in)
+{
+    *in = live & _mm512_cmp_ps_mask(d2, _mm512_set1_ps(9.0f), _CMP_LE_OQ);
+    if (!*in)
+        return _mm512_setzero_ps();
+    return _mm512_mul_ps(_mm512_maskz_loadu_ps(*in, c->weight + q), exp_lanes(_mm512_mul_ps(d2, _mm512_set1_ps(-0.5f))));
+}
+
+/* Offset of the references [q, q + 16) from x in dimension j (x in their block's frame: xs). */
+#define PC__CLIMB_OFFSETS(j, xs) _mm512_sub_ps(_mm512_maskz_loadu_ps(live, c->ref_dim + (size_t)(j) * c->refs + q), (xs))
+
+/* 3 and 4 dimensions (dim a constant), each dimension's sums and offsets in variables of their own: gcc
+ * keeps an array of vectors in memory even once a loop over it unrolls, and the sums' stores and
+ * reloads then chained each vector to the one before (a third of the step's time). */
+static inline __attribute__((target("arch=x86-64-v4"), always_inline)) void
+sums_avx512_3or4(const pc__hca_climb *c, int dim, const double *x, float *num, float *den)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, accw = a0;
+    float xr[4] = {0};
+    step_walk walk;
+    step_walk_begin(c, dim, x, &walk);
+    size_t lo, end;
+    while (step_walk_next(c, dim, &walk, &lo, &end, xr)) {
+        __m512 x0 = _mm512_set1_ps(xr[0]), x1 = _mm512_set1_ps(xr[1]), x2 = _mm512_set1_ps(xr[2]),
+               x3 = _mm512_set1_ps(xr[3]);
+        for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
+            __mmask16 live = live_lanes(q, end), in;
+            __m512 e0 = PC__CLIMB_OFFSETS(0, x0), e1 = PC__CLIMB_OFFSETS(1, x1), e2 = PC__CLIMB_OFFSETS(2, x2), e3 = e2;
+            __m512 d2 = _mm512_fmadd_ps(e2, e2, _mm512_fmadd_ps(e1, e1, _mm512_mul_ps(e0, e0)));
+            if (dim == 4) {
+                e3 = PC__CLIMB_OFFSETS(3, x3);
+                d2 = _mm512_fmadd_ps(e3, e3, d2);
+            }
+            __m512 w = weights(c, q, live, d2, &in);
             if (!in)
                 continue;
-            __m512d w = _mm512_mul_pd(_mm512_maskz_loadu_pd(in, c->weight + q), exp_lanes(_mm512_mul_pd(d2, inv)));
-            for (int j = 0; j < dim; j++)
-                acc[j] = _mm512_mask_add_pd(acc[j], in, acc[j], _mm512_mul_pd(w, mu[j]));
-            accw = _mm512_mask_add_pd(accw, in, accw, w);
+            a0 = _mm512_mask3_fmadd_ps(w, e0, a0, in);
+            a1 = _mm512_mask3_fmadd_ps(w, e1, a1, in);
+            a2 = _mm512_mask3_fmadd_ps(w, e2, a2, in);
+            if (dim == 4)
+                a3 = _mm512_mask3_fmadd_ps(w, e3, a3, in);
+            accw = _mm512_mask_add_ps(accw, in, accw, w);
         }
-    double lanes[PC__CLIMB_LANES];
-    for (int j = 0; j < dim; j++) {
-        _mm512_storeu_pd(lanes, acc[j]);
-        num[j] = pc__climb_lanes_total(lanes);
     }
-    _mm512_storeu_pd(lanes, accw);
-    *den = pc__climb_lanes_total(lanes);
+    num[0] = lanes_total(a0);
+    num[1] = lanes_total(a1);
+    num[2] = lanes_total(a2);
+    if (dim == 4)
+        num[3] = lanes_total(a3);
+    *den = lanes_total(accw);
+}
+
+/* Any number of dimensions. */
+__attribute__((target("arch=x86-64-v4"))) static void sums_avx512_any(const pc__hca_climb *c, const double *x,
+                                                                     float *num, float *den)
+{
+    int dim = c->dim;
+    __m512 acc[PC__CLIMB_MAX_DIM], e[PC__CLIMB_MAX_DIM], accw = _mm512_setzero_ps();
+    for (int j = 0; j < dim; j++)
+        acc[j] = _mm512_setzero_ps();
+    float xr[PC__CLIMB_MAX_DIM] = {0};
+    step_walk walk;
+    step_walk_begin(c, dim, x, &walk);
+    size_t lo, end;
+    while (step_walk_next(c, dim, &walk, &lo, &end, xr))
+        for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
+            __mmask16 live = live_lanes(q, end), in;
+            __m512 d2 = _mm512_setzero_ps();
+            for (int j = 0; j < dim; j++) {
+                e[j] = PC__CLIMB_OFFSETS(j, _mm512_set1_ps(xr[j]));
+                d2 = j ? _mm512_fmadd_ps(e[j], e[j], d2) : _mm512_mul_ps(e[j], e[j]);
+            }
+            __m512 w = weights(c, q, live, d2, &in);
+            if (!in)
+                continue;
+            for (int j = 0; j < dim; j++)
+                acc[j] = _mm512_mask3_fmadd_ps(w, e[j], acc[j], in);
+            accw = _mm512_mask_add_ps(accw, in, accw, w);
+        }
+    for (int j = 0; j < dim; j++)
+        num[j] = lanes_total(acc[j]);
+    *den = lanes_total(accw);
 }
 
 __attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_climb *c, const double *x,
-                                                                 double *num, double *den)
+                                                                 float *num, float *den)
 {
     if (c->dim == 3)
-        sums_avx512_dim(c, 3, x, num, den);
+        sums_avx512_3or4(c, 3, x, num, den);
     else if (c->dim == 4)
-        sums_avx512_dim(c, 4, x, num, den);
+        sums_avx512_3or4(c, 4, x, num, den);
     else
-        sums_avx512_dim(c, c->dim, x, num, den);
+        sums_avx512_any(c, x, num, den);
 }
 #endif
 
-void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, double *den)
+/* The lanes one after another, the blocks walked once: reference q of a block [lo, end) goes to lane
+ * (q - lo) % 16, each lane adding its references in order (refine_climb.h's PC__CLIMB_LANES). */
+static inline __attribute__((always_inline)) void sums_lanes(const pc__hca_climb *c, const double *x, float *num,
+                                                             float *den)
+{
+    int dim = c->dim;
+    float lane_num[PC__CLIMB_LANES][PC__CLIMB_MAX_DIM] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
+    pc__climb_blocks b;
+    pc__climb_blocks_begin(c, dim, x, &b);
+    size_t lo, end;
+    float xr[PC__CLIMB_MAX_DIM] = {0};
+    while (pc__climb_block_next(c, dim, x, &b, &lo, &end, xr))
+        for (size_t q = lo; q < end; q++)
+            pc__climb_add(c, dim, xr, q, lane_num[(q - lo) % PC__CLIMB_LANES], &lane_den[(q - lo) % PC__CLIMB_LANES]);
+    for (int j = 0; j < dim; j++) {
+        float lanes[PC__CLIMB_LANES];
+        for (int s = 0; s < PC__CLIMB_LANES; s++)
+            lanes[s] = lane_num[s][j];
+        num[j] = pc__climb_lanes_total(lanes);
+    }
+    *den = pc__climb_lanes_total(lane_den);
+}
+
+/* With FMA in the instruction set (AVX2's path), fmaf is one instruction rather than a call. */
+PC__TARGET_AVX2 static void sums_lanes_fma(const pc__hca_climb *c, const double *x, float *num, float *den)
+{
+    sums_lanes(c, x, num, den);
+}
+
+void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, float *num, float *den)
 {
 #if PC__HAVE_CPU_PATHS
     if (c->ref_dim && pc__cpu_path() == PC__CPU_AVX512) {
         sums_avx512(c, x, num, den);
         return;
     }
-#endif
-    /* The lanes one after another, the blocks walked once: reference q of a block [lo, end) goes to
-     * lane (q - lo) % 8, each lane adding its references in order (refine_climb.h's PC__CLIMB_LANES). */
-    int dim = c->dim;
-    double lane_num[PC__CLIMB_LANES][PC__CLIMB_MAX_DIM] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
-    pc__climb_blocks b;
-    pc__climb_blocks_begin(c, dim, x, &b);
-    size_t lo, end;
-    while (pc__climb_block_next(c, dim, x, &b, &lo, &end))
-        for (size_t q = lo; q < end; q++)
-            pc__climb_add(c, dim, x, q, lane_num[(q - lo) % PC__CLIMB_LANES], &lane_den[(q - lo) % PC__CLIMB_LANES]);
-    for (int j = 0; j < dim; j++) {
-        double lanes[PC__CLIMB_LANES];
-        for (int s = 0; s < PC__CLIMB_LANES; s++)
-            lanes[s] = lane_num[s][j];
-        num[j] = pc__climb_lanes_total(lanes);
+    if (pc__cpu_path() >= PC__CPU_AVX2) {
+        sums_lanes_fma(c, x, num, den);
+        return;
     }
-    *den = pc__climb_lanes_total(lane_den);
+#endif
+    sums_lanes(c, x, num, den);
 }
 
 void pc__climb_dimensions(pc__hca_climb *c)
@@ -124,7 +258,7 @@ void pc__climb_dimensions(pc__hca_climb *c)
     if (pc__cpu_path() != PC__CPU_AVX512)
         return;
     size_t refs = c->refs, dim = (size_t)c->dim;
-    double *by_dim = malloc((refs ? refs : 1) * dim * sizeof *by_dim);
+    float *by_dim = malloc((refs ? refs : 1) * dim * sizeof *by_dim);
     if (!by_dim) /* the lanes one after another: the same sums */
         return;
     for (size_t q = 0; q < refs; q++)

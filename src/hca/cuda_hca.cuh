@@ -186,7 +186,7 @@ struct pc__hca_refine_buffers {
     pc__device_buffer<unsigned long long> cell_sums, scalars, delta;
     pc__device_buffer<unsigned char> rows, temp;
     pc__device_buffer<uint64_t> keys, keys_sorted, block_key;
-    pc__device_buffer<double> ref, weight;
+    pc__device_buffer<float> ref, weight;
     pc__device_buffer<uint32_t> block_start;
     pc__device_buffer<int2> changed;
     // The cells' sums go to the host on a stream of their own while the plan's sorts the border

@@ -1,7 +1,7 @@
 // HCA-MS on the GPU (ALGORITHMS.md section 3b), after the CUDA backend's labelling: one pass over the
 // points sums every cell in fixed point (the CPU's integers, so the means are the CPU's bit for bit) and
 // gathers the border points with their rows; the host makes the means and the references by block
-// (refine.c, as the CPU does); every distinct start climbs in a group of 8 threads by refine_climb.h's
+// (refine.c, as the CPU does); every distinct start climbs in a group of 16 threads by refine_climb.h's
 // arithmetic (the CPU's operations in the CPU's order, each rounded once); the points that change
 // cluster move their labels and the clusters' sums. Integer rows of at most 8 bytes climb once per
 // distinct value (sorted on the device); other rows climb each. A climb that ends in an empty cell

@@ -84,10 +84,12 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
     c->h = params->refine_bandwidth < 0 ? widest * g->m / finer : params->refine_bandwidth;
     c->eps = params->refine_eps < 0 ? 1e-3 * c->h : params->refine_eps;
     c->cutoff2 = 9 * c->h * c->h;
-    c->inv = -1.0 / (2 * c->h * c->h);
     c->max_iter = params->refine_max_iter;
     if (!(c->h > 0))
         return PC_OK;
+    c->inv_h = 1.0 / c->h;
+    double eps_h = c->eps / c->h; /* a step's shift is in h (refine_climb.h) */
+    c->eps2 = eps_h < 1e18 ? (float)(eps_h * eps_h) : INFINITY;
     /* Blocks of span cells a side, at least 3 h wide; the references sorted by block (then cell). */
     uint64_t total = 1;
     for (size_t j = dim; j-- > 0;) {
@@ -99,8 +101,8 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
     }
     keyed *k = pc__alloc(cells, sizeof *k, "HCA-MS blocks");
     uint64_t *block_key = pc__alloc(cells, sizeof *block_key, "HCA-MS blocks");
-    double *ref = pc__alloc(cells * dim, sizeof *ref, "HCA-MS references");
-    double *weight = pc__alloc(cells, sizeof *weight, "HCA-MS references");
+    float *ref = pc__alloc(cells * dim, sizeof *ref, "HCA-MS references");
+    float *weight = pc__alloc(cells, sizeof *weight, "HCA-MS references");
     c->block_key = block_key;
     c->ref = ref;
     c->weight = weight;
@@ -119,8 +121,12 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
     qsort(k, cells, sizeof *k, by_block);
     for (size_t q = 0; q < cells; q++) {
         block_key[q] = k[q].key;
-        memcpy(ref + q * dim, mean + (size_t)k[q].cell * dim, dim * sizeof *ref);
-        weight[q] = (double)g->density[k[q].cell];
+        uint64_t cell_key = g->key[k[q].cell];
+        for (size_t j = 0; j < dim; j++) {
+            int at = (int)((cell_key / g->stride[j]) % (uint64_t)g->m) / c->span[j];
+            ref[q * dim + j] = pc__climb_offset(c, (int)j, at, mean[(size_t)k[q].cell * dim + j]);
+        }
+        weight[q] = (float)g->density[k[q].cell];
     }
     c->refs = cells;
     free(k);

@@ -37,14 +37,24 @@
 
 /* What a climb reads: the references (the non-empty cells' means and point counts) stored by block of
  * span[j] cells a side (each block at least 3 h wide, so the references within 3 h of x lie in the 3^d
- * blocks around x's own), blocks in increasing key, cells by increasing index within a block. */
+ * blocks around x's own), blocks in increasing key, cells by increasing index within a block.
+ *
+ * A step's arithmetic is in floats: each mean is held as its offset from its block's corner in units of
+ * h (pc__climb_offset), and x is taken to the same frame once a block, so that the numbers a step
+ * handles are the offsets of the references from x (within 3 in the cut-off), whatever the data's
+ * range and origin. A float's 24 bits then hold an offset to ~1e-7 h, four orders below the climb's
+ * stopping shift (eps, 1e-3 h by default), while a vector or a GPU thread does twice the work it did
+ * in doubles. The position itself stays a double, moved by h times each step's float shift. Where a
+ * block is many bandwidths wide (a bandwidth below a hundredth of a cell), the offsets keep ~1e-7 of
+ * the block's width instead (docs/heca.md). */
 typedef struct {
     int dim, m;
     double lo[PC__CLIMB_MAX_DIM], hi[PC__CLIMB_MAX_DIM];
     uint64_t stride[PC__CLIMB_MAX_DIM];       /* the grid's: m^(dim-1-j) */
     int span[PC__CLIMB_MAX_DIM], blocks[PC__CLIMB_MAX_DIM];
     uint64_t block_stride[PC__CLIMB_MAX_DIM];
-    double h, eps, cutoff2, inv; /* inv = -1 / (2 h^2) */
+    double h, eps, cutoff2, inv_h;
+    float eps2; /* (eps / h)^2: a step's squared shift in h below which the climb stops */
     int max_iter;
     size_t refs;
     const uint64_t *block_key; /* refs: the block of each reference, non-decreasing */
@@ -53,19 +63,36 @@ typedef struct {
     const uint32_t *block_start;
     uint64_t block_count;      /* blocks in all (block_start has one more entry) */
     double width[PC__CLIMB_MAX_DIM]; /* a cell's sides */
-    const double *ref;         /* refs x dim: the cells' means */
-    const double *weight;      /* refs: the cells' point counts */
-    const double *ref_dim;     /* the CPU's AVX-512 step (climb_cpu.c), else NULL: the means dimension
-                                * by dimension (dim x refs) */
+    const float *ref;          /* refs x dim: the cells' means, each from its block's corner in h */
+    const float *weight;       /* refs: the cells' point counts */
+    const float *ref_dim;      /* the CPU's AVX-512 step (climb_cpu.c), else NULL: ref dimension by
+                                * dimension (dim x refs) */
 } pc__hca_climb;
 
 /* A step's sums (ALGORITHMS.md section 3b's mean shift over the references within the cut-off) come in
- * PC__CLIMB_LANES lanes: the references of each block are taken in groups of 8, position s of a group
- * adding into lane s, and the lanes are summed at the end of the step as ((0 + 1) + (2 + 3)) + ((4 +
- * 5) + (6 + 7)). That order is the definition, the same on every path: the CPU's AVX-512 step (a lane a
- * vector lane), the CPU's other processors (the lanes one after another) and the GPU (a lane a thread,
- * summed by shuffles); a climb from the same start ends at the same position on all of them. */
-#define PC__CLIMB_LANES 8
+ * PC__CLIMB_LANES lanes: the references of each block are taken in groups of 16, position s of a group
+ * adding into lane s, and the lanes are summed at the end of the step as T(0 .. 7) + T(8 .. 15), T the
+ * tree ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)) of pc__climb_lanes_total. That order is the
+ * definition, the same on every path: the CPU's AVX-512 step (a lane a float of a vector), the CPU's
+ * other processors (the lanes one after another) and the GPU (a lane a thread, summed by shuffles); a
+ * climb from the same start ends at the same position on all of them. */
+#define PC__CLIMB_LANES 16
+
+#if defined(__CUDA_ARCH__)
+#define PC__CLF_ADD(a, b) __fadd_rn((a), (b))
+#define PC__CLF_SUB(a, b) __fsub_rn((a), (b))
+#define PC__CLF_MUL(a, b) __fmul_rn((a), (b))
+#define PC__CLF_DIV(a, b) __fdiv_rn((a), (b))
+#define PC__CLF_FMA(a, b, c) __fmaf_rn((a), (b), (c))
+#define PC__CL_FLOAT(a) __double2float_rn(a)
+#else
+#define PC__CLF_ADD(a, b) ((a) + (b))
+#define PC__CLF_SUB(a, b) ((a) - (b))
+#define PC__CLF_MUL(a, b) ((a) * (b))
+#define PC__CLF_DIV(a, b) ((a) / (b))
+#define PC__CLF_FMA(a, b, c) fmaf((a), (b), (c)) /* rounded once, as the GPU's and AVX-512's */
+#define PC__CL_FLOAT(a) ((float)(a))
+#endif
 
 /* ALGORITHMS.md section 3 step 1 (grid.c's pc__hca_cell_coordinate, the GPU's pc__hca_coordinate). */
 PC__CLIMB_FN int pc__climb_coordinate(double x, double lo, double hi, int m)
@@ -85,45 +112,45 @@ PC__CLIMB_FN uint64_t pc__climb_key(const pc__hca_climb *c, int dim, const doubl
     return key;
 }
 
-/* e^x for x in [-4.5, 0] (the Gaussian within the 3 h cut-off), to ~1e-15: x = k ln 2 + r with |r| <=
- * ln 2 / 2 (ln 2 in two parts, k ln2_hi exact), a degree-11 Taylor polynomial in r, times 2^k. */
-PC__CLIMB_FN double pc__climb_exp(double x)
+/* Value v's offset in dimension j from the corner of the block at coordinate `at`, in h (the frame of a
+ * block's references; refine.c stores the means so, a step takes x so, by these very operations). */
+PC__CLIMB_FN float pc__climb_offset(const pc__hca_climb *c, int j, int at, double v)
 {
-    double k = rint(PC__CL_MUL(x, 1.4426950408889634));
-    double r = PC__CL_SUB(x, PC__CL_MUL(k, 6.93147180369123816490e-01));
-    r = PC__CL_SUB(r, PC__CL_MUL(k, 1.90821492927058770002e-10));
-    /* The degree-11 Taylor polynomial by Estrin's scheme (relative error < 1e-14 for |r| <= ln 2 / 2):
-     * pairs, then pairs of pairs, so the multiplications overlap instead of waiting on each other as
-     * Horner's do (the climbs spend most of their time here). */
-    double r2 = PC__CL_MUL(r, r), r4 = PC__CL_MUL(r2, r2), r8 = PC__CL_MUL(r4, r4);
-    double p01 = PC__CL_ADD(1.0, r);
-    double p23 = PC__CL_ADD(1.0 / 2, PC__CL_MUL(1.0 / 6, r));
-    double p45 = PC__CL_ADD(1.0 / 24, PC__CL_MUL(1.0 / 120, r));
-    double p67 = PC__CL_ADD(1.0 / 720, PC__CL_MUL(1.0 / 5040, r));
-    double p89 = PC__CL_ADD(1.0 / 40320, PC__CL_MUL(1.0 / 362880, r));
-    double pab = PC__CL_ADD(1.0 / 3628800, PC__CL_MUL(1.0 / 39916800, r));
-    double q0 = PC__CL_ADD(p01, PC__CL_MUL(p23, r2));
-    double q1 = PC__CL_ADD(p45, PC__CL_MUL(p67, r2));
-    double q2 = PC__CL_ADD(p89, PC__CL_MUL(pab, r2));
-    double p = PC__CL_ADD(PC__CL_ADD(q0, PC__CL_MUL(q1, r4)), PC__CL_MUL(q2, r8));
-    /* Times 2^k, exact (k in [-7, 0] here): the power of two from its bits, not ldexp (a libm call that
-     * took a third of the CPU's climbs). */
-    int e = (int)k < -1000 ? -1000 : (int)k;
-    uint64_t bits = (uint64_t)(1023 + e) << 52;
+    double corner = PC__CL_ADD(c->lo[j], PC__CL_MUL((double)at * c->span[j], c->width[j]));
+    return PC__CL_FLOAT(PC__CL_MUL(PC__CL_SUB(v, corner), c->inv_h));
+}
+
+/* e^a for a in [-4.5, 0] (the Gaussian within the 3 h cut-off) in floats, to a few units of the last
+ * place: a = k ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), the degree-7 Taylor polynomial in r
+ * (its remainder below 6e-9) by Horner's rule in multiply-adds, times 2^k from its bits (k in [-7, 0]). */
+PC__CLIMB_FN float pc__climb_exp(float a)
+{
+    float k = rintf(PC__CLF_MUL(a, 1.44269504f));
+    float r = PC__CLF_FMA(k, -0.693145752f, a);
+    r = PC__CLF_FMA(k, -1.42860677e-6f, r);
+    float p = PC__CLF_FMA(1.0f / 5040, r, 1.0f / 720);
+    p = PC__CLF_FMA(p, r, 1.0f / 120);
+    p = PC__CLF_FMA(p, r, 1.0f / 24);
+    p = PC__CLF_FMA(p, r, 1.0f / 6);
+    p = PC__CLF_FMA(p, r, 0.5f);
+    p = PC__CLF_FMA(p, r, 1.0f);
+    p = PC__CLF_FMA(p, r, 1.0f);
+    uint32_t bits = (uint32_t)(127 + (int)k) << 23;
 #if defined(__CUDA_ARCH__)
-    double two_k = __longlong_as_double((long long)bits);
+    float two_k = __uint_as_float(bits);
 #else
-    double two_k;
+    float two_k;
     memcpy(&two_k, &bits, sizeof two_k);
 #endif
-    return PC__CL_MUL(p, two_k);
+    return PC__CLF_MUL(p, two_k);
 }
 
 /* The blocks around x's own (pc__climb_blocks_begin), one after another (pc__climb_block_next, the
  * CPU's walk; the GPU's takes them by number, pc__climb_block_at): each block's references are [*lo,
- * *end) (a block beyond the cut-off comes back empty); 0 when there are no more. dim is c->dim, an
- * argument so that a caller can give it as a constant (the GPU's kernel, the CPU's AVX-512 step for 3
- * and 4 bands): the loops then unroll and x, the sums and the walk stay in registers. */
+ * *end) (a block beyond the cut-off comes back empty) and xr is x in the block's frame
+ * (pc__climb_offset); 0 when there are no more. dim is c->dim, an argument so that a caller can give
+ * it as a constant (the GPU's kernel, the CPU's AVX-512 step for 3 and 4 bands): the loops then unroll
+ * and x, the sums and the walk stay in registers. */
 typedef struct {
     int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
     int done;
@@ -154,6 +181,18 @@ PC__CLIMB_FN size_t pc__climb_first_at_least(const pc__hca_climb *c, size_t from
     return from;
 }
 
+/* The references [*lo, *end) of the block of key k. */
+PC__CLIMB_FN void pc__climb_block_refs(const pc__hca_climb *c, uint64_t k, size_t *lo, size_t *end)
+{
+    if (c->block_start) {
+        *lo = c->block_start[k];
+        *end = c->block_start[k + 1];
+    } else {
+        *lo = pc__climb_first_at_least(c, 0, k);
+        *end = pc__climb_first_at_least(c, *lo, k + 1);
+    }
+}
+
 /* How many blocks pc__climb_block_next walks from b's start. */
 PC__CLIMB_FN int pc__climb_block_count(const pc__climb_blocks *b, int dim)
 {
@@ -174,41 +213,46 @@ PC__CLIMB_FN void pc__climb_block_at(const pc__climb_blocks *b, int dim, int i, 
     }
 }
 
+/* The square of v's distance in dimension j from the block at coordinate `at`, a hair short (pc__climb_
+ * block_range's note). */
+PC__CLIMB_FN double pc__climb_gap2(const pc__hca_climb *c, int j, int at, double v)
+{
+    double w = c->width[j] * c->span[j], left = c->lo[j] + at * w, right = left + w;
+    double gap = v < left ? left - v : v > right ? v - right : 0;
+    gap = gap - 1e-4 * c->width[j];
+    return gap > 0 ? gap * gap : 0;
+}
+
 /* The references [*lo, *end) of the block at coordinates at (empty where it lies wholly beyond the
- * cut-off from x). */
+ * cut-off from x), and x in its frame (xr, where not empty). */
 PC__CLIMB_FN void pc__climb_block_range(const pc__hca_climb *c, int dim, const double *x, const int *at, size_t *lo,
-                                        size_t *end)
+                                        size_t *end, float *xr)
 {
     uint64_t k = 0;
     for (int j = 0; j < dim; j++)
         k += (uint64_t)at[j] * c->block_stride[j];
-    /* A block wholly beyond the cut-off adds nothing: skipped (the gaps a hair narrower than the
-     * block's, so that rounding never skips a reference the cut-off would keep; skipping changes no
-     * sum, so the CPU and the GPU stay equal whatever each skips). */
+    /* A block wholly beyond the cut-off adds nothing: skipped. The gaps are taken 1e-4 of a cell
+     * narrower than the block's, so that no reference the float test of pc__climb_add would keep
+     * (whose offsets are rounded to ~1e-7 h) is ever skipped; skipping changes no sum, so the CPU and
+     * the GPU stay equal whatever each skips. */
     double gap2 = 0;
-    for (int j = 0; j < dim; j++) {
-        double w = c->width[j] * c->span[j], left = c->lo[j] + at[j] * w, right = left + w;
-        double gap = x[j] < left ? left - x[j] : x[j] > right ? x[j] - right : 0;
-        gap = gap - 1e-6 * c->width[j];
-        gap2 += gap > 0 ? gap * gap : 0;
-    }
+    for (int j = 0; j < dim; j++)
+        gap2 += pc__climb_gap2(c, j, at[j], x[j]);
     if (gap2 > c->cutoff2) {
         *lo = *end = 0;
-    } else if (c->block_start) {
-        *lo = c->block_start[k];
-        *end = c->block_start[k + 1];
-    } else {
-        *lo = pc__climb_first_at_least(c, 0, k);
-        *end = pc__climb_first_at_least(c, *lo, k + 1);
+        return;
     }
+    pc__climb_block_refs(c, k, lo, end);
+    for (int j = 0; j < dim; j++)
+        xr[j] = pc__climb_offset(c, j, at[j], x[j]);
 }
 
 PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b,
-                                      size_t *lo, size_t *end)
+                                      size_t *lo, size_t *end, float *xr)
 {
     if (b->done)
         return 0;
-    pc__climb_block_range(c, dim, x, b->at, lo, end);
+    pc__climb_block_range(c, dim, x, b->at, lo, end, xr);
     /* The next block, the last dimension fastest (no early exit, so that a constant dim unrolls it;
      * pc__climb_block_at numbers the blocks in this order). */
     int carry = 1;
@@ -221,33 +265,35 @@ PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const dou
     return 1;
 }
 
-/* Reference q's part of a step from x, added into a lane's sums (num, dim of them, and den) where it is
- * within the cut-off. */
-PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const double *x, size_t q, double *num,
-                                double *den)
+/* Reference q's part of a step from xr (x in q's block's frame), added into a lane's sums where it is
+ * within the cut-off: num (dim of them) the weighted offsets of the references from x, den the
+ * weights. */
+PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const float *xr, size_t q, float *num, float *den)
 {
-    const double *mu = c->ref + q * (size_t)dim;
-    double d2 = 0;
-    for (int j = 0; j < dim; j++) {
-        double e = PC__CL_SUB(mu[j], x[j]);
-        d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
+    const float *mu = c->ref + q * (size_t)dim;
+    float e[PC__CLIMB_MAX_DIM];
+    e[0] = PC__CLF_SUB(mu[0], xr[0]);
+    float d2 = PC__CLF_MUL(e[0], e[0]);
+    for (int j = 1; j < dim; j++) {
+        e[j] = PC__CLF_SUB(mu[j], xr[j]);
+        d2 = PC__CLF_FMA(e[j], e[j], d2);
     }
-    if (d2 <= c->cutoff2) {
-        double w = PC__CL_MUL(c->weight[q], pc__climb_exp(PC__CL_MUL(d2, c->inv)));
+    if (d2 <= 9.0f) {
+        float w = PC__CLF_MUL(c->weight[q], pc__climb_exp(PC__CLF_MUL(d2, -0.5f)));
         for (int j = 0; j < dim; j++)
-            num[j] = PC__CL_ADD(num[j], PC__CL_MUL(w, mu[j]));
-        *den = PC__CL_ADD(*den, w);
+            num[j] = PC__CLF_FMA(w, e[j], num[j]);
+        *den = PC__CLF_ADD(*den, w);
     }
 }
 
 #if defined(__CUDA_ARCH__)
-/* Lane s of a step from x on the GPU (thread s of the climb's group of 8): the sums over the references
- * at positions s, s + 8, ... of each block, the blocks in pc__climb_block_next's order. The group shares
- * the walk: thread s finds the ranges of blocks s, s + 8, ... (the last dimension fastest), and every
- * thread takes each block's range from its finder by a shuffle, so that a block's gap and start are
- * worked out once, not by each of the 8. */
+/* Lane s of a step from x on the GPU (thread s of the climb's group of 16): the sums over the
+ * references at positions s, s + 16, ... of each block, the blocks in pc__climb_block_next's order. The
+ * group shares the walk: thread s finds the range of blocks s, s + 16, ... (the last dimension
+ * fastest) and x in their frames, and every thread takes each block's from its finder by shuffles, so
+ * that a block's gap and start are worked out once, not by each of the 16. */
 __device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, int dim, const double *x, int s,
-                                                     double *num, double *den)
+                                                     float *num, float *den)
 {
     for (int j = 0; j < dim; j++)
         num[j] = 0;
@@ -255,52 +301,66 @@ __device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, in
     pc__climb_blocks b;
     pc__climb_blocks_begin(c, dim, x, &b);
     int count = pc__climb_block_count(&b, dim);
-    unsigned group = 0xffu << (threadIdx.x & 24);
+    unsigned group = 0xffffu << (threadIdx.x & 16);
     for (int first = 0; first < count; first += PC__CLIMB_LANES) {
         size_t lo = 0, end = 0;
+        float mine[PC__CLIMB_MAX_DIM];
+        for (int j = 0; j < dim; j++)
+            mine[j] = 0;
         if (first + s < count) {
             int at[PC__CLIMB_MAX_DIM];
             pc__climb_block_at(&b, dim, first + s, at);
-            pc__climb_block_range(c, dim, x, at, &lo, &end);
+            pc__climb_block_range(c, dim, x, at, &lo, &end, mine);
         }
         int blocks = count - first < PC__CLIMB_LANES ? count - first : PC__CLIMB_LANES;
         for (int k = 0; k < blocks; k++) {
             size_t from = __shfl_sync(group, (unsigned long long)lo, k, PC__CLIMB_LANES);
             size_t to = __shfl_sync(group, (unsigned long long)end, k, PC__CLIMB_LANES);
+            if (from == to)
+                continue;
+            float xr[PC__CLIMB_MAX_DIM];
+            for (int j = 0; j < dim; j++)
+                xr[j] = __shfl_sync(group, mine[j], k, PC__CLIMB_LANES);
             for (size_t q = from + (size_t)s; q < to; q += PC__CLIMB_LANES)
-                pc__climb_add(c, dim, x, q, num, den);
+                pc__climb_add(c, dim, xr, q, num, den);
         }
     }
 }
 #endif
 
-/* The lanes' values v[0 .. 7] summed in the step's order. */
-PC__CLIMB_FN double pc__climb_lanes_total(const double *v)
+/* The lanes' values v[0 .. 15] summed in the step's order. */
+PC__CLIMB_FN float pc__climb_lanes_total8(const float *v)
 {
-    return PC__CL_ADD(PC__CL_ADD(PC__CL_ADD(v[0], v[1]), PC__CL_ADD(v[2], v[3])),
-                      PC__CL_ADD(PC__CL_ADD(v[4], v[5]), PC__CL_ADD(v[6], v[7])));
+    return PC__CLF_ADD(PC__CLF_ADD(PC__CLF_ADD(v[0], v[1]), PC__CLF_ADD(v[2], v[3])),
+                       PC__CLF_ADD(PC__CLF_ADD(v[4], v[5]), PC__CLF_ADD(v[6], v[7])));
+}
+PC__CLIMB_FN float pc__climb_lanes_total(const float *v)
+{
+    return PC__CLF_ADD(pc__climb_lanes_total8(v), pc__climb_lanes_total8(v + 8));
 }
 
 #if !defined(__CUDA_ARCH__)
 /* The CPU's step sums (climb_cpu.c): the AVX-512 lanes where c->ref_dim is set, else the lanes one
  * after another; num (dim) and den the lanes' totals. */
-void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, double *num, double *den);
+void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, float *num, float *den);
 #endif
 
-/* One mean shift step from x over the references within the cut-off; 0 when none is that close. On
- * the GPU every climb is a group of 8 threads of a warp (threadIdx.x % 8 its lane, cuda_refine.cu). */
-PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, int dim, const double *x, double *next)
+/* One mean shift step from x over the references within the cut-off: the shift (in h) into s, 0 when
+ * no reference is that close. On the GPU every climb is a group of 16 threads of a warp (threadIdx.x %
+ * 16 its lane, cuda_refine.cu). */
+PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, int dim, const double *x, float *s)
 {
-    double num[PC__CLIMB_MAX_DIM], den;
+    float num[PC__CLIMB_MAX_DIM], den;
 #if defined(__CUDA_ARCH__)
-    unsigned group = 0xffu << (threadIdx.x & 24);
-    pc__climb_lane(c, dim, x, (int)(threadIdx.x & 7), num, &den);
-    /* lane s + its partner (s ^ 1), then pairs (s ^ 2), then quads (s ^ 4): the order of
-     * pc__climb_lanes_total on every lane (an addition's operands commute exactly). */
+    unsigned group = 0xffffu << (threadIdx.x & 16);
+    pc__climb_lane(c, dim, x, (int)(threadIdx.x & 15), num, &den);
+    /* lane s + its partner (s ^ 1), then pairs (s ^ 2), then quads (s ^ 4): every lane then holds its
+     * half's tree, T(0 .. 7) or T(8 .. 15); then the halves (s ^ 8), in pc__climb_lanes_total's order
+     * on every lane (an addition's operands commute exactly). */
     for (int step = 1; step < PC__CLIMB_LANES; step *= 2) {
         for (int j = 0; j < dim; j++)
-            num[j] = __dadd_rn(num[j], __shfl_xor_sync(group, num[j], step));
-        den = __dadd_rn(den, __shfl_xor_sync(group, den, step));
+            num[j] = __fadd_rn(num[j], __shfl_xor_sync(group, num[j], step, PC__CLIMB_LANES));
+        den = __fadd_rn(den, __shfl_xor_sync(group, den, step, PC__CLIMB_LANES));
     }
 #else
     pc__climb_sums_cpu(c, x, num, &den);
@@ -308,7 +368,7 @@ PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, int dim, const double *
     if (!(den > 0))
         return 0;
     for (int j = 0; j < dim; j++)
-        next[j] = PC__CL_DIV(num[j], den);
+        s[j] = PC__CLF_DIV(num[j], den);
     return 1;
 }
 
@@ -316,17 +376,16 @@ PC__CLIMB_FN int pc__climb_shift(const pc__hca_climb *c, int dim, const double *
  * is c->dim (pc__climb_blocks' note). */
 PC__CLIMB_FN void pc__climb_run(const pc__hca_climb *c, int dim, double *x)
 {
-    double next[PC__CLIMB_MAX_DIM];
+    float s[PC__CLIMB_MAX_DIM];
     for (int it = 0; it < c->max_iter; it++) {
-        if (!pc__climb_shift(c, dim, x, next))
+        if (!pc__climb_shift(c, dim, x, s))
             break;
-        double d2 = 0;
-        for (int j = 0; j < dim; j++) {
-            double e = PC__CL_SUB(next[j], x[j]);
-            d2 = PC__CL_ADD(d2, PC__CL_MUL(e, e));
-            x[j] = next[j];
-        }
-        if (PC__CL_SQRT(d2) < c->eps)
+        float d2 = PC__CLF_MUL(s[0], s[0]);
+        for (int j = 1; j < dim; j++)
+            d2 = PC__CLF_FMA(s[j], s[j], d2);
+        for (int j = 0; j < dim; j++)
+            x[j] = PC__CL_ADD(x[j], PC__CL_MUL((double)s[j], c->h));
+        if (d2 < c->eps2)
             break;
     }
 }
