@@ -207,9 +207,11 @@ PC__CLIMB_FN int pc__climb_block_count(const pc__climb_blocks *b, int dim)
 PC__CLIMB_FN void pc__climb_block_at(const pc__climb_blocks *b, int dim, int i, int *at)
 {
     for (int j = dim - 1; j >= 0; j--) {
-        int n = b->to[j] - b->from[j] + 1;
-        at[j] = b->from[j] + i % n;
-        i /= n;
+        /* n is 1, 2 or 3 (a block and its neighbours): constant divisors, which compile to a multiply
+         * and a shift rather than the GPU's ~20-instruction division */
+        int n = b->to[j] - b->from[j] + 1, q = n == 3 ? i / 3 : n == 2 ? i / 2 : i;
+        at[j] = b->from[j] + (i - q * n);
+        i = q;
     }
 }
 
@@ -265,25 +267,43 @@ PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const dou
     return 1;
 }
 
-/* Reference q's part of a step from xr (x in q's block's frame), added into a lane's sums where it is
- * within the cut-off: num (dim of them) the weighted offsets of the references from x, den the
- * weights. */
-PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const float *xr, size_t q, float *num, float *den)
+/* A reference's part of a step from xr (x in the reference's frame), mu its offsets and *weight its
+ * count, added into a lane's sums where it is within the cut-off: num (dim of them) the weighted
+ * offsets of the references from x, den the weights. */
+PC__CLIMB_FN void pc__climb_add_ref(int dim, const float *mu, const float *weight, const float *xr, float *num,
+                                    float *den)
 {
-    const float *mu = c->ref + q * (size_t)dim;
+#if defined(__CUDA_ARCH__)
+    float m[PC__CLIMB_MAX_DIM];
+    if (dim == 4) { /* one 16-byte load (the references are 16 bytes apart from a 256-byte aligned start) */
+        float4 v = __ldg(reinterpret_cast<const float4 *>(mu));
+        m[0] = v.x, m[1] = v.y, m[2] = v.z, m[3] = v.w;
+    } else {
+        for (int j = 0; j < dim; j++)
+            m[j] = mu[j];
+    }
+#else
+    const float *m = mu;
+#endif
     float e[PC__CLIMB_MAX_DIM];
-    e[0] = PC__CLF_SUB(mu[0], xr[0]);
+    e[0] = PC__CLF_SUB(m[0], xr[0]);
     float d2 = PC__CLF_MUL(e[0], e[0]);
     for (int j = 1; j < dim; j++) {
-        e[j] = PC__CLF_SUB(mu[j], xr[j]);
+        e[j] = PC__CLF_SUB(m[j], xr[j]);
         d2 = PC__CLF_FMA(e[j], e[j], d2);
     }
     if (d2 <= 9.0f) {
-        float w = PC__CLF_MUL(c->weight[q], pc__climb_exp(PC__CLF_MUL(d2, -0.5f)));
+        float w = PC__CLF_MUL(*weight, pc__climb_exp(PC__CLF_MUL(d2, -0.5f)));
         for (int j = 0; j < dim; j++)
             num[j] = PC__CLF_FMA(w, e[j], num[j]);
         *den = PC__CLF_ADD(*den, w);
     }
+}
+
+/* Reference q's part (pc__climb_add_ref). */
+PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const float *xr, size_t q, float *num, float *den)
+{
+    pc__climb_add_ref(dim, c->ref + q * (size_t)dim, c->weight + q, xr, num, den);
 }
 
 #if defined(__CUDA_ARCH__)
@@ -321,8 +341,14 @@ __device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, in
             float xr[PC__CLIMB_MAX_DIM];
             for (int j = 0; j < dim; j++)
                 xr[j] = __shfl_sync(group, mine[j], k, PC__CLIMB_LANES);
-            for (size_t q = from + (size_t)s; q < to; q += PC__CLIMB_LANES)
-                pc__climb_add(c, dim, xr, q, num, den);
+            /* the references s, s + 16, ... of the range, by pointers and a 32-bit count (64-bit
+             * index arithmetic was a tenth of the loop's instructions) */
+            const float *mu = c->ref + (from + (size_t)s) * (size_t)dim, *weight = c->weight + from + (size_t)s;
+            for (int i = s, n = (int)(to - from); i < n; i += PC__CLIMB_LANES) {
+                pc__climb_add_ref(dim, mu, weight, xr, num, den);
+                mu += PC__CLIMB_LANES * dim;
+                weight += PC__CLIMB_LANES;
+            }
         }
     }
 }
