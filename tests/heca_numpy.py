@@ -195,14 +195,16 @@ def heca_case(parclust, work, rng, dim, ms, shifts, errors):
             errors.append("%s: the partition at threshold %g differs from SciPy's fcluster" % (name, T))
 
 
-def ms_case(parclust, work, rng, dim, m, bandwidth, errors):
+def ms_case(parclust, work, rng, dim, m, bandwidth, errors, origin=0.0):
+    """origin: added to every value, saved as float64 (a float would hold 1e6 + x only to 0.06, the
+    climbs' offsets from their frames keep it to ~1e-7 h)."""
     n = int(rng.integers(1500, 3000))
     k = int(rng.integers(3, 6))
     centres = rng.uniform(-6, 6, size=(k, dim))
     X32 = (centres[rng.integers(0, k, n)] + rng.standard_normal((n, dim)) * 1.5).astype(np.float32)
-    X = X32.astype(np.float64)
+    X = X32.astype(np.float64) + origin
     data = os.path.join(work, "ms.npy")
-    np.save(data, X32)
+    np.save(data, X if origin else X32)
     plain, refined = os.path.join(work, "plain.npy"), os.path.join(work, "refined.npy")
     args = [parclust, "hca", data, "-m", str(m), "--clusters", str(k)]
     run(args + ["--labels", plain])
@@ -281,9 +283,10 @@ def main():
                             (3, [6, 8, 10], True), (2, [12], False)):
         heca_case(parclust, work, rng, dim, ms, shifts, errors)
         cases += 1
-    for dim, m, h in ((2, 10, None), (2, 14, 0.8), (3, 7, None), (2, 12, 0.0)):
-        b, c = ms_case(parclust, work, rng, dim, m, h, errors)
-        print("  hca-ms dim %d m %d: %d border points, %d changed" % (dim, m, b, c))
+    for dim, m, h, origin in ((2, 10, None, 0.0), (2, 14, 0.8, 0.0), (3, 7, None, 0.0), (2, 12, 0.0, 0.0),
+                              (2, 12, None, 1e6)):
+        b, c = ms_case(parclust, work, rng, dim, m, h, errors, origin)
+        print("  hca-ms dim %d m %d origin %g: %d border points, %d changed" % (dim, m, origin, b, c))
         cases += 1
     # the command line: bad lists are refused in one line with exit 2; -m auto prints the m it chose
     data = os.path.join(work, "ms.npy")
