@@ -677,12 +677,19 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
         r.climb.ref_dim = NULL;
         pc__climb_run(&r.climb, r.climb.dim, b);
         differ += memcmp(a, b, dim * sizeof *a) != 0;
+        /* and the baseline's lanes, whose multiply-adds are libm's fmaf rather than an instruction */
+        memcpy(b, starts + i * dim, dim * sizeof *b);
+        pc__cpu_path_force(PC__CPU_BASELINE);
+        pc__climb_run(&r.climb, r.climb.dim, b);
+        pc__cpu_path_force(path);
+        differ += memcmp(a, b, dim * sizeof *a) != 0;
     }
     r.climb.ref_dim = by_dim;
     CHECK(steps > 0);
     CHECK_MSG(out_of_order == 0, "%s: %zu walks whose blocks by number (the GPU's) differ from the walk's", what,
               out_of_order);
-    CHECK_MSG(differ == 0, "path %s, %s, search %d: %zu climbs end elsewhere than the lanes one by one's",
+    CHECK_MSG(differ == 0, "path %s, %s, search %d: %zu climbs end elsewhere than the lanes one by one's (this "
+              "path's or the baseline's)",
               pc__cpu_path_name(path), what, search, differ);
     pc__hca_reach_free(&r);
     free(cluster);

@@ -133,6 +133,14 @@ static void test_floats(uint64_t seed)
         char what[64];
         snprintf(what, sizeof what, "f32 blobs, %zu dims", dim);
         compare(&v, &p, 1e-5, what);
+        if (dim == 2) {
+            /* A bandwidth of 16 cells (frames of 48 cells, whose float offsets are
+             * the least precise), two shifts to keep the CPU's reference quick. */
+            hca_ms(&p, 100, 5);
+            p.refine_bandwidth = 16 * 10.0 / 100;
+            p.refine_max_iter = 2;
+            compare(&v, &p, 1e-5, "f32 blobs, m = 100, bandwidth 16 cells");
+        }
         if (dim == 3) {
             p.memory_budget = 64; /* the sparse grid */
             compare(&v, &p, 1e-5, "f32 blobs, sparse grid");
@@ -170,6 +178,9 @@ static void test_floats(uint64_t seed)
     pc_points v = pc_points_f64(p64, n, dim);
     hca_ms(&p, 16, 4);
     compare(&v, &p, 1e-5, "f64 blobs");
+    for (size_t i = 0; i < n * dim; i++) /* far from the origin: the climbs' frames keep the offsets */
+        p64[i] += 1e6;
+    compare(&v, &p, 1e-5, "f64 blobs at 1e6");
     free(pts);
     free(p64);
 }

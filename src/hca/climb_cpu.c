@@ -80,10 +80,11 @@ static inline __attribute__((always_inline)) int step_walk_next(const pc__hca_cl
 /* pc__climb_exp on 16 lanes: the same operations in the same order. */
 static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512 exp_lanes(__m512 a)
 {
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693145752f), a);
-    r = _mm512_fmadd_ps(k, _mm512_set1_ps(-1.42860677e-6f), r);
+    /* rounded in the current mode, as rintf is */
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(PC__CLIMB_LOG2E)),
+                                    _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-PC__CLIMB_LN2_HI), a);
+    r = _mm512_fmadd_ps(k, _mm512_set1_ps(-PC__CLIMB_LN2_LO), r);
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 5040), r, _mm512_set1_ps(1.0f / 720));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
@@ -231,11 +232,13 @@ static inline __attribute__((always_inline)) void sums_lanes(const pc__hca_climb
     *den = pc__climb_lanes_total(lane_den);
 }
 
+#if PC__HAVE_CPU_PATHS
 /* With FMA in the instruction set (AVX2's path), fmaf is one instruction rather than a call. */
 PC__TARGET_AVX2 static void sums_lanes_fma(const pc__hca_climb *c, const double *x, float *num, float *den)
 {
     sums_lanes(c, x, num, den);
 }
+#endif
 
 void pc__climb_sums_cpu(const pc__hca_climb *c, const double *x, float *num, float *den)
 {

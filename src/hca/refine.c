@@ -54,6 +54,12 @@ void pc__hca_reach_free(pc__hca_reach *r)
     r->climb.ref = r->climb.weight = r->climb.ref_dim = NULL;
 }
 
+/* Cell q's block coordinate in dimension j. */
+static int block_of(const pc__hca_grid *g, const pc__hca_climb *c, size_t q, size_t j)
+{
+    return (int)((g->key[q] / g->stride[j]) % (uint64_t)g->m) / c->span[j];
+}
+
 pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const double *mean,
                               const int32_t *cluster_of_cell, const pc_hca_params *params)
 {
@@ -89,7 +95,8 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
         return PC_OK;
     c->inv_h = 1.0 / c->h;
     double eps_h = c->eps / c->h; /* a step's shift is in h (refine_climb.h) */
-    c->eps2 = eps_h < 1e18 ? (float)(eps_h * eps_h) : INFINITY;
+    /* (never 0 for a positive eps: a climb whose shift is exactly 0 stops, as in doubles) */
+    c->eps2 = eps_h < 1e18 ? fmaxf((float)(eps_h * eps_h), eps_h > 0 ? 0x1p-149f : 0) : INFINITY;
     /* Blocks of span cells a side, at least 3 h wide; the references sorted by block (then cell). */
     uint64_t total = 1;
     for (size_t j = dim; j-- > 0;) {
@@ -114,18 +121,16 @@ pc_status pc__hca_reach_setup(pc__hca_reach *r, const pc__hca_grid *g, const dou
     for (size_t q = 0; q < cells; q++) {
         uint64_t key = 0;
         for (size_t j = 0; j < dim; j++)
-            key += (uint64_t)((int)((g->key[q] / g->stride[j]) % (uint64_t)g->m) / c->span[j]) * c->block_stride[j];
+            key += (uint64_t)block_of(g, c, q, j) * c->block_stride[j];
         k[q].key = key;
         k[q].cell = (int32_t)q;
     }
     qsort(k, cells, sizeof *k, by_block);
     for (size_t q = 0; q < cells; q++) {
         block_key[q] = k[q].key;
-        uint64_t cell_key = g->key[k[q].cell];
-        for (size_t j = 0; j < dim; j++) {
-            int at = (int)((cell_key / g->stride[j]) % (uint64_t)g->m) / c->span[j];
-            ref[q * dim + j] = pc__climb_offset(c, (int)j, at, mean[(size_t)k[q].cell * dim + j]);
-        }
+        for (size_t j = 0; j < dim; j++)
+            ref[q * dim + j] = pc__climb_offset(c, (int)j, block_of(g, c, (size_t)k[q].cell, j),
+                                                mean[(size_t)k[q].cell * dim + j]);
         weight[q] = (float)g->density[k[q].cell];
     }
     c->refs = cells;

@@ -1,12 +1,19 @@
 /* HCA-MS's climb (ALGORITHMS.md section 3b), one text for the CPU (refine.c, climb_cpu.c) and the GPU
- * (cuda_refine.cu): both backends run these very operations in this very order, each rounded once (no
- * fused multiply-add: the C files are ISO C, where gcc does not contract, climb_cpu.c's AVX-512 lanes
- * spell every operation, and the device spells every operation with its _rn intrinsic), and exp is this
- * file's own polynomial rather than the two libraries' exp, which may differ in the last bit. A climb
- * from the same start therefore ends at the same position on both, and the labels are identical, not
- * merely close. */
+ * (cuda_refine.cu): both backends run these very operations in this very order, each rounded once (the
+ * multiply-adds this file means are spelled as such, fmaf / PC__CLF_FMA, and nothing else is
+ * contracted: the C files are ISO C, where gcc does not contract, clang is told so below, climb_cpu.c's
+ * AVX-512 lanes spell every operation, and the device spells every operation with its _rn intrinsic),
+ * and exp is this file's own polynomial rather than the two libraries' exp, which may differ in the
+ * last bit. A climb from the same start therefore ends at the same position on both, and the labels
+ * are identical, not merely close, as long as the host keeps IEEE round-to-nearest without flushing
+ * subnormals (a program that changes the rounding mode, or links -ffast-math's start-up code, may see
+ * the CPU's climbs end elsewhere than the GPU's; the CPU's paths still agree with each other). */
 #ifndef PC_HCA_REFINE_CLIMB_H
 #define PC_HCA_REFINE_CLIMB_H
+
+#if defined(__clang__) && !defined(__CUDACC__)
+#pragma STDC FP_CONTRACT OFF /* clang contracts a * b + c by default, even in ISO C */
+#endif
 
 #include <math.h>
 #include <stddef.h>
@@ -120,14 +127,18 @@ PC__CLIMB_FN float pc__climb_offset(const pc__hca_climb *c, int j, int at, doubl
     return PC__CL_FLOAT(PC__CL_MUL(PC__CL_SUB(v, corner), c->inv_h));
 }
 
-/* e^a for a in [-4.5, 0] (the Gaussian within the 3 h cut-off) in floats, to a few units of the last
- * place: a = k ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), the degree-7 Taylor polynomial in r
- * (its remainder below 6e-9) by Horner's rule in multiply-adds, times 2^k from its bits (k in [-7, 0]). */
+/* e^a for a in [-4.5, 0] (the Gaussian within the 3 h cut-off) in floats, to within an ulp: a = k ln 2 +
+ * r with |r| <= ln 2 / 2 (ln 2 in two parts), the degree-7 Taylor polynomial in r (its remainder below
+ * 6e-9) by Horner's rule in multiply-adds, times 2^k from its bits (k in [-6, 0]). The constants are
+ * climb_cpu.c's AVX-512 lanes' too. */
+#define PC__CLIMB_LOG2E 1.44269504f
+#define PC__CLIMB_LN2_HI 0.693145752f /* ln 2 = HI + LO */
+#define PC__CLIMB_LN2_LO 1.42860677e-6f
 PC__CLIMB_FN float pc__climb_exp(float a)
 {
-    float k = rintf(PC__CLF_MUL(a, 1.44269504f));
-    float r = PC__CLF_FMA(k, -0.693145752f, a);
-    r = PC__CLF_FMA(k, -1.42860677e-6f, r);
+    float k = rintf(PC__CLF_MUL(a, PC__CLIMB_LOG2E));
+    float r = PC__CLF_FMA(k, -PC__CLIMB_LN2_HI, a);
+    r = PC__CLF_FMA(k, -PC__CLIMB_LN2_LO, r);
     float p = PC__CLF_FMA(1.0f / 5040, r, 1.0f / 720);
     p = PC__CLF_FMA(p, r, 1.0f / 120);
     p = PC__CLF_FMA(p, r, 1.0f / 24);
@@ -216,13 +227,15 @@ PC__CLIMB_FN void pc__climb_block_at(const pc__climb_blocks *b, int dim, int i, 
 }
 
 /* The square of v's distance in dimension j from the block at coordinate `at`, a hair short (pc__climb_
- * block_range's note). */
+ * block_range's note), each operation rounded once on both backends (the device would fuse some), so
+ * that both skip the same blocks. */
 PC__CLIMB_FN double pc__climb_gap2(const pc__hca_climb *c, int j, int at, double v)
 {
-    double w = c->width[j] * c->span[j], left = c->lo[j] + at * w, right = left + w;
-    double gap = v < left ? left - v : v > right ? v - right : 0;
-    gap = gap - 1e-4 * c->width[j];
-    return gap > 0 ? gap * gap : 0;
+    double w = PC__CL_MUL(c->width[j], (double)c->span[j]), left = PC__CL_ADD(c->lo[j], PC__CL_MUL((double)at, w));
+    double right = PC__CL_ADD(left, w);
+    double gap = v < left ? PC__CL_SUB(left, v) : v > right ? PC__CL_SUB(v, right) : 0;
+    gap = PC__CL_SUB(gap, PC__CL_MUL(1e-5, w));
+    return gap > 0 ? PC__CL_MUL(gap, gap) : 0;
 }
 
 /* The references [*lo, *end) of the block at coordinates at (empty where it lies wholly beyond the
@@ -233,13 +246,12 @@ PC__CLIMB_FN void pc__climb_block_range(const pc__hca_climb *c, int dim, const d
     uint64_t k = 0;
     for (int j = 0; j < dim; j++)
         k += (uint64_t)at[j] * c->block_stride[j];
-    /* A block wholly beyond the cut-off adds nothing: skipped. The gaps are taken 1e-4 of a cell
-     * narrower than the block's, so that no reference the float test of pc__climb_add would keep
-     * (whose offsets are rounded to ~1e-7 h) is ever skipped; skipping changes no sum, so the CPU and
-     * the GPU stay equal whatever each skips. */
+    /* A block wholly beyond the cut-off adds nothing: skipped. The gaps are taken 1e-5 of the block's
+     * width short, so that no reference the float test of pc__climb_add would keep is ever skipped: an
+     * offset from the frame is rounded to ~1e-7 of the frame's width or of h, whichever is more. */
     double gap2 = 0;
     for (int j = 0; j < dim; j++)
-        gap2 += pc__climb_gap2(c, j, at[j], x[j]);
+        gap2 = PC__CL_ADD(gap2, pc__climb_gap2(c, j, at[j], x[j]));
     if (gap2 > c->cutoff2) {
         *lo = *end = 0;
         return;
@@ -341,14 +353,11 @@ __device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, in
             float xr[PC__CLIMB_MAX_DIM];
             for (int j = 0; j < dim; j++)
                 xr[j] = __shfl_sync(group, mine[j], k, PC__CLIMB_LANES);
-            /* the references s, s + 16, ... of the range, by pointers and a 32-bit count (64-bit
-             * index arithmetic was a tenth of the loop's instructions) */
-            const float *mu = c->ref + (from + (size_t)s) * (size_t)dim, *weight = c->weight + from + (size_t)s;
-            for (int i = s, n = (int)(to - from); i < n; i += PC__CLIMB_LANES) {
-                pc__climb_add_ref(dim, mu, weight, xr, num, den);
-                mu += PC__CLIMB_LANES * dim;
-                weight += PC__CLIMB_LANES;
-            }
+            /* the references s, s + 16, ... of the range, by a 32-bit count from the range's start
+             * (64-bit index arithmetic was a tenth of the loop's instructions) */
+            const float *mu = c->ref + from * (size_t)dim, *weight = c->weight + from;
+            for (int i = s, n = (int)(to - from); i < n; i += PC__CLIMB_LANES)
+                pc__climb_add_ref(dim, mu + i * dim, weight + i, xr, num, den);
         }
     }
 }
