@@ -353,11 +353,21 @@ __device__ static __forceinline__ void pc__climb_lane(const pc__hca_climb *c, in
             float xr[PC__CLIMB_MAX_DIM];
             for (int j = 0; j < dim; j++)
                 xr[j] = __shfl_sync(group, mine[j], k, PC__CLIMB_LANES);
-            /* the references s, s + 16, ... of the range, by a 32-bit count from the range's start
-             * (64-bit index arithmetic was a tenth of the loop's instructions) */
-            const float *mu = c->ref + from * (size_t)dim, *weight = c->weight + from;
-            for (int i = s, n = (int)(to - from); i < n; i += PC__CLIMB_LANES)
-                pc__climb_add_ref(dim, mu + i * dim, weight + i, xr, num, den);
+            /* the references s, s + 16, ... of the range, by pointers stepped (no pointer past the
+             * range's end is formed) and a 32-bit count: 64-bit index arithmetic was a tenth of the
+             * loop's instructions, and an index times dim a step 8% of the 4-band climbs' time */
+            int n = (int)(to - from);
+            if (s < n) {
+                const float *mu = c->ref + (from + (size_t)s) * dim, *weight = c->weight + from + s;
+                for (int i = s;;) {
+                    pc__climb_add_ref(dim, mu, weight, xr, num, den);
+                    i += PC__CLIMB_LANES;
+                    if (i >= n)
+                        break;
+                    mu += PC__CLIMB_LANES * dim;
+                    weight += PC__CLIMB_LANES;
+                }
+            }
         }
     }
 }
