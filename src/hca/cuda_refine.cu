@@ -20,9 +20,9 @@
 namespace {
 
 constexpr int THREADS = 256;
-// The climb kernel's blocks an SM (its registers' bound: 64; up to 3 dimensions no spill, 4 a few bytes,
-// 8 some 400). 3 blocks (80 registers, no spill for 4) were 2% slower on both images (H200, alternated,
-// RESULTS.md session 22).
+// The climb kernel's blocks an SM (its registers' bound: 64). 3 blocks (80 registers) were 2% slower on
+// both images in doubles (H200, alternated, RESULTS.md session 22), and 7% slower on 4 bands in floats,
+// though 4 blocks spill some (session 27).
 constexpr int CLIMB_BLOCKS = 4;
 
 __device__ __forceinline__ double row_value(const unsigned char *row, pc_dtype t, int j)
