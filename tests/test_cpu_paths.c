@@ -620,26 +620,31 @@ static void test_hca_path(pc__cpu_path_id path, uint64_t seed)
     free(img);
 }
 
-/* The blocks a climb's step walks (pc__climb_block_next, the CPU's) against the same blocks taken by
- * number (pc__climb_block_at, the GPU's, whose threads each find some blocks' ranges): the numbers of
- * blocks, then their coordinates in order, differing; the GPU's lanes add in the CPU's order only if
- * this is 0. */
-static size_t blocks_out_of_order(const pc__hca_climb *c, const double *x)
+/* The blocks a climb's step walks on the CPU (pc__climb_walk) against the same blocks taken by number
+ * (pc__climb_block_at and pc__climb_block_range, the GPU's, whose threads each find some blocks'
+ * ranges), the empty ones left out: the ranges that differ (their references or x's frame), or are in
+ * one and not the other. The GPU's lanes add in the CPU's order only if this is 0. */
+static size_t walks_differ(const pc__hca_climb *c, const double *x)
 {
     int dim = c->dim;
-    pc__climb_blocks walk, numbered;
-    pc__climb_blocks_begin(c, dim, x, &walk);
-    numbered = walk;
-    int count = pc__climb_block_count(&numbered, dim), i = 0;
-    size_t differ = 0, lo, end;
-    float xr[PC__CLIMB_MAX_DIM] = {0};
-    for (; !walk.done; i++) {
+    pc__climb_walk walk;
+    pc__climb_walk_begin(c, dim, x, &walk);
+    pc__climb_blocks numbered;
+    pc__climb_blocks_begin(c, dim, x, &numbered);
+    int count = pc__climb_block_count(&numbered, dim);
+    size_t differ = 0, lo, end, by_lo, by_end;
+    float xr[PC__CLIMB_MAX_DIM] = {0}, by_xr[PC__CLIMB_MAX_DIM] = {0};
+    for (int i = 0; i < count; i++) {
         int at[PC__CLIMB_MAX_DIM];
         pc__climb_block_at(&numbered, dim, i, at);
-        differ += memcmp(at, walk.at, (size_t)dim * sizeof *at) != 0;
-        pc__climb_block_next(c, dim, x, &walk, &lo, &end, xr);
+        pc__climb_block_range(c, dim, x, at, &by_lo, &by_end, by_xr);
+        if (by_lo == by_end)
+            continue;
+        if (!pc__climb_walk_next(c, dim, &walk, &lo, &end, xr))
+            return differ + 1;
+        differ += lo != by_lo || end != by_end || memcmp(xr, by_xr, (size_t)dim * sizeof *xr) != 0;
     }
-    return differ + (i != count);
+    return differ + (size_t)pc__climb_walk_next(c, dim, &walk, &lo, &end, xr);
 }
 
 /* HCA-MS's climbs (refine_climb.h) from starts (count x dim) over a grid's cell means, on this path
@@ -670,7 +675,7 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
         float next[PC__HCA_MAX_DIM];
         memcpy(a, starts + i * dim, dim * sizeof *a);
         memcpy(b, a, dim * sizeof *b);
-        out_of_order += blocks_out_of_order(&r.climb, a);
+        out_of_order += walks_differ(&r.climb, a);
         r.climb.ref_dim = by_dim;
         pc__climb_run(&r.climb, r.climb.dim, a);
         steps += (size_t)pc__climb_shift(&r.climb, r.climb.dim, b, next);
@@ -686,7 +691,7 @@ static void compare_climbs(const pc__hca_grid *g, const double *mean, const doub
     }
     r.climb.ref_dim = by_dim;
     CHECK(steps > 0);
-    CHECK_MSG(out_of_order == 0, "%s: %zu walks whose blocks by number (the GPU's) differ from the walk's", what,
+    CHECK_MSG(out_of_order == 0, "%s: %zu walks whose ranges by number (the GPU's) differ from the CPU walk's", what,
               out_of_order);
     CHECK_MSG(differ == 0, "path %s, %s, search %d: %zu climbs end elsewhere than the lanes one by one's (this "
               "path's or the baseline's)",

@@ -15,68 +15,6 @@
 #if PC__HAVE_CPU_PATHS
 #include <immintrin.h>
 
-/* The AVX-512 lanes' walk over a step's blocks: pc__climb_block_next's blocks in its order, but each
- * dimension's gaps, frames and key parts worked out once a step for its (at most 3) blocks rather than
- * once a block, and the blocks beyond the cut-off or empty passed over. Its gaps and frames are
- * pc__climb_gap2's and pc__climb_offset's, so the sums are the shared walk's (test_cpu_paths compares
- * the two); the walk was a third of a 4-band step's time block by block. */
-typedef struct {
-    int n[PC__CLIMB_MAX_DIM], i[PC__CLIMB_MAX_DIM], done;
-    double gap2[PC__CLIMB_MAX_DIM][3];
-    float xr[PC__CLIMB_MAX_DIM][3];
-    uint64_t key[PC__CLIMB_MAX_DIM][3];
-} step_walk;
-
-static inline __attribute__((always_inline)) void step_walk_begin(const pc__hca_climb *c, int dim, const double *x,
-                                                                  step_walk *w)
-{
-    pc__climb_blocks b;
-    pc__climb_blocks_begin(c, dim, x, &b);
-    for (int j = 0; j < dim; j++) {
-        w->n[j] = b.to[j] - b.from[j] + 1;
-        w->i[j] = 0;
-        for (int i = 0; i < w->n[j]; i++) {
-            int at = b.from[j] + i;
-            w->gap2[j][i] = pc__climb_gap2(c, j, at, x[j]);
-            w->xr[j][i] = pc__climb_offset(c, j, at, x[j]);
-            w->key[j][i] = (uint64_t)at * c->block_stride[j];
-        }
-    }
-    w->done = 0;
-}
-
-/* The next block within the cut-off that holds references: [*lo, *end), x in its frame (xr); 0 when
- * there are no more. */
-static inline __attribute__((always_inline)) int step_walk_next(const pc__hca_climb *c, int dim, step_walk *w,
-                                                                size_t *lo, size_t *end, float *xr)
-{
-    while (!w->done) {
-        double gap2 = 0;
-        uint64_t k = 0;
-        for (int j = 0; j < dim; j++) {
-            gap2 += w->gap2[j][w->i[j]];
-            k += w->key[j][w->i[j]];
-        }
-        int near = !(gap2 > c->cutoff2);
-        if (near)
-            for (int j = 0; j < dim; j++)
-                xr[j] = w->xr[j][w->i[j]];
-        int carry = 1;
-        for (int j = dim - 1; j >= 0; j--)
-            if (carry) {
-                carry = w->i[j] + 1 >= w->n[j];
-                w->i[j] = carry ? 0 : w->i[j] + 1;
-            }
-        w->done = carry;
-        if (near) {
-            pc__climb_block_refs(c, k, lo, end);
-            if (*lo < *end)
-                return 1;
-        }
-    }
-    return 0;
-}
-
 /* pc__climb_exp on 16 lanes: the same operations in the same order. */
 static inline __attribute__((target("arch=x86-64-v4"), always_inline)) __m512 exp_lanes(__m512 a)
 {
@@ -132,10 +70,10 @@ sums_avx512_3or4(const pc__hca_climb *c, int dim, const double *x, float *num, f
 {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, accw = a0;
     float xr[4] = {0};
-    step_walk walk;
-    step_walk_begin(c, dim, x, &walk);
+    pc__climb_walk walk;
+    pc__climb_walk_begin(c, dim, x, &walk);
     size_t lo, end;
-    while (step_walk_next(c, dim, &walk, &lo, &end, xr)) {
+    while (pc__climb_walk_next(c, dim, &walk, &lo, &end, xr)) {
         __m512 x0 = _mm512_set1_ps(xr[0]), x1 = _mm512_set1_ps(xr[1]), x2 = _mm512_set1_ps(xr[2]),
                x3 = _mm512_set1_ps(xr[3]);
         for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
@@ -174,10 +112,10 @@ __attribute__((target("arch=x86-64-v4"))) static void sums_avx512_any(const pc__
     for (int j = 0; j < dim; j++)
         acc[j] = _mm512_setzero_ps();
     float xr[PC__CLIMB_MAX_DIM] = {0};
-    step_walk walk;
-    step_walk_begin(c, dim, x, &walk);
+    pc__climb_walk walk;
+    pc__climb_walk_begin(c, dim, x, &walk);
     size_t lo, end;
-    while (step_walk_next(c, dim, &walk, &lo, &end, xr))
+    while (pc__climb_walk_next(c, dim, &walk, &lo, &end, xr))
         for (size_t q = lo; q < end; q += PC__CLIMB_LANES) {
             __mmask16 live = live_lanes(q, end), in;
             __m512 d2 = _mm512_setzero_ps();
@@ -209,18 +147,18 @@ __attribute__((target("arch=x86-64-v4"))) static void sums_avx512(const pc__hca_
 }
 #endif
 
-/* The lanes one after another, the blocks walked once: reference q of a block [lo, end) goes to lane
+/* The lanes one after another, the blocks walked once (the AVX-512 step's walk): reference q of a block [lo, end) goes to lane
  * (q - lo) % 16, each lane adding its references in order (refine_climb.h's PC__CLIMB_LANES). */
 static inline __attribute__((always_inline)) void sums_lanes(const pc__hca_climb *c, const double *x, float *num,
                                                              float *den)
 {
     int dim = c->dim;
     float lane_num[PC__CLIMB_LANES][PC__CLIMB_MAX_DIM] = {{0}}, lane_den[PC__CLIMB_LANES] = {0};
-    pc__climb_blocks b;
-    pc__climb_blocks_begin(c, dim, x, &b);
+    pc__climb_walk walk;
+    pc__climb_walk_begin(c, dim, x, &walk);
     size_t lo, end;
     float xr[PC__CLIMB_MAX_DIM] = {0};
-    while (pc__climb_block_next(c, dim, x, &b, &lo, &end, xr))
+    while (pc__climb_walk_next(c, dim, &walk, &lo, &end, xr))
         for (size_t q = lo; q < end; q++)
             pc__climb_add(c, dim, xr, q, lane_num[(q - lo) % PC__CLIMB_LANES], &lane_den[(q - lo) % PC__CLIMB_LANES]);
     for (int j = 0; j < dim; j++) {

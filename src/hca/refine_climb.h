@@ -156,15 +156,14 @@ PC__CLIMB_FN float pc__climb_exp(float a)
     return PC__CLF_MUL(p, two_k);
 }
 
-/* The blocks around x's own (pc__climb_blocks_begin), one after another (pc__climb_block_next, the
- * CPU's walk; the GPU's takes them by number, pc__climb_block_at): each block's references are [*lo,
- * *end) (a block beyond the cut-off comes back empty) and xr is x in the block's frame
- * (pc__climb_offset); 0 when there are no more. dim is c->dim, an argument so that a caller can give
- * it as a constant (the GPU's kernel, the CPU's AVX-512 step for 3 and 4 bands): the loops then unroll
- * and x, the sums and the walk stay in registers. */
+/* The blocks around x's own (pc__climb_blocks_begin: from[j] .. to[j] in each dimension), numbered
+ * with the last dimension fastest: the GPU takes them by number (pc__climb_block_at, pc__climb_block_
+ * range), the CPU one after another (pc__climb_walk). A block's references are summed from x in the
+ * block's frame (pc__climb_offset). dim is c->dim, an argument so that a caller can give it as a
+ * constant (the GPU's kernel, the CPU's AVX-512 step for 3 and 4 bands): the loops then unroll and x,
+ * the sums and the walk stay in registers. */
 typedef struct {
-    int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM], at[PC__CLIMB_MAX_DIM];
-    int done;
+    int from[PC__CLIMB_MAX_DIM], to[PC__CLIMB_MAX_DIM];
 } pc__climb_blocks;
 
 PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b)
@@ -173,9 +172,7 @@ PC__CLIMB_FN void pc__climb_blocks_begin(const pc__hca_climb *c, int dim, const 
         int k = pc__climb_coordinate(x[j], c->lo[j], c->hi[j], c->m) / c->span[j];
         b->from[j] = k > 0 ? k - 1 : 0;
         b->to[j] = k + 1 < c->blocks[j] ? k + 1 : c->blocks[j] - 1;
-        b->at[j] = b->from[j];
     }
-    b->done = 0;
 }
 
 /* The first reference from `from` on whose block key is at least k (a binary search over block_key). */
@@ -204,7 +201,7 @@ PC__CLIMB_FN void pc__climb_block_refs(const pc__hca_climb *c, uint64_t k, size_
     }
 }
 
-/* How many blocks pc__climb_block_next walks from b's start. */
+/* How many blocks there are around x. */
 PC__CLIMB_FN int pc__climb_block_count(const pc__climb_blocks *b, int dim)
 {
     int count = 1;
@@ -213,8 +210,8 @@ PC__CLIMB_FN int pc__climb_block_count(const pc__climb_blocks *b, int dim)
     return count;
 }
 
-/* The coordinates of block i of that walk (0 <= i < pc__climb_block_count): its number in mixed radix,
- * the last dimension fastest, as pc__climb_block_next's carry counts. */
+/* The coordinates of block i (0 <= i < pc__climb_block_count): its number in mixed radix, the last
+ * dimension fastest. */
 PC__CLIMB_FN void pc__climb_block_at(const pc__climb_blocks *b, int dim, int i, int *at)
 {
     for (int j = dim - 1; j >= 0; j--) {
@@ -261,23 +258,68 @@ PC__CLIMB_FN void pc__climb_block_range(const pc__hca_climb *c, int dim, const d
         xr[j] = pc__climb_offset(c, j, at[j], x[j]);
 }
 
-PC__CLIMB_FN int pc__climb_block_next(const pc__hca_climb *c, int dim, const double *x, pc__climb_blocks *b,
-                                      size_t *lo, size_t *end, float *xr)
+#if !defined(__CUDA_ARCH__)
+/* The CPU's walk over a step's blocks: pc__climb_block_range's ranges for blocks 0, 1, ... of
+ * pc__climb_block_at's numbering, those beyond the cut-off or empty passed over, but each dimension's
+ * gaps, frames and key parts worked out once a step for its (at most 3) blocks rather than once a
+ * block (block by block, the walk took a third of a 4-band step's AVX-512 time). The gaps are summed in
+ * pc__climb_block_range's order, so the two skip the same blocks (test_cpu_paths compares them). */
+typedef struct {
+    int n[PC__CLIMB_MAX_DIM], i[PC__CLIMB_MAX_DIM], done;
+    double gap2[PC__CLIMB_MAX_DIM][3];
+    float xr[PC__CLIMB_MAX_DIM][3];
+    uint64_t key[PC__CLIMB_MAX_DIM][3];
+} pc__climb_walk;
+
+PC__CLIMB_FN void pc__climb_walk_begin(const pc__hca_climb *c, int dim, const double *x, pc__climb_walk *w)
 {
-    if (b->done)
-        return 0;
-    pc__climb_block_range(c, dim, x, b->at, lo, end, xr);
-    /* The next block, the last dimension fastest (no early exit, so that a constant dim unrolls it;
-     * pc__climb_block_at numbers the blocks in this order). */
-    int carry = 1;
-    for (int j = dim - 1; j >= 0; j--)
-        if (carry) {
-            carry = b->at[j] >= b->to[j];
-            b->at[j] = carry ? b->from[j] : b->at[j] + 1;
+    pc__climb_blocks b;
+    pc__climb_blocks_begin(c, dim, x, &b);
+    for (int j = 0; j < dim; j++) {
+        w->n[j] = b.to[j] - b.from[j] + 1;
+        w->i[j] = 0;
+        for (int i = 0; i < w->n[j]; i++) {
+            int at = b.from[j] + i;
+            w->gap2[j][i] = pc__climb_gap2(c, j, at, x[j]);
+            w->xr[j][i] = pc__climb_offset(c, j, at, x[j]);
+            w->key[j][i] = (uint64_t)at * c->block_stride[j];
         }
-    b->done = carry;
-    return 1;
+    }
+    w->done = 0;
 }
+
+/* The next block within the cut-off that holds references: [*lo, *end), x in its frame (xr); 0 when
+ * there are no more. */
+PC__CLIMB_FN int pc__climb_walk_next(const pc__hca_climb *c, int dim, pc__climb_walk *w, size_t *lo, size_t *end,
+                                     float *xr)
+{
+    while (!w->done) {
+        double gap2 = 0;
+        uint64_t k = 0;
+        for (int j = 0; j < dim; j++) {
+            gap2 = PC__CL_ADD(gap2, w->gap2[j][w->i[j]]);
+            k += w->key[j][w->i[j]];
+        }
+        int near = !(gap2 > c->cutoff2);
+        if (near)
+            for (int j = 0; j < dim; j++)
+                xr[j] = w->xr[j][w->i[j]];
+        int carry = 1; /* the next block, the last dimension fastest (no early exit: dim may unroll) */
+        for (int j = dim - 1; j >= 0; j--)
+            if (carry) {
+                carry = w->i[j] + 1 >= w->n[j];
+                w->i[j] = carry ? 0 : w->i[j] + 1;
+            }
+        w->done = carry;
+        if (near) {
+            pc__climb_block_refs(c, k, lo, end);
+            if (*lo < *end)
+                return 1;
+        }
+    }
+    return 0;
+}
+#endif
 
 /* A reference's part of a step from xr (x in the reference's frame), mu its offsets and *weight its
  * count, added into a lane's sums where it is within the cut-off: num (dim of them) the weighted
@@ -320,7 +362,7 @@ PC__CLIMB_FN void pc__climb_add(const pc__hca_climb *c, int dim, const float *xr
 
 #if defined(__CUDA_ARCH__)
 /* Lane s of a step from x on the GPU (thread s of the climb's group of 16): the sums over the
- * references at positions s, s + 16, ... of each block, the blocks in pc__climb_block_next's order. The
+ * references at positions s, s + 16, ... of each block, the blocks in pc__climb_block_at's order. The
  * group shares the walk: thread s finds the range of blocks s, s + 16, ... (the last dimension
  * fastest) and x in their frames, and every thread takes each block's from its finder by shuffles, so
  * that a block's gap and start are worked out once, not by each of the 16. */
