@@ -882,6 +882,42 @@ static void test_u8_affine(uint64_t seed)
     (void)held;
 }
 
+/* The integer types' tables by runs (pc__hca_coordinate_table: each coordinate's last value found by
+ * bisection) against the rule a value at a time, on boxes inside, across and outside the 65,536 values,
+ * empty and fractional ones, and m from 2 to 65,536. */
+static void test_coordinate_tables(uint64_t seed)
+{
+    static uint16_t table[65536];
+    const double boxes[][2] = {{0, 255}, {101, 255}, {0, 65535}, {3.25, 250.5}, {-1000, 70000}, {70000, 80000},
+                               {-5, -1}, {7, 7}, {9, 2}, {100, 100.001}, {0.1, 0.3}};
+    const int ms[] = {2, 3, 7, 32, 77, 255, 256, 1000, 65535, 65536};
+    uint64_t s = seed | 1;
+    size_t wrong = 0, tables = 0;
+    for (size_t b = 0; b < sizeof boxes / sizeof *boxes + 200; b++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        double lo, hi;
+        int m;
+        if (b < sizeof boxes / sizeof *boxes) {
+            lo = boxes[b][0];
+            hi = boxes[b][1];
+            m = ms[b % (sizeof ms / sizeof *ms)];
+        } else { /* random boxes over the uint16 range, whole or fractional */
+            lo = (double)(s % 65536) - 1000 + (b % 2 ? 0.37 : 0);
+            hi = lo + (double)((s >> 20) % 70000) / (b % 3 ? 1 : 97);
+            m = 2 + (int)((s >> 40) % (b % 4 ? 126 : 65535));
+        }
+        for (size_t values = 256; values <= 65536; values *= 256) {
+            pc__hca_coordinate_table(lo, hi, m, values, table);
+            for (size_t v = 0; v < values; v++)
+                wrong += table[v] != pc__hca_cell_coordinate((double)v, lo, hi, m);
+            tables++;
+        }
+    }
+    CHECK_MSG(wrong == 0, "%zu table entries of %zu tables differ from the rule", wrong, tables);
+}
+
 /* k-means' nearest centre of every point by its definition: f_j = |c_j|^2 (as pc__km_centres holds it)
  * then one fmaf of -2 x_d and c_jd a dimension in order; the lowest, ties to the lower index; and the
  * lowest over the other centres. */
@@ -1028,6 +1064,7 @@ int main(void)
         test_kmeans_path(got, seed);
     }
     test_u8_affine(seed);
+    test_coordinate_tables(seed);
     if (pc__cpu_path_force(PC__CPU_AVX512) == PC__CPU_AVX512) {
         test_meanshift_expanded(seed);
         if (pc__cpu_has_vbmi()) {

@@ -7,7 +7,7 @@
  * never counted, a held block (a copy on the GPU, or the caller's rows in GPU memory with the labels
  * written there), and refusals (non-finite values, a card too small). Exits 77 (skipped) without a
  * CUDA device. PC_CUDA_TEST_QUICK (for compute-sanitizer) leaves out the large blocks and the 2.5e9
- * points, and takes dimension 2 only. */
+ * points, and takes dimension 2 only. The finish's component graph is made on the GPU and on the host. */
 #include "check.h"
 #include "parclust.h"
 #include "test_util.h"
@@ -23,8 +23,12 @@
  * device counts go to the host at least every `rows` points, and blocks go through in pieces of at most
  * `rows` rows. */
 pc_status pc__hca_stream_fold_every(pc_hca_stream *stream, uint64_t rows);
+/* ... and the finish's component graph on the GPU from `probes` neighbour probes up (0: always,
+ * UINT64_MAX: never). */
+void pc__hca_stream_graph_on_gpu_from(pc_hca_stream *stream, uint64_t probes);
 
 static int quick;
+static uint64_t graph_from = 1; /* make()'s streams: 1 leaves the stream's own threshold */
 
 static pc_backend cpu_backend(void)
 {
@@ -48,6 +52,8 @@ static pc_hca_stream *make(const pc_hca_params *base, pc_backend backend, size_t
     CHECK_STATUS(pc_hca_stream_create(&p, dim, &s), PC_OK);
     if (s && fold_every)
         CHECK_STATUS(pc__hca_stream_fold_every(s, fold_every), PC_OK);
+    if (s && graph_from != 1)
+        pc__hca_stream_graph_on_gpu_from(s, graph_from);
     return s;
 }
 
@@ -162,12 +168,17 @@ static void same_as_pc_hca(uint64_t seed)
                 int32_t *labels = malloc(n * sizeof *labels);
                 double *sums = malloc(64 * (dim + 1) * sizeof *sums);
                 int exact = types[ti] == PC_U8 || types[ti] == PC_U16;
-                for (int folds = 0; folds < 2; folds++) {
-                    char what[96];
-                    snprintf(what, sizeof what, "%s dim %zu %s, %zu blocks%s", names[ti], dim,
-                             sparse ? "sparse" : "dense", blocks, folds ? ", pieces of 997 and folds" : "");
+                /* The finish's graph on the GPU, then on the host (each way with and without folds). */
+                for (int way = 0; way < 4; way++) {
+                    int folds = way & 1;
+                    char what[112];
+                    snprintf(what, sizeof what, "%s dim %zu %s, %zu blocks%s, graph on the %s", names[ti], dim,
+                             sparse ? "sparse" : "dense", blocks, folds ? ", pieces of 997 and folds" : "",
+                             way < 2 ? "GPU" : "host");
+                    graph_from = way < 2 ? 0 : UINT64_MAX;
                     pc_result *str =
                         stream_all(&p, PC_BACKEND_CUDA, folds ? 997 : 0, &all, start, order, blocks, labels, sums);
+                    graph_from = 1;
                     compare(what, mem, str, labels, sums, n, dim, exact, PC_BACKEND_CUDA);
                     pc_result_free(str);
                 }
@@ -335,7 +346,8 @@ static void large_blocks(uint64_t seed)
 
 /* The same 2^24-row block counted 150 times: 2.5e9 points, 2.36e9 of them in one cell. The device's
  * int32 counters are folded into the host's int64 histogram before the 128th block (its own rule, no
- * hook): the histogram is 150 times one block's, and the result is that of a CPU stream given it. */
+ * hook): the histogram is 150 times one block's, and the result is that of a CPU stream given it (the
+ * finish's graph asked of the GPU, which leaves counts past int32 to the host). */
 static void past_int32(void)
 {
     size_t n = (size_t)1 << 24, times = 150;
@@ -348,8 +360,10 @@ static void past_int32(void)
     p.m = 32;
     p.clusters = 2;
     double lo = 0, hi = 255;
-    pc_hca_stream *one = make(&p, cpu_backend(), 1, 0), *gpu = make(&p, PC_BACKEND_CUDA, 1, 0),
-                  *cpu = make(&p, cpu_backend(), 1, 0);
+    pc_hca_stream *one = make(&p, cpu_backend(), 1, 0), *cpu = make(&p, cpu_backend(), 1, 0);
+    graph_from = 0; /* the finish tries the GPU's graph, whose int32 densities leave it to the host */
+    pc_hca_stream *gpu = make(&p, PC_BACKEND_CUDA, 1, 0);
+    graph_from = 1;
     if (!one || !gpu || !cpu)
         return;
     CHECK_STATUS(pc_hca_stream_set_box(one, &lo, &hi), PC_OK);

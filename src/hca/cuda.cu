@@ -359,8 +359,7 @@ pc_status upload_tables(pc__hca_gpu &s)
     if (!table)
         return PC_OUT_OF_MEMORY;
     for (size_t j = 0; j < s.dim; j++)
-        for (size_t v = 0; v < values; v++)
-            table[j * values + v] = (uint16_t)pc__hca_cell_coordinate((double)v, s.bin.lo[j], s.bin.hi[j], s.m);
+        pc__hca_coordinate_table(s.bin.lo[j], s.bin.hi[j], s.m, values, table + j * values);
     pc_status st = pc__cuda_status(cudaMemcpyAsync(s.table.ptr, table, s.dim * values * sizeof(uint16_t),
                                                    cudaMemcpyHostToDevice, s.stream),
                                    "HCA cell tables");

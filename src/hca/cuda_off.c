@@ -72,6 +72,14 @@ pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *gpu, const pc_points *blo
 
 void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *gpu, uint64_t rows) { (void)gpu, (void)rows; }
 
+pc_status pc__hca_stream_gpu_graph(pc__hca_stream_gpu *gpu, size_t cells, const uint64_t *keys, const int64_t *density,
+                                   pc__hca_graph *graph, int *done)
+{
+    (void)gpu, (void)cells, (void)keys, (void)density, (void)graph;
+    *done = 0;
+    return PC_OK;
+}
+
 pc_status pc__hca_cuda_refine(struct pc__hca_gpu *gpu, const pc_points *points, int device_input,
                               int32_t *device_labels, int32_t *host_labels, const pc_hca_params *params,
                               pc__hca_grid *g, const int32_t *cluster_of_cell, size_t k, double *sums, pc_result *r)

@@ -64,22 +64,23 @@ __global__ void gather_dense_kernel(const int32_t *slot, uint64_t first, uint64_
     }
 }
 
-// The map of a dense grid: slot[key] = cluster (every slot was set to -1 before).
-__global__ void map_dense_kernel(int32_t *slot, const uint64_t *keys, const int32_t *clusters, size_t cells)
+// A dense grid's cells entered: slot[key] = value (the cell's cluster, or with values null its number;
+// every slot was set to -1 before).
+__global__ void enter_dense_kernel(int32_t *slot, const uint64_t *keys, const int32_t *values, size_t cells)
 {
     for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < cells; c += (size_t)gridDim.x * blockDim.x)
-        slot[keys[c]] = clusters[c];
+        slot[keys[c]] = values ? values[c] : (int32_t)c;
 }
 
-// The map of a sparse grid: the (distinct) keys put into the emptied hash with their clusters.
-__global__ void map_hash_kernel(uint64_t *hash_key, int32_t *hash_val, uint64_t mask, const uint64_t *keys,
-                                const int32_t *clusters, size_t cells)
+// A sparse grid's cells entered: the (distinct) keys put into the emptied hash with their values.
+__global__ void enter_hash_kernel(uint64_t *hash_key, int32_t *hash_val, uint64_t mask, const uint64_t *keys,
+                                  const int32_t *values, size_t cells)
 {
     for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < cells; c += (size_t)gridDim.x * blockDim.x) {
         uint64_t key = keys[c], s = pc__hca_mix(key) & mask;
         while (atomicCAS((unsigned long long *)&hash_key[s], PC__HCA_EMPTY_KEY, key) != PC__HCA_EMPTY_KEY)
             s = (s + 1) & mask;
-        hash_val[s] = clusters[c];
+        hash_val[s] = values ? values[c] : (int32_t)c;
     }
 }
 
@@ -287,26 +288,16 @@ pc_status fold(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink)
     return st;
 }
 
-// The cell-to-cluster map on the device, in the counts' place (none come after the finish): the dense
-// array maps every key (-1 where no cell is), the hash every non-empty cell's key.
-pc_status put_map(pc__hca_stream_gpu &s, size_t cells, const uint64_t *keys, const int32_t *clusters)
+// The cells (g.key[0..cells), after the finish) entered in the counts' place, none coming after it:
+// the dense array maps every key (-1 where no cell is), the hash every cell's key; each to values[c]
+// (device memory) or, with values null, to c.
+pc_status enter_cells(pc__hca_stream_gpu &s, size_t cells, const int32_t *values)
 {
     pc__hca_gpu &g = s.g;
-    pc_status st;
-    if ((st = pc__hca_grow(g.key, cells, "HCA stream: cell map")) != PC_OK ||
-        (st = pc__hca_grow(g.density, cells, "HCA stream: cell map")) != PC_OK)
-        return st;
-    if (cells) {
-        PC_CUDA_TRY(cudaMemcpyAsync(g.key.ptr, keys, cells * sizeof *keys, cudaMemcpyHostToDevice, g.stream),
-                    "HCA stream: cell map");
-        PC_CUDA_TRY(cudaMemcpyAsync(g.density.ptr, clusters, cells * sizeof *clusters, cudaMemcpyHostToDevice, g.stream),
-                    "HCA stream: cell map");
-    }
     if (g.dense) {
-        PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0xff, g.total * sizeof(int32_t), g.stream), "HCA stream: cell map");
+        PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0xff, g.total * sizeof(int32_t), g.stream), "HCA stream: cells");
         if (cells)
-            map_dense_kernel<<<blocks_for(cells, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, g.key.ptr, g.density.ptr,
-                                                                                cells);
+            enter_dense_kernel<<<blocks_for(cells, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, g.key.ptr, values, cells);
     } else {
         uint64_t capacity = HASH_MIN;
         while (capacity < 2 * (uint64_t)cells)
@@ -314,19 +305,45 @@ pc_status put_map(pc__hca_stream_gpu &s, size_t cells, const uint64_t *keys, con
         if (capacity > g.hash_mask + 1) {
             g.hash_key.release();
             g.hash_val.release();
-            if ((st = g.hash_key.alloc((size_t)capacity, "HCA stream: cell map")) != PC_OK ||
-                (st = g.hash_val.alloc((size_t)capacity, "HCA stream: cell map")) != PC_OK)
+            pc_status st;
+            if ((st = g.hash_key.alloc((size_t)capacity, "HCA stream: cells")) != PC_OK ||
+                (st = g.hash_val.alloc((size_t)capacity, "HCA stream: cells")) != PC_OK)
                 return st;
             g.hash_mask = capacity - 1;
         }
         PC_CUDA_TRY(cudaMemsetAsync(g.hash_key.ptr, 0xff, (g.hash_mask + 1) * sizeof(uint64_t), g.stream),
-                    "HCA stream: cell map");
+                    "HCA stream: cells");
         if (cells)
-            map_hash_kernel<<<blocks_for(cells, g.sms), THREADS, 0, g.stream>>>(g.hash_key.ptr, g.hash_val.ptr,
-                                                                               g.hash_mask, g.key.ptr, g.density.ptr,
-                                                                               cells);
+            enter_hash_kernel<<<blocks_for(cells, g.sms), THREADS, 0, g.stream>>>(g.hash_key.ptr, g.hash_val.ptr,
+                                                                                 g.hash_mask, g.key.ptr, values, cells);
     }
-    PC_CUDA_LAUNCHED("HCA stream: cell map");
+    PC_CUDA_LAUNCHED("HCA stream: cells");
+    return PC_OK;
+}
+
+// The cells' keys to g.key and their int32 values to g.density (a cluster or a count a cell).
+pc_status upload_cells(pc__hca_gpu &g, size_t cells, const uint64_t *keys, const int32_t *values)
+{
+    pc_status st;
+    if ((st = pc__hca_grow(g.key, cells, "HCA stream: cells")) != PC_OK ||
+        (st = pc__hca_grow(g.density, cells, "HCA stream: cells")) != PC_OK)
+        return st;
+    if (cells) {
+        PC_CUDA_TRY(cudaMemcpyAsync(g.key.ptr, keys, cells * sizeof *keys, cudaMemcpyHostToDevice, g.stream),
+                    "HCA stream: cells");
+        PC_CUDA_TRY(cudaMemcpyAsync(g.density.ptr, values, cells * sizeof *values, cudaMemcpyHostToDevice, g.stream),
+                    "HCA stream: cells");
+    }
+    return PC_OK;
+}
+
+// The cell-to-cluster map on the device, in the counts' place.
+pc_status put_map(pc__hca_stream_gpu &s, size_t cells, const uint64_t *keys, const int32_t *clusters)
+{
+    pc__hca_gpu &g = s.g;
+    pc_status st;
+    if ((st = upload_cells(g, cells, keys, clusters)) != PC_OK || (st = enter_cells(s, cells, g.density.ptr)) != PC_OK)
+        return st;
     PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: cell map");
     g.key.release();
     g.density.release();
@@ -564,13 +581,10 @@ pc_status pc__hca_stream_gpu_start(pc__hca_stream_gpu *s, const double *lo, cons
     if (!table)
         return PC_OUT_OF_MEMORY;
     uint16_t *t8 = table, *t16 = table + dim * 256;
-    for (size_t j = 0; j < dim; j++)
-        for (size_t v = 0; v < 65536; v++) {
-            uint16_t c = (uint16_t)pc__hca_cell_coordinate((double)v, lo[j], hi[j], s->g.m);
-            t16[j * 65536 + v] = c;
-            if (v < 256)
-                t8[j * 256 + v] = c;
-        }
+    for (size_t j = 0; j < dim; j++) {
+        pc__hca_coordinate_table(lo[j], hi[j], s->g.m, 65536, t16 + j * 65536);
+        memcpy(t8 + j * 256, t16 + j * 65536, 256 * sizeof *t8);
+    }
     pc_status st = pc__cuda_status(cudaMemcpyAsync(s->g.table.ptr, table, dim * (256 + 65536) * sizeof(uint16_t),
                                                    cudaMemcpyHostToDevice, s->g.stream),
                                    "HCA cell tables");
@@ -628,6 +642,40 @@ pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *s, const pc__hca_fold_sink
     std::lock_guard<std::mutex> hold(s->lock);
     pc__hca_device_scope on(s->g.device);
     return fold(*s, sink);
+}
+
+pc_status pc__hca_stream_gpu_graph(pc__hca_stream_gpu *s, size_t cells, const uint64_t *keys, const int64_t *density,
+                                   pc__hca_graph *gr, int *done)
+{
+    std::lock_guard<std::mutex> hold(s->lock);
+    pc__hca_device_scope on(s->g.device);
+    *done = 0;
+    if (!s->started || s->mapped || cells == 0 || cells > (size_t)INT32_MAX)
+        return PC_OK;
+    int32_t *narrow = (int32_t *)pc__alloc(cells, sizeof *narrow, "HCA cells");
+    if (!narrow)
+        return PC_OUT_OF_MEMORY;
+    for (size_t c = 0; c < cells; c++) {
+        if (density[c] > INT32_MAX) { // the device's densities are int32: the host's graph
+            free(narrow);
+            return PC_OK;
+        }
+        narrow[c] = (int32_t)density[c];
+    }
+    pc__hca_gpu &g = s->g;
+    g.bin = s->bin_float; // the neighbours' arithmetic: dim, m and the strides
+    size_t components = 0, edges = 0, forest = 0;
+    pc_status st;
+    if ((st = upload_cells(g, cells, keys, narrow)) == PC_OK && (st = enter_cells(*s, cells, nullptr)) == PC_OK &&
+        (st = pc__hca_cuda_components(g, cells, &components)) == PC_OK &&
+        (st = pc__hca_cuda_edges(g, cells, components, &edges)) == PC_OK &&
+        (st = pc__hca_cuda_spanning_forest(g, components, edges, &forest)) == PC_OK)
+        st = pc__hca_fetch_graph(g, cells, components, forest, gr); // synchronises the stream
+    if (st != PC_OK)
+        cudaStreamSynchronize(g.stream); // no copy from narrow left in flight
+    free(narrow);
+    *done = st == PC_OK;
+    return st;
 }
 
 pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *s, const pc_points *block, size_t cells, const uint64_t *keys,

@@ -75,6 +75,8 @@ int64_t pc__hca_min_size(const pc_hca_params *params, uint64_t n);
 
 /* Cell coordinate of value x in a dimension spanning [lo, hi] cut into m cells (step 1). */
 int pc__hca_cell_coordinate(double x, double lo, double hi, int m);
+/* coordinate[v] = pc__hca_cell_coordinate(v, lo, hi, m) for v < values: the integer types' tables. */
+void pc__hca_coordinate_table(double lo, double hi, int m, size_t values, uint16_t *coordinate);
 
 /* Bounding box, cell of every point (kept in `scratch`, n entries, meant to be the labels array),
  * densities. Dense arrays when m^dim int32 slots fit memory_budget. */
@@ -472,9 +474,18 @@ pc_status pc__hca_stream_gpu_fold(pc__hca_stream_gpu *gpu, const pc__hca_fold_si
 pc_status pc__hca_stream_gpu_label(pc__hca_stream_gpu *gpu, const pc_points *block, size_t cells, const uint64_t *keys,
                                    const int32_t *cluster_of_cell, size_t k, int32_t *labels, int labels_on_device,
                                    double *sums);
+/* The finish's component graph (links, components, the minimum spanning forest of the touching
+ * components: what the dendrogram and the cut read) on the device, by pc_hca's GPU kernels, from the
+ * summed histogram's cells (keys increasing, counts). *done 0, nothing made: left to the host (a count
+ * past int32, which the device's densities hold). */
+pc_status pc__hca_stream_gpu_graph(pc__hca_stream_gpu *gpu, size_t cells, const uint64_t *keys, const int64_t *density,
+                                   pc__hca_graph *graph, int *done);
 /* Tests: folds at least every `rows` points, and pieces of at most `rows` rows. */
 void pc__hca_stream_gpu_fold_every(pc__hca_stream_gpu *gpu, uint64_t rows);
 /* Tests: the same on a stream's GPU state (PC_INVALID_ARGUMENT when the stream has none). */
 pc_status pc__hca_stream_fold_every(pc_hca_stream *stream, uint64_t rows);
+/* Tests: a finish with a GPU state makes its graph there from `probes` neighbour probes (cells x (3^d -
+ * 1)) up; 0: always, UINT64_MAX: never. */
+void pc__hca_stream_graph_on_gpu_from(pc_hca_stream *stream, uint64_t probes);
 
 #endif

@@ -71,6 +71,10 @@ struct pc_hca_stream {
      * held_on_device, the caller's rows in GPU memory, which only the GPU reads). */
     pc_points held;
     int holding, held_on_device;
+    /* A finish with a GPU state makes the component graph there from this many neighbour probes up
+     * (cells x (3^d - 1)): below it the host's threads are done before the device's launches and
+     * synchronisations would be. */
+    uint64_t graph_on_gpu_from;
 };
 
 void pc_hca_stream_free(pc_hca_stream *s)
@@ -125,6 +129,7 @@ pc_status pc_hca_stream_create(const pc_hca_params *params, size_t dim, pc_hca_s
         return PC_OUT_OF_MEMORY;
     s->params = *params;
     s->asked = params->backend;
+    s->graph_on_gpu_from = (uint64_t)1 << 19;
     s->dim = dim;
     s->threads = 1;
 #ifdef _OPENMP
@@ -163,6 +168,26 @@ pc_status pc__hca_stream_fold_every(pc_hca_stream *s, uint64_t rows)
         return pc__fail(PC_INVALID_ARGUMENT, "pc__hca_stream_fold_every: the stream has no GPU state");
     pc__hca_stream_gpu_fold_every(s->gpu, rows);
     return PC_OK;
+}
+
+void pc__hca_stream_graph_on_gpu_from(pc_hca_stream *s, uint64_t probes)
+{
+    if (s)
+        s->graph_on_gpu_from = probes;
+}
+
+/* The finish's component graph: on the GPU where the stream has one and the grid is large enough. */
+static pc_status build_graph(pc_hca_stream *s, pc__hca_graph *gr)
+{
+    uint64_t probes = 1;
+    for (size_t j = 0; j < s->dim; j++)
+        probes *= 3;
+    probes = (probes - 1) * (uint64_t)s->g.cells;
+    int done = 0;
+    pc_status st = PC_OK;
+    if (s->gpu && probes >= s->graph_on_gpu_from)
+        st = pc__hca_stream_gpu_graph(s->gpu, s->g.cells, s->g.key, s->g.density, gr, &done);
+    return st != PC_OK || done ? st : pc__hca_graph_build(&s->g, gr);
 }
 
 /* 1 when the block goes to the GPU: every block with CUDA; with AUTO, blocks of GPU_MIN_ROWS rows or
@@ -303,15 +328,21 @@ static pc_status start_counting(pc_hca_stream *s, const char *call)
         s->table_u8 = pc__alloc(256 * s->dim, sizeof *s->table_u8, "HCA key tables");
     if (!s->table_u16)
         s->table_u16 = pc__alloc(65536 * s->dim, sizeof *s->table_u16, "HCA key tables");
-    if (!s->table_u8 || !s->table_u16)
+    uint16_t *coordinate = pc__alloc(65536, sizeof *coordinate, "HCA key tables");
+    if (!s->table_u8 || !s->table_u16 || !coordinate) {
+        free(coordinate);
         return PC_OUT_OF_MEMORY;
-    for (size_t j = 0; j < s->dim; j++)
+    }
+    for (size_t j = 0; j < s->dim; j++) {
+        pc__hca_coordinate_table(s->g.lo[j], s->g.hi[j], s->g.m, 65536, coordinate);
         for (size_t v = 0; v < 65536; v++) {
-            uint64_t off = (uint64_t)pc__hca_cell_coordinate((double)v, s->g.lo[j], s->g.hi[j], s->g.m) * s->g.stride[j];
+            uint64_t off = (uint64_t)coordinate[v] * s->g.stride[j];
             s->table_u16[j * 65536 + v] = off;
             if (v < 256)
                 s->table_u8[j * 256 + v] = off;
         }
+    }
+    free(coordinate);
     if (s->dense && !s->count) {
         s->count = pc__calloc((size_t)s->total * (size_t)s->slices, sizeof *s->count, "HCA histogram");
         if (!s->count)
@@ -916,7 +947,7 @@ pc_status pc_hca_stream_finish(pc_hca_stream *s, pc_result **result)
     pc_status st = grid_from_histogram(s);
     s->phase = FINISHED; /* the histogram has become the grid: no way back */
     double t1 = pc__now(), t2 = t1, t3 = t1, t4 = t1;
-    if (st != PC_OK || (st = pc__hca_graph_build(&s->g, &gr)) != PC_OK)
+    if (st != PC_OK || (st = build_graph(s, &gr)) != PC_OK)
         goto done;
     t2 = pc__now();
     if ((st = pc__hca_dendrogram(&gr, &r->dendrogram)) != PC_OK)
