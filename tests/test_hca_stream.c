@@ -1,7 +1,7 @@
 /* pc_hca_stream against pc_hca on the same points: labels, dendrogram, components, sizes and centres
  * equal, whatever the blocks' sizes and order, for every point type, dense and sparse histograms,
- * sequential and OpenMP; merged streams and exported histograms equal one stream fed everything; a
- * held block; calls out of order refused. */
+ * sequential and OpenMP; merged streams and exported histograms equal one stream fed everything (also
+ * added to a histogram already listed); a held block; calls out of order refused. */
 #include "check.h"
 #include "parclust.h"
 #include "test_util.h"
@@ -203,6 +203,101 @@ static void merges(uint64_t seed)
     free(x);
 }
 
+/* The listed histogram of a stream given exported histograms one after another (as ranks add each
+ * other's: the list kept up by merging the added cells in, src/hca/stream.c) against the listing of a
+ * stream that counted every point, dense and sparse: the added cells in two parts, an empty cell
+ * added, and a part whose keys do not increase (listed anew); then the finished result against pc_hca. */
+static int64_t *listed(pc_hca_stream *s, size_t *cells, uint64_t **keys)
+{
+    *cells = 0;
+    CHECK_STATUS(pc_hca_stream_histogram(s, cells, NULL, NULL), PC_OK);
+    int64_t *counts = malloc((*cells + 1) * sizeof *counts);
+    *keys = malloc((*cells + 1) * sizeof **keys);
+    CHECK_STATUS(pc_hca_stream_histogram(s, cells, *keys, counts), PC_OK);
+    return counts;
+}
+
+static void added_to_a_list(uint64_t seed)
+{
+    size_t n = 50000, dim = 3, half = 20011;
+    float *x = test_blobs(n, dim, 5, 1, 10, seed + 7, NULL);
+    pc_points a = view(x, half, dim, PC_F32), b = view(x + half * dim, n - half, dim, PC_F32),
+              all = view(x, n, dim, PC_F32);
+    for (int sparse = 0; sparse < 2; sparse++)
+        for (int shuffled = 0; shuffled < 2; shuffled++) {
+            pc_hca_params p;
+            pc_hca_params_init(&p);
+            p.m = 20;
+            p.clusters = 4;
+            if (sparse)
+                p.memory_budget = 1024;
+            pc_hca_stream *whole = NULL, *sb = NULL, *sd = NULL;
+            CHECK_STATUS(pc_hca_stream_create(&p, dim, &whole), PC_OK);
+            CHECK_STATUS(pc_hca_stream_create(&p, dim, &sb), PC_OK);
+            CHECK_STATUS(pc_hca_stream_create(&p, dim, &sd), PC_OK);
+            CHECK_STATUS(pc_hca_stream_bound(whole, &all), PC_OK);
+            double lo[3], hi[3];
+            CHECK_STATUS(pc_hca_stream_box(whole, lo, hi), PC_OK);
+            CHECK_STATUS(pc_hca_stream_set_box(sb, lo, hi), PC_OK);
+            CHECK_STATUS(pc_hca_stream_set_box(sd, lo, hi), PC_OK);
+            CHECK_STATUS(pc_hca_stream_add(whole, &all), PC_OK);
+            CHECK_STATUS(pc_hca_stream_add(sb, &b), PC_OK);
+            CHECK_STATUS(pc_hca_stream_add(sd, &a), PC_OK);
+            size_t cells_b, cells_d, cells_w;
+            uint64_t *keys_b, *keys_d, *keys_w;
+            int64_t *counts_b = listed(sb, &cells_b, &keys_b);
+            free(listed(sd, &cells_d, &keys_d)); /* sd's histogram listed: the adds below merge into it */
+            size_t first = cells_b / 3;
+            if (shuffled && first >= 2) { /* keys out of order: no merge, the histogram is listed anew */
+                uint64_t k = keys_b[0];
+                int64_t c = counts_b[0];
+                keys_b[0] = keys_b[1], counts_b[0] = counts_b[1];
+                keys_b[1] = k, counts_b[1] = c;
+            }
+            CHECK_STATUS(pc_hca_stream_add_histogram(sd, first, keys_b, counts_b), PC_OK);
+            uint64_t corner = 0; /* an empty cell, added with no points */
+            int64_t none = 0;
+            while (corner + 1 < 20 * 20 * 20) {
+                int present = 0;
+                for (size_t c = 0; c < cells_b; c++)
+                    present |= keys_b[c] == corner;
+                for (size_t c = 0; c < cells_d; c++)
+                    present |= keys_d[c] == corner;
+                if (!present)
+                    break;
+                corner++;
+            }
+            CHECK_STATUS(pc_hca_stream_add_histogram(sd, 1, &corner, &none), PC_OK);
+            CHECK_STATUS(pc_hca_stream_add_histogram(sd, cells_b - first, keys_b + first, counts_b + first), PC_OK);
+            int64_t *counts_w = listed(whole, &cells_w, &keys_w);
+            size_t cells_s;
+            uint64_t *keys_s;
+            int64_t *counts_s = listed(sd, &cells_s, &keys_s);
+            CHECK_MSG(cells_s == cells_w && memcmp(keys_s, keys_w, cells_w * sizeof *keys_w) == 0 &&
+                          memcmp(counts_s, counts_w, cells_w * sizeof *counts_w) == 0,
+                      "%s%s: the listed sum of %zu cells differs from the whole stream's %zu", sparse ? "sparse" : "dense",
+                      shuffled ? ", keys out of order" : "", cells_s, cells_w);
+            pc_result *mem = NULL, *rd = NULL;
+            CHECK_STATUS(pc_hca(&all, &p, &mem), PC_OK);
+            CHECK_STATUS(pc_hca_stream_finish(sd, &rd), PC_OK);
+            int32_t *labels = malloc(n * sizeof *labels);
+            double sums[64 * 4];
+            memset(sums, 0, sizeof sums);
+            if (mem && rd) {
+                CHECK_STATUS(pc_hca_stream_label(sd, &all, labels, sums), PC_OK);
+                compare("histograms added to a listed one", mem, rd, labels, sums, n, dim, 0);
+            }
+            pc_result_free(mem);
+            pc_result_free(rd);
+            pc_hca_stream_free(whole);
+            pc_hca_stream_free(sb);
+            pc_hca_stream_free(sd);
+            free(keys_b), free(counts_b), free(keys_d), free(keys_w), free(counts_w), free(keys_s), free(counts_s);
+            free(labels);
+        }
+    free(x);
+}
+
 /* A set box: the box pc_hca finds gives pc_hca's result; counts beyond 2^31 points are carried. */
 static void given_box_and_large_counts(uint64_t seed)
 {
@@ -378,6 +473,7 @@ int main(void)
     uint64_t seed = test_seed("hca_stream");
     same_as_pc_hca(seed);
     merges(seed);
+    added_to_a_list(seed);
     given_box_and_large_counts(seed);
     refusals();
     held(seed);

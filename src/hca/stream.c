@@ -818,6 +818,29 @@ pc_status pc_hca_stream_histogram(const pc_hca_stream *cs, size_t *cells, uint64
     return PC_OK;
 }
 
+/* The listed cells with the added ones (keys increasing) merged in: counts of a key in both summed,
+ * added empty cells left out; NULL where memory is short (the histogram is then listed anew). */
+static cell_count *merged_list(const cell_count *list, size_t listed, const uint64_t *keys, const int64_t *counts,
+                               size_t cells, size_t *merged)
+{
+    cell_count *out = malloc((listed + cells ? listed + cells : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    size_t i = 0, j = 0, q = 0;
+    while (i < listed || j < cells) {
+        if (j == cells || (i < listed && list[i].key < keys[j]))
+            out[q++] = list[i++];
+        else if (i == listed || keys[j] < list[i].key) {
+            if (counts[j] > 0)
+                out[q++] = (cell_count){keys[j], counts[j]};
+            j++;
+        } else
+            out[q++] = (cell_count){keys[j], list[i++].count + counts[j++]};
+    }
+    *merged = q;
+    return out;
+}
+
 pc_status pc_hca_stream_add_histogram(pc_hca_stream *s, size_t cells, const uint64_t *keys, const int64_t *counts)
 {
     if (!s || (cells && (!keys || !counts)))
@@ -831,13 +854,32 @@ pc_status pc_hca_stream_add_histogram(pc_hca_stream *s, size_t cells, const uint
             return pc__fail(PC_INVALID_ARGUMENT, "pc_hca_stream_add_histogram: entry %zu (cell %llu, count %lld) is "
                             "not a cell of a %d^%zu grid with a count >= 0", c, (unsigned long long)keys[c],
                             (long long)counts[c], s->g.m, s->dim);
+    /* A listed histogram stays listed: the added cells (exported histograms come by increasing key) are
+     * merged into the list, where listing it anew would scan all m^d counts of a dense one (ranks adding
+     * each other's histograms, then finishing). */
+    int increasing = 1;
+    for (size_t c = 1; c < cells && increasing; c++)
+        increasing = keys[c] > keys[c - 1];
+    size_t merged_cells = 0;
+    cell_count *merged = s->list_ready && increasing
+                             ? merged_list(s->list, s->list_cells, keys, counts, cells, &merged_cells)
+                             : NULL;
     forget_cells(s);
     for (size_t c = 0; c < cells; c++) {
+        if (counts[c] == 0) /* no point: not a cell of the histogram (the sparse one would list it) */
+            continue;
         if (s->dense)
             s->count[keys[c]] += counts[c];
-        else if ((st = sparse_add(s, keys[c], counts[c])) != PC_OK)
+        else if ((st = sparse_add(s, keys[c], counts[c])) != PC_OK) {
+            free(merged);
             return st;
+        }
         s->points += (uint64_t)counts[c];
+    }
+    if (merged) {
+        s->list = merged;
+        s->list_cells = merged_cells;
+        s->list_ready = 1;
     }
     return PC_OK;
 }
