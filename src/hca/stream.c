@@ -947,8 +947,12 @@ static pc_status grid_from_histogram(pc_hca_stream *s)
     forget_cells(s);
     g->cells = cells;
     g->n = (size_t)s->points;
-    /* Dense slots (int32: cells < 2^31 whenever m^dim is) where pc_hca's rule would have them. */
-    g->dense = s->total <= (uint64_t)INT32_MAX && s->total * sizeof(int32_t) <= s->params.memory_budget;
+    /* Dense slots (int32: cells < 2^31 whenever m^dim is) where pc_hca's rule would have them, for the
+     * host's lookups of keys. A stream asked to run on the GPU labels every block there, from the
+     * device's map, and makes its graph there too but where a count passes int32 (the sorted keys serve
+     * that graph): it skips the m^d slots and the two passes over them. */
+    g->dense = s->asked != PC_BACKEND_CUDA && s->total <= (uint64_t)INT32_MAX &&
+               s->total * sizeof(int32_t) <= s->params.memory_budget;
     free(s->count); /* the slots take the counts' place */
     s->count = NULL;
     if (g->dense) {
