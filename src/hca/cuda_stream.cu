@@ -9,7 +9,7 @@
 // (components, dendrogram, cut) is the host's, from the histogram; the cell-to-cluster map is put on the
 // device once, by the first label call after it. Every call holds the state's mutex: labelling from
 // several threads takes turns on the GPU (one stream, one piece buffer, one staging area).
-#include "cuda_hca.cuh"
+#include "cuda_compact.cuh"
 
 #include <math.h>
 #include <mutex>
@@ -49,20 +49,26 @@ __global__ void gather_kernel(const uint64_t *hash_key, const int32_t *hash_val,
     }
 }
 
-// The non-zero counters of a dense grid, packed in no particular order (the host adds them up): a fold
-// moves the non-empty cells (thousands) instead of every counter (m^dim, a million at 4 bands).
-__global__ void gather_dense_kernel(const int32_t *slot, uint64_t first, uint64_t n, uint64_t *keys, int32_t *counts,
-                                    unsigned long long *used)
-{
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        int32_t c = slot[first + i];
-        if (c != 0) {
-            unsigned long long at = atomicAdd(used, 1ull);
+// The non-zero counters of a dense grid's range of slots, packed by increasing key (an order-preserving
+// compaction): a fold moves the non-empty cells (thousands) instead of every counter (m^dim, a million
+// at 4 bands), and the host merges them into its list of cells rather than listing its m^dim counts.
+struct counted {
+    const int32_t *slot;
+    __device__ bool operator()(size_t i) const { return slot[i] != 0; }
+};
+struct counted_emit {
+    const int32_t *slot;
+    uint64_t first;
+    uint64_t *keys;
+    int32_t *counts;
+    __device__ void operator()(size_t i, bool kept, int at) const
+    {
+        if (kept) {
             keys[at] = first + i;
-            counts[at] = c;
+            counts[at] = slot[i];
         }
     }
-}
+};
 
 // A dense grid's cells entered: slot[key] = value (the cell's cluster, or with values null its number;
 // every slot was set to -1 before).
@@ -194,13 +200,9 @@ bool checked_on_device(const pc__hca_stream_gpu &s, const pc_points *b, size_t p
 // The gathered cells (keys and counts in device memory, `used` of them as counted in the scalars)
 // handed to the sink a chunk at a time.
 pc_status hand_over(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, const uint64_t *keys, const int32_t *counts,
-                    unsigned char *key_chunk, unsigned char *count_chunk)
+                    size_t used, unsigned char *key_chunk, unsigned char *count_chunk)
 {
     pc__hca_gpu &g = s.g;
-    unsigned long long used = 0;
-    PC_CUDA_TRY(cudaMemcpyAsync(&used, g.scalars.ptr + GATHERED, sizeof used, cudaMemcpyDeviceToHost, g.stream),
-                "HCA stream: gathering the counts");
-    PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: gathering the counts");
     // Should the host have no room, the device keeps its counts: nothing is lost.
     pc_status st = sink->reserve(sink->ctx, (size_t)used);
     if (st != PC_OK)
@@ -231,12 +233,10 @@ pc_status fold_dense(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsig
     pc_status st;
     for (uint64_t first = 0; first < g.total; first += range) {
         uint64_t n = g.total - first < range ? g.total - first : range;
-        PC_CUDA_TRY(cudaMemsetAsync(g.scalars.ptr + GATHERED, 0, sizeof(unsigned long long), g.stream),
-                    "HCA stream: gathering the counts");
-        gather_dense_kernel<<<blocks_for(n, g.sms), THREADS, 0, g.stream>>>(g.slot.ptr, first, n, keys, counts,
-                                                                          g.scalars.ptr + GATHERED);
-        PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
-        if ((st = hand_over(s, sink, keys, counts, key_chunk, count_chunk)) != PC_OK)
+        size_t used = 0;
+        if ((st = pc__hca_cells::compact(g, (size_t)n, counted{g.slot.ptr + first},
+                                         counted_emit{g.slot.ptr + first, first, keys, counts}, &used)) != PC_OK ||
+            (st = hand_over(s, sink, keys, counts, used, key_chunk, count_chunk)) != PC_OK)
             return st;
     }
     PC_CUDA_TRY(cudaMemsetAsync(g.slot.ptr, 0, g.total * sizeof(int32_t), g.stream), "HCA stream: counts");
@@ -253,7 +253,11 @@ pc_status fold_sparse(pc__hca_stream_gpu &s, const pc__hca_fold_sink *sink, unsi
                                                                               g.hash_mask + 1, g.key.ptr,
                                                                               g.density.ptr, g.scalars.ptr + GATHERED);
     PC_CUDA_LAUNCHED("HCA stream: gathering the counts");
-    pc_status st = hand_over(s, sink, g.key.ptr, g.density.ptr, key_chunk, count_chunk);
+    unsigned long long used = 0;
+    PC_CUDA_TRY(cudaMemcpyAsync(&used, g.scalars.ptr + GATHERED, sizeof used, cudaMemcpyDeviceToHost, g.stream),
+                "HCA stream: gathering the counts");
+    PC_CUDA_TRY(cudaStreamSynchronize(g.stream), "HCA stream: gathering the counts");
+    pc_status st = hand_over(s, sink, g.key.ptr, g.density.ptr, (size_t)used, key_chunk, count_chunk);
     if (st != PC_OK)
         return st;
     PC_CUDA_TRY(cudaMemsetAsync(g.hash_key.ptr, 0xff, (g.hash_mask + 1) * sizeof(uint64_t), g.stream),

@@ -369,6 +369,11 @@ static pc_status start_counting(pc_hca_stream *s, const char *call)
         s->gpu_refused = 1;
         pc__clear_error();
     }
+    /* The histogram is empty, and so is its list: kept from here by the GPU's folds and added
+     * histograms, forgotten by points counted on the CPU. */
+    forget_cells(s);
+    if ((s->list = malloc(sizeof *s->list)) != NULL)
+        s->list_ready = 1;
     s->phase = COUNTING;
     return PC_OK;
 }
@@ -541,16 +546,67 @@ static void count_dense(pc_hca_stream *s, const pc_points *block)
     }
 }
 
-/* The GPU's folds: its int32 counts added to the int64 histogram. */
+/* The listed cells with the added ones (keys increasing) merged in: counts of a key in both summed,
+ * added empty cells left out; NULL where memory is short (the histogram is then listed anew). */
+static cell_count *merged_list(const cell_count *list, size_t listed, const uint64_t *keys, const int64_t *counts,
+                               size_t cells, size_t *merged)
+{
+    cell_count *out = malloc((listed + cells ? listed + cells : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    size_t i = 0, j = 0, q = 0;
+    while (i < listed || j < cells) {
+        if (j == cells || (i < listed && list[i].key < keys[j]))
+            out[q++] = list[i++];
+        else if (i == listed || keys[j] < list[i].key) {
+            if (counts[j] > 0)
+                out[q++] = (cell_count){keys[j], counts[j]};
+            j++;
+        } else
+            out[q++] = (cell_count){keys[j], list[i++].count + counts[j++]};
+    }
+    *merged = q;
+    return out;
+}
+
+/* The GPU's folds: its int32 counts added to the int64 histogram and, while the stream keeps its list of
+ * cells, kept as they come (a dense grid's by increasing key) to be merged into the list afterwards
+ * (fold_done), which spares listing the m^d counts anew. */
+typedef struct {
+    pc_hca_stream *s;
+    uint64_t *keys;
+    int64_t *counts;
+    size_t n, cap;
+    int keep; /* 0 once the list is to be forgotten: none kept, keys out of order, or no memory */
+} fold_sink;
+
+static fold_sink fold_start(pc_hca_stream *s)
+{
+    fold_sink f = {s, NULL, NULL, 0, 0, s->list_ready};
+    return f;
+}
+
 static pc_status sink_reserve(void *ctx, size_t cells)
 {
-    pc_hca_stream *s = ctx;
-    return s->dense ? PC_OK : sparse_reserve(s, s->hused + cells);
+    fold_sink *f = ctx;
+    if (f->keep && f->n + cells > f->cap) {
+        size_t cap = 2 * f->cap > f->n + cells ? 2 * f->cap : f->n + cells;
+        uint64_t *keys = realloc(f->keys, cap * sizeof *keys);
+        if (keys)
+            f->keys = keys;
+        int64_t *counts = keys ? realloc(f->counts, cap * sizeof *counts) : NULL;
+        if (counts)
+            f->counts = counts;
+        f->keep = keys && counts;
+        f->cap = f->keep ? cap : f->cap;
+    }
+    return f->s->dense ? PC_OK : sparse_reserve(f->s, f->s->hused + cells);
 }
 
 static void sink_add(void *ctx, uint64_t first, const uint64_t *keys, const int32_t *counts, size_t n)
 {
-    pc_hca_stream *s = ctx;
+    fold_sink *f = ctx;
+    pc_hca_stream *s = f->s;
     for (size_t i = 0; i < n; i++) {
         uint64_t key = keys ? keys[i] : first + i;
         if (counts[i] == 0)
@@ -559,7 +615,34 @@ static void sink_add(void *ctx, uint64_t first, const uint64_t *keys, const int3
             s->count[key] += counts[i];
         else
             (void)sparse_add(s, key, counts[i]); /* cannot fail: sink_reserve made room */
+        if (f->keep && f->n > 0 && key <= f->keys[f->n - 1])
+            f->keep = 0;
+        if (f->keep) {
+            f->keys[f->n] = key;
+            f->counts[f->n++] = counts[i];
+        }
     }
+}
+
+/* After a fold (or an add that folded): the list with what came merged in, or forgotten. */
+static pc_status fold_done(fold_sink *f, pc_status st)
+{
+    pc_hca_stream *s = f->s;
+    size_t merged_cells = 0;
+    cell_count *merged = NULL;
+    if (f->n || st != PC_OK) { /* the histogram changed (a failed fold may have added some) */
+        if (st == PC_OK && f->keep && s->list_ready)
+            merged = merged_list(s->list, s->list_cells, f->keys, f->counts, f->n, &merged_cells);
+        forget_cells(s);
+    }
+    if (merged) {
+        s->list = merged;
+        s->list_cells = merged_cells;
+        s->list_ready = 1;
+    }
+    free(f->keys);
+    free(f->counts);
+    return st;
 }
 
 /* Whatever the GPU counted since its last fold, into the histogram. */
@@ -567,8 +650,9 @@ static pc_status fold_gpu(pc_hca_stream *s)
 {
     if (!s->gpu || s->phase != COUNTING)
         return PC_OK;
-    pc__hca_fold_sink sink = {sink_reserve, sink_add, s};
-    return pc__hca_stream_gpu_fold(s->gpu, &sink);
+    fold_sink f = fold_start(s);
+    pc__hca_fold_sink sink = {sink_reserve, sink_add, &f};
+    return fold_done(&f, pc__hca_stream_gpu_fold(s->gpu, &sink));
 }
 
 pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
@@ -576,14 +660,16 @@ pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
     pc_status st = check_block(s, block, "pc_hca_stream_add", 1);
     if (st != PC_OK || (st = start_counting(s, "pc_hca_stream_add")) != PC_OK)
         return st;
-    forget_cells(s);
     int on_gpu;
     if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
         return st;
     double t0 = pc__now();
+    if (!on_gpu) /* the GPU's counts reach the histogram by folds only, which keep the list */
+        forget_cells(s);
     if (on_gpu) {
-        pc__hca_fold_sink sink = {sink_reserve, sink_add, s};
-        if ((st = pc__hca_stream_gpu_add(s->gpu, block, &sink)) != PC_OK)
+        fold_sink f = fold_start(s);
+        pc__hca_fold_sink sink = {sink_reserve, sink_add, &f};
+        if ((st = fold_done(&f, pc__hca_stream_gpu_add(s->gpu, block, &sink))) != PC_OK)
             return st;
         s->gpu_blocks++;
     } else if ((st = pc_points_check(block)) != PC_OK)
@@ -759,14 +845,14 @@ static pc_status sorted_cells(pc_hca_stream *s, const cell_count **out, size_t *
     *cells = 0;
     if (s->phase != COUNTING)
         return PC_OK;
+    pc_status st = fold_gpu(s); /* (which keeps a list up to date) */
+    if (st != PC_OK)
+        return st;
     if (s->list_ready) {
         *out = s->list;
         *cells = s->list_cells;
         return PC_OK;
     }
-    pc_status st = fold_gpu(s);
-    if (st != PC_OK)
-        return st;
     size_t used = 0;
     cell_count *list;
     if (s->dense) {
@@ -816,29 +902,6 @@ pc_status pc_hca_stream_histogram(const pc_hca_stream *cs, size_t *cells, uint64
         }
     *cells = used;
     return PC_OK;
-}
-
-/* The listed cells with the added ones (keys increasing) merged in: counts of a key in both summed,
- * added empty cells left out; NULL where memory is short (the histogram is then listed anew). */
-static cell_count *merged_list(const cell_count *list, size_t listed, const uint64_t *keys, const int64_t *counts,
-                               size_t cells, size_t *merged)
-{
-    cell_count *out = malloc((listed + cells ? listed + cells : 1) * sizeof *out);
-    if (!out)
-        return NULL;
-    size_t i = 0, j = 0, q = 0;
-    while (i < listed || j < cells) {
-        if (j == cells || (i < listed && list[i].key < keys[j]))
-            out[q++] = list[i++];
-        else if (i == listed || keys[j] < list[i].key) {
-            if (counts[j] > 0)
-                out[q++] = (cell_count){keys[j], counts[j]};
-            j++;
-        } else
-            out[q++] = (cell_count){keys[j], list[i++].count + counts[j++]};
-    }
-    *merged = q;
-    return out;
 }
 
 pc_status pc_hca_stream_add_histogram(pc_hca_stream *s, size_t cells, const uint64_t *keys, const int64_t *counts)
