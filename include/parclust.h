@@ -647,7 +647,10 @@ size_t pc_result_member_components(const pc_result *result, size_t member);
  * merge, finish), so that histograms stay plain host arrays; the GPU holds its counts, a buffer for
  * pieces and, from the first label call on, the cell-to-cluster map. AUTO sends blocks of 2^20 rows or
  * more to the GPU where a device is present (pc_hca's rule, per block), smaller ones to OpenMP. The
- * finish (components, dendrogram, cut) runs on the CPU from the histogram whatever the backend. */
+ * finish reads the histogram on the host; where the stream has a GPU, its component graph (links,
+ * components, the spanning forest of the touching components) is made there from the histogram's
+ * cells when they are many, with pc_hca's kernels (a cell of more than 2^31 - 1 points keeps it on the
+ * CPU), and the dendrogram and cut follow on the CPU. Results are the same either way. */
 typedef struct pc_hca_stream pc_hca_stream;
 
 /* dim: values per point (1 to 8), every block's; dtype may differ from block to block. */

@@ -5,9 +5,11 @@
 // fold could overflow a counter or fill the hash, and whenever the host reads the histogram. So the
 // histogram, merges and exported histograms stay plain host arrays, and totals may pass 2^31 points.
 // Blocks larger than the piece buffer go through it in pieces. The cells come out as the CPU's: floats
-// by the same double arithmetic, integer bands through tables of the CPU's own cell rule. The finish
-// (components, dendrogram, cut) is the host's, from the histogram; the cell-to-cluster map is put on the
-// device once, by the first label call after it. Every call holds the state's mutex: labelling from
+// by the same double arithmetic, integer bands through tables of the CPU's own cell rule. A dense fold
+// hands the cells over by increasing key, which the host merges into its list of cells. The finish
+// reads the host's histogram: its component graph may be made here, by the plan's kernels over the
+// histogram's cells (cuda_cells.cu), the dendrogram and cut are the host's; the cell-to-cluster map is
+// put on the device once, by the first label call after it. Every call holds the state's mutex: labelling from
 // several threads takes turns on the GPU (one stream, one piece buffer, one staging area).
 #include "cuda_compact.cuh"
 
