@@ -30,6 +30,63 @@ static pc_status own_histogram(MPI_Comm comm, int rank, const pc_hca_stream *s, 
     return st;
 }
 
+/* Two histograms (keys increasing) summed into out, keys increasing; returns its cells. */
+static size_t sum_two(const uint64_t *ka, const int64_t *ca, size_t na, const uint64_t *kb, const int64_t *cb, size_t nb,
+                      uint64_t *ko, int64_t *co)
+{
+    size_t i = 0, j = 0, q = 0;
+    while (i < na || j < nb) {
+        if (j == nb || (i < na && ka[i] < kb[j])) {
+            ko[q] = ka[i];
+            co[q++] = ca[i++];
+        } else if (i == na || kb[j] < ka[i]) {
+            ko[q] = kb[j];
+            co[q++] = cb[j++];
+        } else {
+            ko[q] = ka[i];
+            co[q++] = ca[i++] + cb[j++];
+        }
+    }
+    return q;
+}
+
+/* Rank 0's sum of the other ranks' gathered histograms (rank q's `sizes[q]` cells at displs[q] of keys
+ * and counts, keys increasing): summed two by two in rounds, so that P ranks of U cells in all cost
+ * U log P (adding them to the stream one after another would merge each into the growing sum: U P).
+ * The sum ends in keys and counts (from their start), *cells of them; spare: room for as many. */
+static void sum_gathered(int size, const int *sizes, const int *displs, uint64_t *keys, int64_t *counts,
+                         uint64_t *spare_keys, int64_t *spare_counts, size_t *first, size_t *length, size_t *cells)
+{
+    int lists = 0;
+    for (int q = 1; q < size; q++) { /* rank 0's own cells are its stream's already */
+        first[lists] = (size_t)displs[q];
+        length[lists++] = (size_t)sizes[q];
+    }
+    uint64_t *k = keys, *ks = spare_keys;
+    int64_t *c = counts, *cs = spare_counts;
+    while (lists > 1) {
+        int out = 0;
+        size_t at = 0;
+        for (int l = 0; l < lists; l += 2) {
+            size_t n = l + 1 < lists ? sum_two(k + first[l], c + first[l], length[l], k + first[l + 1],
+                                               c + first[l + 1], length[l + 1], ks + at, cs + at)
+                                     : sum_two(k + first[l], c + first[l], length[l], NULL, NULL, 0, ks + at, cs + at);
+            first[out] = at;
+            length[out++] = n;
+            at += n;
+        }
+        lists = out;
+        uint64_t *tk = k;
+        int64_t *tc = c;
+        k = ks, c = cs, ks = tk, cs = tc;
+    }
+    *cells = lists ? length[0] : 0;
+    if (lists && (k != keys || first[0] != 0)) {
+        memmove(keys, k + first[0], *cells * sizeof *keys);
+        memmove(counts, c + first[0], *cells * sizeof *counts);
+    }
+}
+
 /* Every rank's histogram summed into every rank's stream s: the ranks' non-empty cells gathered to
  * rank 0 and added into its s, the sum broadcast, and every other rank adding to its own counts the
  * rest of the sum (the sum less its own cells, which it keeps: its held rows stay where they are). */
@@ -74,10 +131,20 @@ static pc_status merge_histograms(MPI_Comm comm, int rank, int size, pc_hca_stre
     MPI_Gatherv(own_keys, mine, MPI_UINT64_T, all_keys, sizes, displs, MPI_UINT64_T, 0, comm);
     MPI_Gatherv(own_counts, mine, MPI_INT64_T, all_counts, sizes, displs, MPI_INT64_T, 0, comm);
     if (rank == 0) {
-        for (int q = 1; q < size && st == PC_OK; q++)
-            if ((st = pc_hca_stream_add_histogram(s, (size_t)sizes[q], all_keys + displs[q], all_counts + displs[q])) !=
-                PC_OK)
+        uint64_t *spare_keys = malloc(((size_t)total + 1) * sizeof *spare_keys);
+        int64_t *spare_counts = malloc(((size_t)total + 1) * sizeof *spare_counts);
+        size_t *first = malloc((size_t)size * sizeof *first), *length = malloc((size_t)size * sizeof *length), sum = 0;
+        if (!spare_keys || !spare_counts || !first || !length)
+            st = pc__mpi_fail(PC_OUT_OF_MEMORY, "rank 0: out of memory for the ranks' histograms");
+        else {
+            sum_gathered(size, sizes, displs, all_keys, all_counts, spare_keys, spare_counts, first, length, &sum);
+            if ((st = pc_hca_stream_add_histogram(s, sum, all_keys, all_counts)) != PC_OK)
                 pc__mpi_core_fail(comm, st, "adding the ranks' histograms");
+        }
+        free(spare_keys);
+        free(spare_counts);
+        free(first);
+        free(length);
         free(all_keys);
         free(all_counts);
         if (st == PC_OK)

@@ -680,6 +680,18 @@ pc_status pc__hca_stream_gpu_graph(pc__hca_stream_gpu *s, size_t cells, const ui
     if (st != PC_OK)
         cudaStreamSynchronize(g.stream); // no copy from narrow left in flight
     free(narrow);
+    // The graph's buffers go (the labels' map takes key and density again; a held block needs the room).
+    for (pc__device_buffer<int32_t> *b : {&g.link, &g.root, &g.comp, &g.comp_of_root, &g.representative, &g.edge_value,
+                                         &g.parent, &g.best, &g.hook})
+        b->release();
+    for (pc__device_buffer<uint64_t> *b : {&g.edge_key, &g.edge_ab, &g.edge_ab_sorted, &g.mst_ab})
+        b->release();
+    for (pc__device_buffer<double> *b : {&g.edge_h, &g.edge_h_sorted, &g.mst_h})
+        b->release();
+    g.component_size.release();
+    g.in_mst.release();
+    g.tiles.release();
+    g.temp.release();
     *done = st == PC_OK;
     return st;
 }

@@ -34,21 +34,40 @@ int pc__hca_cell_coordinate(double x, double lo, double hi, int m)
 void pc__hca_coordinate_table(double lo, double hi, int m, size_t values, uint16_t *coordinate)
 {
     /* Each step of the rule (a subtraction, a division and a product, each rounded; floor; the clamp)
-     * never decreases with x, so neither does the coordinate: each run of one coordinate is ended by
-     * bisection, about 17 m evaluations for 65,536 values instead of one a value (a millisecond of
-     * divisions at every stream's start otherwise). */
-    for (size_t v = 0; v < values;) {
-        int c = pc__hca_cell_coordinate((double)v, lo, hi, m);
-        size_t last = v, past = values; /* coordinate(last) == c; coordinate(past) > c, or past the end */
+     * never decreases with x, so neither does the coordinate: each run of one coordinate is ended by a
+     * galloping search (probes 1, 2, 4, ... values on, then bisection), about 2 log2 L evaluations for
+     * a run of L values and one for a run of one (the value past a run starts the next). A 65,536-value
+     * table of 32 cells takes some 900 evaluations instead of 65,536 (a third of a millisecond of
+     * divisions a band, at every stream's start). */
+    if (values == 0)
+        return;
+    size_t v = 0;
+    int c = pc__hca_cell_coordinate(0.0, lo, hi, m);
+    while (v < values) {
+        size_t last = v, past = values, step = 1; /* coordinate(last) == c < coordinate(past), or past the end */
+        int next = c;
+        while (last + step < values) {
+            int probe = pc__hca_cell_coordinate((double)(last + step), lo, hi, m);
+            if (probe > c) {
+                past = last + step;
+                next = probe;
+                break;
+            }
+            last += step;
+            step *= 2;
+        }
         while (past - last > 1) {
             size_t mid = last + (past - last) / 2;
-            if (pc__hca_cell_coordinate((double)mid, lo, hi, m) > c)
+            int probe = pc__hca_cell_coordinate((double)mid, lo, hi, m);
+            if (probe > c) {
                 past = mid;
-            else
+                next = probe;
+            } else
                 last = mid;
         }
         for (; v <= last; v++)
             coordinate[v] = (uint16_t)c;
+        c = next; /* coordinate(past), when past < values */
     }
 }
 

@@ -187,6 +187,14 @@ static pc_status build_graph(pc_hca_stream *s, pc__hca_graph *gr)
     pc_status st = PC_OK;
     if (s->gpu && probes >= s->graph_on_gpu_from)
         st = pc__hca_stream_gpu_graph(s->gpu, s->g.cells, s->g.key, s->g.density, gr, &done);
+    /* The host makes any graph the device could not (no memory beside a held block, more touching
+     * pairs than its hash takes, a device in trouble): the finish never needed the GPU, and cannot be
+     * tried again. */
+    if (st == PC_DEVICE_OUT_OF_MEMORY || st == PC_UNSUPPORTED || st == PC_DEVICE_ERROR) {
+        pc__clear_error();
+        st = PC_OK;
+        done = 0;
+    }
     return st != PC_OK || done ? st : pc__hca_graph_build(&s->g, gr);
 }
 
@@ -562,8 +570,10 @@ static cell_count *merged_list(const cell_count *list, size_t listed, const uint
             if (counts[j] > 0)
                 out[q++] = (cell_count){keys[j], counts[j]};
             j++;
-        } else
-            out[q++] = (cell_count){keys[j], list[i++].count + counts[j++]};
+        } else {
+            out[q++] = (cell_count){keys[j], list[i].count + counts[j]};
+            i++, j++;
+        }
     }
     *merged = q;
     return out;
@@ -577,12 +587,13 @@ typedef struct {
     uint64_t *keys;
     int64_t *counts;
     size_t n, cap;
-    int keep; /* 0 once the list is to be forgotten: none kept, keys out of order, or no memory */
+    int keep;    /* 0 once the list cannot be merged: none kept, keys out of order, or no memory */
+    int changed; /* a count was added to the histogram (kept or not) */
 } fold_sink;
 
 static fold_sink fold_start(pc_hca_stream *s)
 {
-    fold_sink f = {s, NULL, NULL, 0, 0, s->list_ready};
+    fold_sink f = {s, NULL, NULL, 0, 0, s->list_ready, 0};
     return f;
 }
 
@@ -615,6 +626,7 @@ static void sink_add(void *ctx, uint64_t first, const uint64_t *keys, const int3
             s->count[key] += counts[i];
         else
             (void)sparse_add(s, key, counts[i]); /* cannot fail: sink_reserve made room */
+        f->changed = 1;
         if (f->keep && f->n > 0 && key <= f->keys[f->n - 1])
             f->keep = 0;
         if (f->keep) {
@@ -630,7 +642,7 @@ static pc_status fold_done(fold_sink *f, pc_status st)
     pc_hca_stream *s = f->s;
     size_t merged_cells = 0;
     cell_count *merged = NULL;
-    if (f->n || st != PC_OK) { /* the histogram changed (a failed fold may have added some) */
+    if (f->changed || st != PC_OK) { /* the histogram changed (a failed fold may have added some) */
         if (st == PC_OK && f->keep && s->list_ready)
             merged = merged_list(s->list, s->list_cells, f->keys, f->counts, f->n, &merged_cells);
         forget_cells(s);
