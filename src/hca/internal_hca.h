@@ -5,6 +5,7 @@
 #include "../core/internal.h"
 #include "refine_climb.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define PC__HCA_MAX_DIM 8
@@ -446,6 +447,28 @@ typedef struct {
     void (*add)(void *ctx, uint64_t first, const uint64_t *keys, const int32_t *counts, size_t n);
     void *ctx;
 } pc__hca_fold_sink;
+/* A fold's cells kept by the host (the stream's list, HECA's members' histograms): two arrays of *cap
+ * entries, keys and counts, grown together (doubling from 1024) to hold `need`. 0 where memory is
+ * short: both hold what they held (either may have moved), *cap unchanged. */
+static inline int pc__hca_grow_cells(uint64_t **keys, int64_t **counts, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 1;
+    size_t grown = *cap ? *cap : 1024;
+    while (grown < need)
+        grown *= 2;
+    uint64_t *k = (uint64_t *)realloc(*keys, grown * sizeof *k); /* (a cast: C++ includes this too) */
+    if (k)
+        *keys = k;
+    int64_t *c = k ? (int64_t *)realloc(*counts, grown * sizeof *c) : NULL;
+    if (c)
+        *counts = c;
+    if (!k || !c)
+        return 0;
+    *cap = grown;
+    return 1;
+}
+
 /* The state for rows of dim values on the current device, sized to params->device_memory (0: what is
  * free, less a reserve). dense_allowed: the device may count into a dense array of m^dim counters
  * (the host's histogram is dense too); else, or where that does not fit, a hash of the cells. */

@@ -600,17 +600,7 @@ static fold_sink fold_start(pc_hca_stream *s)
 static pc_status sink_reserve(void *ctx, size_t cells)
 {
     fold_sink *f = ctx;
-    if (f->keep && f->n + cells > f->cap) {
-        size_t cap = 2 * f->cap > f->n + cells ? 2 * f->cap : f->n + cells;
-        uint64_t *keys = realloc(f->keys, cap * sizeof *keys);
-        if (keys)
-            f->keys = keys;
-        int64_t *counts = keys ? realloc(f->counts, cap * sizeof *counts) : NULL;
-        if (counts)
-            f->counts = counts;
-        f->keep = keys && counts;
-        f->cap = f->keep ? cap : f->cap;
-    }
+    f->keep = f->keep && pc__hca_grow_cells(&f->keys, &f->counts, &f->cap, f->n + cells);
     return f->s->dense ? PC_OK : sparse_reserve(f->s, f->s->hused + cells);
 }
 

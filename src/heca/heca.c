@@ -411,21 +411,9 @@ typedef struct {
 static pc_status sink_reserve(void *ctx, size_t cells)
 {
     hist_sink *h = ctx;
-    if (h->n + cells <= h->cap)
-        return PC_OK;
-    size_t cap = h->cap ? h->cap : 1024;
-    while (cap < h->n + cells)
-        cap *= 2;
-    uint64_t *k = realloc(h->key, cap * sizeof *k);
-    if (k)
-        h->key = k;
-    int64_t *c = k ? realloc(h->count, cap * sizeof *c) : NULL;
-    if (c)
-        h->count = c;
-    if (!k || !c)
-        return pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot hold a member's histogram of %zu cells", h->n + cells);
-    h->cap = cap;
-    return PC_OK;
+    return pc__hca_grow_cells(&h->key, &h->count, &h->cap, h->n + cells)
+               ? PC_OK
+               : pc__fail(PC_OUT_OF_MEMORY, "HECA: cannot hold a member's histogram of %zu cells", h->n + cells);
 }
 
 static void sink_add(void *ctx, uint64_t first, const uint64_t *keys, const int32_t *counts, size_t n)
