@@ -484,6 +484,8 @@ static pc_status sparse_reserve(pc_hca_stream *s, size_t cells)
 /* Adds `count` points to the cell `key` of the sparse histogram, growing it at half load. */
 static pc_status sparse_add(pc_hca_stream *s, uint64_t key, int64_t count)
 {
+    if (count == 0) /* no point: no cell (the list of cells would hold one of density 0) */
+        return PC_OK;
     pc_status st = sparse_reserve(s, s->hused + 1);
     if (st != PC_OK)
         return st;
@@ -666,23 +668,25 @@ pc_status pc_hca_stream_add(pc_hca_stream *s, const pc_points *block)
     if ((st = use_gpu(s, block, &on_gpu)) != PC_OK)
         return st;
     double t0 = pc__now();
-    if (!on_gpu) /* the GPU's counts reach the histogram by folds only, which keep the list */
-        forget_cells(s);
-    if (on_gpu) {
+    if (on_gpu) { /* its counts reach the histogram by folds only, which keep the list */
         fold_sink f = fold_start(s);
         pc__hca_fold_sink sink = {sink_reserve, sink_add, &f};
         if ((st = fold_done(&f, pc__hca_stream_gpu_add(s->gpu, block, &sink))) != PC_OK)
             return st;
         s->gpu_blocks++;
-    } else if ((st = pc_points_check(block)) != PC_OK)
-        return st;
-    else if (s->dense)
-        count_dense(s, block);
-    else {
-        size_t bytes = pc__hca_row_bytes(block);
-        for (size_t i = 0; i < block->n; i++)
-            if ((st = sparse_add(s, row_key(s, (const unsigned char *)block->data + i * bytes, block->dtype), 1)) != PC_OK)
-                return st;
+    } else {
+        if ((st = pc_points_check(block)) != PC_OK)
+            return st;
+        forget_cells(s); /* points counted here change the histogram under its list */
+        if (s->dense)
+            count_dense(s, block);
+        else {
+            size_t bytes = pc__hca_row_bytes(block);
+            for (size_t i = 0; i < block->n; i++)
+                if ((st = sparse_add(s, row_key(s, (const unsigned char *)block->data + i * bytes, block->dtype), 1)) !=
+                    PC_OK)
+                    return st;
+        }
     }
     s->points += block->n;
     s->seconds_counting += pc__now() - t0;
@@ -931,8 +935,6 @@ pc_status pc_hca_stream_add_histogram(pc_hca_stream *s, size_t cells, const uint
                              : NULL;
     forget_cells(s);
     for (size_t c = 0; c < cells; c++) {
-        if (counts[c] == 0) /* no point: not a cell of the histogram (the sparse one would list it) */
-            continue;
         if (s->dense)
             s->count[keys[c]] += counts[c];
         else if ((st = sparse_add(s, keys[c], counts[c])) != PC_OK) {
